@@ -1,0 +1,2 @@
+pub mod pymath;
+pub mod pyrand;
