@@ -1,1 +1,16 @@
+//! disagg-model: the catalogue (models, accelerators, links, KV compression) and the exact cost model
+//! of prefill/decode-disaggregated LLM serving, bit-for-bit with the reference simulator
+//! (Disaggregated_Inference_Sim). Pure functions, no I/O.
 
+pub mod catalogue;
+pub mod cost;
+pub mod error;
+pub mod handoff;
+pub mod pymath;
+
+pub use catalogue::{
+    Catalogue, CompressAt, Device, KvCompression, KvTransit, Link, LmHead, ModelSpec, GB, TB,
+};
+pub use cost::{Bound, CostModel, CostOptions, PyNum, RawStep, StepCost};
+pub use error::Error;
+pub use handoff::{handoff, layerwise_exposed, transfer, Handoff, SendMode, Transfer};

@@ -1,0 +1,649 @@
+//! The catalogue: model shapes, accelerators, links and KV compression formats, exactly as the
+//! reference (`hardware.py` of Disaggregated_Inference_Sim, cost-model.md §2) defines them.
+//!
+//! Unit constants are multiplied at run time (`value * GB`), never written as literals, because
+//! `2.039 * 1e12` is not the literal `2.039e12` (cost-model.md N3).
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::Error;
+
+/// 1e9: gigabytes (or giga-anything) as the reference spells it.
+pub const GB: f64 = 1e9;
+/// 1e12: terabytes / tera-FLOPs.
+pub const TB: f64 = 1e12;
+
+/// Where the LM head runs during prefill.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum LmHead {
+    /// On every prompt token (the reference default).
+    #[default]
+    All,
+    /// On the last token of each prompt only.
+    Last,
+}
+
+impl LmHead {
+    /// Parses `all` or `last`.
+    pub fn parse(s: &str) -> Result<Self, Error> {
+        match s {
+            "all" => Ok(LmHead::All),
+            "last" => Ok(LmHead::Last),
+            _ => Err(Error::unknown("prefill LM head", s, ["all", "last"])),
+        }
+    }
+    /// The name as the CLI spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LmHead::All => "all",
+            LmHead::Last => "last",
+        }
+    }
+}
+
+/// A dense transformer's shape (`ModelSpec`, cost-model.md §2.1).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ModelSpec {
+    /// Catalogue key (`llama3-8b`).
+    pub key: String,
+    /// Display name (`Llama-3-8B`).
+    pub name: String,
+    /// Transformer layers (L).
+    pub n_layers: u64,
+    /// Hidden size (d).
+    pub d_model: u64,
+    /// Query heads (H).
+    pub n_heads: u64,
+    /// Key/value heads (Hkv).
+    pub n_kv_heads: u64,
+    /// Head dimension; `None` means `d_model / n_heads` (integer floor division), as the reference.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head_dim: Option<u64>,
+    /// MLP width (three matrices, SwiGLU).
+    pub d_ff: u64,
+    /// Vocabulary size.
+    pub vocab: u64,
+    /// Bytes per weight (2.0 = BF16).
+    pub weight_bytes: f64,
+    /// Bytes per cached K or V value (2.0 = BF16).
+    pub kv_bytes: f64,
+    /// Where the LM head runs during prefill.
+    pub prefill_lm_head: LmHead,
+}
+
+impl ModelSpec {
+    #[allow(clippy::too_many_arguments)]
+    fn preset(key: &str, name: &str, l: u64, d: u64, h: u64, hkv: u64, ff: u64, v: u64) -> Self {
+        ModelSpec {
+            key: key.into(),
+            name: name.into(),
+            n_layers: l,
+            d_model: d,
+            n_heads: h,
+            n_kv_heads: hkv,
+            head_dim: None,
+            d_ff: ff,
+            vocab: v,
+            weight_bytes: 2.0,
+            kv_bytes: 2.0,
+            prefill_lm_head: LmHead::All,
+        }
+    }
+
+    /// Head dimension: `d // H` unless overridden.
+    pub fn hd(&self) -> u64 {
+        self.head_dim.unwrap_or(self.d_model / self.n_heads)
+    }
+    /// Width of K (or of V): `Hkv * hd`.
+    pub fn kvw(&self) -> i128 {
+        self.n_kv_heads as i128 * self.hd() as i128
+    }
+    /// Parameters of one layer: `(2*d*d + 2*d*kvw) + 3*d*ff`.
+    pub fn params_per_layer(&self) -> i128 {
+        let d = self.d_model as i128;
+        (2 * d * d + 2 * d * self.kvw()) + 3 * d * self.d_ff as i128
+    }
+    /// All layers' parameters.
+    pub fn layer_params(&self) -> i128 {
+        self.n_layers as i128 * self.params_per_layer()
+    }
+    /// Resident parameters: layers plus the embedding and the LM head (`2*V*d`).
+    pub fn params(&self) -> i128 {
+        self.layer_params() + 2 * self.vocab as i128 * self.d_model as i128
+    }
+    /// Parameters read by every forward pass: layers plus the LM head.
+    pub fn matmul_params(&self) -> i128 {
+        self.layer_params() + self.vocab as i128 * self.d_model as i128
+    }
+    /// Resident weight bytes (capacity).
+    pub fn weight_bytes_total(&self) -> f64 {
+        self.params() as f64 * self.weight_bytes
+    }
+    /// Weight bytes streamed by every forward pass.
+    pub fn weight_bytes_streamed(&self) -> f64 {
+        self.matmul_params() as f64 * self.weight_bytes
+    }
+    /// Bytes of one embedding row.
+    pub fn embedding_row_bytes(&self) -> f64 {
+        self.d_model as f64 * self.weight_bytes
+    }
+    /// KV bytes per token: `(2 * L * Hkv * hd) * kv_bytes`.
+    pub fn kv_bytes_per_token(&self) -> f64 {
+        (2 * self.n_layers as i128 * self.n_kv_heads as i128 * self.hd() as i128) as f64
+            * self.kv_bytes
+    }
+    /// Bytes of a prompt's whole KV cache: `P * kv_bytes_per_token`.
+    pub fn handoff_bytes(&self, prompt_tokens: u64) -> f64 {
+        prompt_tokens as f64 * self.kv_bytes_per_token()
+    }
+
+    /// Validates the shape (every count at least 1, byte sizes positive).
+    pub fn validate(&self) -> Result<(), Error> {
+        let counts = [
+            ("layers", self.n_layers),
+            ("d_model", self.d_model),
+            ("heads", self.n_heads),
+            ("kv_heads", self.n_kv_heads),
+            ("d_ff", self.d_ff),
+            ("vocab", self.vocab),
+        ];
+        for (what, v) in counts {
+            if v == 0 {
+                return Err(Error::invalid(
+                    format!("model '{}' {what}", self.key),
+                    "must be at least 1",
+                ));
+            }
+            if v > 1 << 24 {
+                return Err(Error::invalid(
+                    format!("model '{}' {what}", self.key),
+                    format!("{v} is absurdly large (limit {})", 1u64 << 24),
+                ));
+            }
+        }
+        if self.n_kv_heads > self.n_heads {
+            return Err(Error::invalid(
+                format!("model '{}' kv_heads", self.key),
+                format!(
+                    "{} is more than the {} query heads",
+                    self.n_kv_heads, self.n_heads
+                ),
+            ));
+        }
+        if self.hd() == 0 {
+            return Err(Error::invalid(
+                format!("model '{}' head_dim", self.key),
+                "must be at least 1 (d_model is smaller than heads)",
+            ));
+        }
+        if let Some(hd) = self.head_dim {
+            if hd > 1 << 16 {
+                return Err(Error::invalid(
+                    format!("model '{}' head_dim", self.key),
+                    format!("{hd} is absurdly large"),
+                ));
+            }
+        }
+        crate::error::positive(
+            &format!("model '{}' weight_bytes", self.key),
+            self.weight_bytes,
+        )?;
+        crate::error::positive(&format!("model '{}' kv_bytes", self.key), self.kv_bytes)?;
+        if self.weight_bytes > 16.0 || self.kv_bytes > 16.0 {
+            return Err(Error::invalid(
+                format!("model '{}' bytes per value", self.key),
+                "must be at most 16",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// An accelerator (`Accelerator`, cost-model.md §2.3). Rates are SI: FLOP/s, bytes/s, bytes, W.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Device {
+    /// Catalogue key (`h100`).
+    pub key: String,
+    /// Display name (`H100-SXM`).
+    pub name: String,
+    /// Dense BF16 peak, FLOP/s.
+    pub peak_flops: f64,
+    /// HBM bandwidth, bytes/s.
+    pub mem_bw: f64,
+    /// HBM capacity, bytes.
+    pub mem_capacity: f64,
+    /// Achievable fraction of the FLOP peak.
+    pub flops_eff: f64,
+    /// Achievable fraction of the memory bandwidth.
+    pub bw_eff: f64,
+    /// Thermal design power per device, W.
+    pub tdp_w: f64,
+    /// Static (idle) power per device, W.
+    pub idle_w: f64,
+    /// Dynamic energy per FLOP, pJ.
+    pub pj_per_flop: f64,
+    /// Dynamic energy per HBM byte, pJ.
+    pub pj_per_byte: f64,
+    /// Native low-precision formats and their rate multiple of BF16 (informational).
+    #[serde(default)]
+    pub native_formats: Vec<(String, f64)>,
+    /// Scale-up link key (informational; used only by the tensor-parallel lever).
+    #[serde(default)]
+    pub scale_up: String,
+}
+
+impl Device {
+    /// FLOP per byte at which compute and memory take equal time.
+    pub fn ridge_point(&self) -> f64 {
+        (self.peak_flops * self.flops_eff) / (self.mem_bw * self.bw_eff)
+    }
+
+    /// Validates every field.
+    pub fn validate(&self) -> Result<(), Error> {
+        let k = &self.key;
+        crate::error::positive(&format!("device '{k}' peak_flops"), self.peak_flops)?;
+        crate::error::positive(&format!("device '{k}' mem_bw"), self.mem_bw)?;
+        crate::error::positive(&format!("device '{k}' mem_capacity"), self.mem_capacity)?;
+        for (what, v) in [("flops_eff", self.flops_eff), ("bw_eff", self.bw_eff)] {
+            if !(v > 0.0 && v <= 1.0) {
+                return Err(Error::invalid(
+                    format!("device '{k}' {what}"),
+                    format!("must be in (0, 1], got {v}"),
+                ));
+            }
+        }
+        crate::error::positive(&format!("device '{k}' tdp_w"), self.tdp_w)?;
+        crate::error::non_negative(&format!("device '{k}' idle_w"), self.idle_w)?;
+        crate::error::non_negative(&format!("device '{k}' pj_per_flop"), self.pj_per_flop)?;
+        crate::error::non_negative(&format!("device '{k}' pj_per_byte"), self.pj_per_byte)?;
+        if self.idle_w >= self.tdp_w {
+            return Err(Error::invalid(
+                format!("device '{k}' idle_w"),
+                format!("{} W is not below the TDP of {} W", self.idle_w, self.tdp_w),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A KV link (`Link`, cost-model.md §2.4): per channel and per direction.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Link {
+    /// Catalogue key (`eth-25g`).
+    pub key: String,
+    /// Display name (`25 GbE`).
+    pub name: String,
+    /// Bytes per second per channel, one direction.
+    pub bandwidth_bps: f64,
+    /// Fixed latency per transfer, seconds.
+    pub latency_s: f64,
+    /// Concurrent transfers (independent FIFO servers).
+    pub channels: u32,
+    /// End-to-end energy per bit, pJ.
+    pub pj_per_bit: f64,
+}
+
+impl Link {
+    fn preset(key: &str, name: &str, bw_gb: f64, latency_s: f64, pj: f64) -> Self {
+        Link {
+            key: key.into(),
+            name: name.into(),
+            bandwidth_bps: bw_gb * GB,
+            latency_s,
+            channels: 1,
+            pj_per_bit: pj,
+        }
+    }
+
+    /// `latency + nbytes / bandwidth`.
+    pub fn transfer_time(&self, nbytes: f64) -> f64 {
+        self.latency_s + nbytes / self.bandwidth_bps
+    }
+
+    /// Link energy of moving `nbytes`: `((nbytes * 8) * pj) * 1e-12`.
+    pub fn energy_j(&self, nbytes: f64) -> f64 {
+        ((nbytes * 8.0) * self.pj_per_bit) * 1e-12
+    }
+
+    /// Validates every field.
+    pub fn validate(&self) -> Result<(), Error> {
+        let k = &self.key;
+        crate::error::positive(&format!("link '{k}' bandwidth"), self.bandwidth_bps)?;
+        crate::error::non_negative(&format!("link '{k}' latency"), self.latency_s)?;
+        crate::error::non_negative(&format!("link '{k}' pj_per_bit"), self.pj_per_bit)?;
+        if self.channels == 0 || self.channels > 4096 {
+            return Err(Error::invalid(
+                format!("link '{k}' channels"),
+                format!("must be between 1 and 4096, got {}", self.channels),
+            ));
+        }
+        if self.latency_s > 3600.0 {
+            return Err(Error::invalid(
+                format!("link '{k}' latency"),
+                format!("{} s is absurd", self.latency_s),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A KV hand-off compression format (`KVCompression`, cost-model.md §2.5).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KvCompression {
+    /// Catalogue key (`fp8`).
+    pub key: String,
+    /// What it is, with its byte formula.
+    pub description: String,
+    /// BF16 bytes in per byte out.
+    pub ratio: f64,
+    /// Element-wise work per BF16 value.
+    pub ops_per_value: f64,
+    /// Also a forward and an inverse real FFT along the token axis.
+    pub fft: bool,
+}
+
+impl KvCompression {
+    fn preset(key: &str, ratio: f64, ops: f64, fft: bool, description: &str) -> Self {
+        KvCompression {
+            key: key.into(),
+            description: description.into(),
+            ratio,
+            ops_per_value: ops,
+            fft,
+        }
+    }
+    /// True for the identity preset (`none`): no work, no change in size.
+    pub fn is_identity(&self) -> bool {
+        self.ratio == 1.0 && self.ops_per_value == 0.0 && !self.fft
+    }
+}
+
+/// Where the KV cache is compressed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum CompressAt {
+    /// A stage inside the link compresses at line rate (the reference's `transit`, the default).
+    #[default]
+    Transit,
+    /// The prefill GPU compresses before sending (the reference's `endpoint`).
+    Endpoint,
+}
+
+impl CompressAt {
+    /// Accepted names: `transit` or `link`; `endpoint` or `gpu`.
+    pub const NAMES: [&'static str; 4] = ["transit", "link", "endpoint", "gpu"];
+
+    /// Parses a placement name.
+    pub fn parse(s: &str) -> Result<Self, Error> {
+        match s {
+            "transit" | "link" => Ok(CompressAt::Transit),
+            "endpoint" | "gpu" => Ok(CompressAt::Endpoint),
+            _ => Err(Error::unknown("compression placement", s, Self::NAMES)),
+        }
+    }
+    /// The reference's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CompressAt::Transit => "transit",
+            CompressAt::Endpoint => "endpoint",
+        }
+    }
+}
+
+/// KV compression on the hand-off path (`KVTransit`, cost-model.md §2.5), with the reference's
+/// defaults for the in-link stage.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KvTransit {
+    /// The format.
+    pub compression: KvCompression,
+    /// Where it runs.
+    pub at: CompressAt,
+    /// In-link compute budget, operations per line byte (1.6).
+    pub ops_per_byte: f64,
+    /// In-link stage energy per input bit, pJ (1.0).
+    pub pj_per_bit: f64,
+    /// In-link stage latency, seconds (1e-6).
+    pub latency_s: f64,
+    /// The in-link stage does the FFT passively (free).
+    pub native_fft: bool,
+}
+
+impl KvTransit {
+    /// The reference's defaults for a format and a placement.
+    pub fn new(compression: KvCompression, at: CompressAt) -> Self {
+        KvTransit {
+            compression,
+            at,
+            ops_per_byte: 1.6,
+            pj_per_bit: 1.0,
+            latency_s: 1e-6,
+            native_fft: true,
+        }
+    }
+
+    /// Compression work for `nbytes` of BF16 KV of a `prompt_tokens` prompt (cost-model.md §4.3).
+    pub fn ops(&self, nbytes: f64, prompt_tokens: u64, kv_bytes: f64, on_gpu: bool) -> f64 {
+        let values = nbytes / kv_bytes;
+        let mut per = self.compression.ops_per_value;
+        if self.compression.fft && (on_gpu || !self.native_fft) {
+            let n = crate::pymath::pow2_at_least(prompt_tokens.max(1));
+            per += (2.0 * crate::pymath::rfft_flops(n)) / n as f64;
+        }
+        per * values
+    }
+}
+
+/// The catalogue: every preset, in the reference's order, plus anything the user added.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Catalogue {
+    /// Model shapes.
+    pub models: Vec<ModelSpec>,
+    /// Accelerators.
+    pub devices: Vec<Device>,
+    /// KV links.
+    pub links: Vec<Link>,
+    /// KV compression formats.
+    pub compression: Vec<KvCompression>,
+}
+
+impl Default for Catalogue {
+    fn default() -> Self {
+        Self::builtin()
+    }
+}
+
+fn h100_like(key: &str, name: &str, mem_bw: f64, mem_cap: f64) -> Device {
+    Device {
+        key: key.into(),
+        name: name.into(),
+        peak_flops: 989.0 * TB,
+        mem_bw,
+        mem_capacity: mem_cap,
+        flops_eff: 0.55,
+        bw_eff: 0.80,
+        tdp_w: 700.0,
+        idle_w: 100.0,
+        pj_per_flop: 1.0,
+        pj_per_byte: 60.0,
+        native_formats: vec![("fp8".into(), 2.0), ("int8".into(), 2.0)],
+        scale_up: "nvlink4".into(),
+    }
+}
+
+fn a100_like(key: &str, name: &str, mem_bw: f64, mem_cap: f64) -> Device {
+    Device {
+        key: key.into(),
+        name: name.into(),
+        peak_flops: 312.0 * TB,
+        mem_bw,
+        mem_capacity: mem_cap,
+        flops_eff: 0.55,
+        bw_eff: 0.80,
+        tdp_w: 400.0,
+        idle_w: 60.0,
+        pj_per_flop: 1.6,
+        pj_per_byte: 70.0,
+        native_formats: vec![("int8".into(), 2.0)],
+        scale_up: "nvlink3".into(),
+    }
+}
+
+impl Catalogue {
+    /// The reference's presets (cost-model.md §2.2–§2.5).
+    pub fn builtin() -> Self {
+        let models = vec![
+            ModelSpec::preset("llama3-8b", "Llama-3-8B", 32, 4096, 32, 8, 14336, 128256),
+            ModelSpec::preset("llama3-70b", "Llama-3-70B", 80, 8192, 64, 8, 28672, 128256),
+            ModelSpec::preset("mistral-7b", "Mistral-7B", 32, 4096, 32, 8, 14336, 32000),
+            ModelSpec::preset("yi-34b", "Yi-34B", 60, 7168, 56, 8, 20480, 64000),
+            ModelSpec::preset("opt-13b", "OPT-13B", 40, 5120, 40, 40, 13653, 50272),
+            ModelSpec::preset("llama3.2-1b", "Llama-3.2-1B", 16, 2048, 32, 8, 8192, 128256),
+        ];
+        let devices = vec![
+            h100_like("h100", "H100-SXM", 3.35 * TB, 80.0 * GB),
+            a100_like("a100", "A100-SXM", 2.039 * TB, 80.0 * GB),
+            a100_like("a100-40g", "A100-SXM-40GB", 1.555 * TB, 40.0 * GB),
+            h100_like("h200", "H200-SXM", 4.8 * TB, 141.0 * GB),
+            Device {
+                key: "b200".into(),
+                name: "B200".into(),
+                peak_flops: 2250.0 * TB,
+                mem_bw: 8.0 * TB,
+                mem_capacity: 180.0 * GB,
+                flops_eff: 0.55,
+                bw_eff: 0.80,
+                tdp_w: 1000.0,
+                idle_w: 140.0,
+                pj_per_flop: 0.6,
+                pj_per_byte: 45.0,
+                native_formats: vec![("fp8".into(), 2.0), ("fp4".into(), 4.0)],
+                scale_up: "nvlink5".into(),
+            },
+            Device {
+                key: "optical".into(),
+                name: "Hypothetical-optical-MAC".into(),
+                peak_flops: 4000.0 * TB,
+                mem_bw: 3.35 * TB,
+                mem_capacity: 80.0 * GB,
+                flops_eff: 0.4,
+                bw_eff: 0.80,
+                tdp_w: 700.0,
+                idle_w: 180.0,
+                pj_per_flop: 0.1,
+                pj_per_byte: 60.0,
+                native_formats: vec![],
+                scale_up: "nvlink4".into(),
+            },
+        ];
+        let links = vec![
+            Link::preset("nvlink4", "NVLink 4 (one direction)", 450.0, 5e-6, 5.0),
+            Link::preset("ib-ndr", "InfiniBand NDR 400G", 50.0, 10e-6, 15.0),
+            Link::preset("pcie5", "PCIe Gen5 x16", 64.0, 5e-6, 6.0),
+            Link::preset("pcie4", "PCIe Gen4 x16", 32.0, 5e-6, 6.0),
+            Link::preset("eth-100g", "100 GbE", 12.5, 20e-6, 15.0),
+            Link::preset("eth-25g", "25 GbE", 3.125, 20e-6, 15.0),
+            Link::preset(
+                "cpo-optical",
+                "Co-packaged optics (illustrative)",
+                200.0,
+                5e-6,
+                3.0,
+            ),
+            Link::preset("nvlink3", "NVLink 3 (one direction)", 300.0, 5e-6, 5.0),
+            Link::preset("nvlink5", "NVLink 5 (one direction)", 900.0, 5e-6, 5.0),
+        ];
+        let compression = vec![
+            KvCompression::preset("none", 1.0, 0.0, false, "BF16 as is: 2 bytes per value"),
+            KvCompression::preset(
+                "fp8",
+                2.0,
+                1.0,
+                false,
+                "FP8 values: 1 byte per value (ratio 2), 1 op per value",
+            ),
+            KvCompression::preset(
+                "fp4-block",
+                64.0 / 17.0,
+                2.0,
+                false,
+                "4-bit E2M1 values with one 8-bit scale per 32-value block: 4.25 bits per value \
+                 (ratio 64/17 = 3.76), 2 ops per value",
+            ),
+            KvCompression::preset(
+                "freq-keep-k",
+                2.0,
+                1.0,
+                true,
+                "frequency domain: real FFT along tokens, keep half the coefficients (ratio 2; \
+                 --kv-keep sets the kept fraction), 1 op per value plus the FFTs on a GPU",
+            ),
+        ];
+        Catalogue {
+            models,
+            devices,
+            links,
+            compression,
+        }
+    }
+
+    /// The model with key `key`.
+    pub fn model(&self, key: &str) -> Result<&ModelSpec, Error> {
+        self.models
+            .iter()
+            .find(|m| m.key == key)
+            .ok_or_else(|| Error::unknown("model", key, self.models.iter().map(|m| m.key.as_str())))
+    }
+    /// The device with key `key`.
+    pub fn device(&self, key: &str) -> Result<&Device, Error> {
+        self.devices.iter().find(|m| m.key == key).ok_or_else(|| {
+            Error::unknown("device", key, self.devices.iter().map(|m| m.key.as_str()))
+        })
+    }
+    /// The link with key `key`.
+    pub fn link(&self, key: &str) -> Result<&Link, Error> {
+        self.links
+            .iter()
+            .find(|m| m.key == key)
+            .ok_or_else(|| Error::unknown("link", key, self.links.iter().map(|m| m.key.as_str())))
+    }
+    /// The compression format with key `key`.
+    pub fn compression(&self, key: &str) -> Result<&KvCompression, Error> {
+        self.compression
+            .iter()
+            .find(|m| m.key == key)
+            .ok_or_else(|| {
+                Error::unknown(
+                    "compression",
+                    key,
+                    self.compression.iter().map(|m| m.key.as_str()),
+                )
+            })
+    }
+
+    /// Adds or replaces a model (validated).
+    pub fn put_model(&mut self, m: ModelSpec) -> Result<(), Error> {
+        m.validate()?;
+        put(&mut self.models, m, |x| &x.key);
+        Ok(())
+    }
+    /// Adds or replaces a device (validated).
+    pub fn put_device(&mut self, d: Device) -> Result<(), Error> {
+        d.validate()?;
+        put(&mut self.devices, d, |x| &x.key);
+        Ok(())
+    }
+    /// Adds or replaces a link (validated).
+    pub fn put_link(&mut self, l: Link) -> Result<(), Error> {
+        l.validate()?;
+        put(&mut self.links, l, |x| &x.key);
+        Ok(())
+    }
+}
+
+fn put<T>(v: &mut Vec<T>, item: T, key: impl Fn(&T) -> &String) {
+    match v.iter().position(|x| key(x) == key(&item)) {
+        Some(i) => v[i] = item,
+        None => v.push(item),
+    }
+}

@@ -1,0 +1,408 @@
+//! The roofline cost model with a power roof (cost-model.md §3): the only place that knows how long a
+//! step takes and what it costs in energy.
+//!
+//! Bit-exactness rules (cost-model.md §1): FLOP counts are exact integers (`i128`) converted once
+//! with `as f64`; every float expression keeps the reference's grouping; the cube root is
+//! `pow(|x|, 1/3)` with the sign copied; KV capacity uses CPython's float floor division.
+
+use serde::{Deserialize, Serialize};
+
+use crate::catalogue::{Device, KvTransit, LmHead, ModelSpec};
+use crate::error::Error;
+use crate::pymath::{cbrt_py, py_floordiv};
+
+/// A number as Python holds it: an exact integer until it meets a float.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum PyNum {
+    /// An exact integer.
+    Int(i128),
+    /// A double.
+    Float(f64),
+}
+
+impl PyNum {
+    /// Python's `a + b`: int + int stays exact, anything else converts the int to the nearest double.
+    #[inline]
+    pub fn add(self, other: PyNum) -> PyNum {
+        match (self, other) {
+            (PyNum::Int(a), PyNum::Int(b)) => PyNum::Int(a + b),
+            (a, b) => PyNum::Float(a.to_f64() + b.to_f64()),
+        }
+    }
+    /// The value as a double (round to nearest, ties to even).
+    #[inline]
+    pub fn to_f64(self) -> f64 {
+        match self {
+            PyNum::Int(a) => a as f64,
+            PyNum::Float(a) => a,
+        }
+    }
+}
+
+impl Default for PyNum {
+    fn default() -> Self {
+        PyNum::Int(0)
+    }
+}
+
+/// Which roof set a step's time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Bound {
+    /// FLOPs set the time (also a tie).
+    Compute,
+    /// HBM bytes set the time.
+    Memory,
+    /// The power budget lowered the clock or stretched the step.
+    Power,
+}
+
+impl Bound {
+    /// `compute`, `memory` or `power`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Bound::Compute => "compute",
+            Bound::Memory => "memory",
+            Bound::Power => "power",
+        }
+    }
+}
+
+/// The cost of one step (`StepCost`).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct StepCost {
+    /// FLOPs (an exact integer unless an endpoint compression pass was added).
+    pub flops: PyNum,
+    /// HBM bytes moved.
+    pub bytes: f64,
+    /// Wall time including the fixed step overhead, seconds.
+    pub time_s: f64,
+    /// What set the time.
+    pub bound: Bound,
+    /// Dynamic energy (compute + memory), joules.
+    pub energy_j: f64,
+    /// Compute energy after any clock scaling, joules.
+    pub compute_j: f64,
+    /// Memory energy, joules.
+    pub memory_j: f64,
+}
+
+/// The raw result of the three roofs, before the step overhead.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RawStep {
+    /// Step time without overhead, seconds.
+    pub t: f64,
+    /// Compute energy (after s² scaling), joules.
+    pub ec: f64,
+    /// Memory energy, joules.
+    pub em: f64,
+    /// What set the time.
+    pub bound: Bound,
+}
+
+/// Settings of a cost model besides the model, device and device count (reference defaults).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CostOptions {
+    /// Fixed per-step scheduler/launch time, seconds (0.5 ms).
+    pub step_overhead_s: f64,
+    /// Fraction of HBM usable for weights and KV (0.9).
+    pub mem_util: f64,
+    /// Per-device power cap, W.
+    pub power_cap_w: Option<f64>,
+    /// Enforce the device's TDP as a cap (true).
+    pub enforce_tdp: bool,
+    /// Lower the clock on memory-bound steps.
+    pub dvfs: bool,
+    /// Lowest clock fraction (0.4).
+    pub s_min: f64,
+}
+
+impl Default for CostOptions {
+    fn default() -> Self {
+        CostOptions {
+            step_overhead_s: 0.5e-3,
+            mem_util: 0.9,
+            power_cap_w: None,
+            enforce_tdp: true,
+            dvfs: false,
+            s_min: 0.4,
+        }
+    }
+}
+
+/// A cost model for one instance: `n_devices` accelerators treated as one bigger device.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CostModel {
+    /// The model served.
+    pub model: ModelSpec,
+    /// The accelerator.
+    pub device: Device,
+    /// Devices per instance.
+    pub n_devices: u32,
+    /// Options.
+    pub opts: CostOptions,
+    flops_rate: f64,
+    byte_rate: f64,
+    j_f: f64,
+    j_b: f64,
+    idle_w: f64,
+    budget_w: Option<f64>,
+    matmul_params: i128,
+    layer_params: i128,
+    lm_head_params: i128,
+    prefill_attn_coef: i128,
+    decode_attn_coef: i128,
+    weight_bytes_streamed: f64,
+    embedding_row_bytes: f64,
+    kv_bytes_per_token: f64,
+}
+
+impl CostModel {
+    /// Builds a cost model; fails if the power cap is not above the idle power.
+    pub fn new(
+        model: &ModelSpec,
+        device: &Device,
+        n_devices: u32,
+        opts: CostOptions,
+    ) -> Result<Self, Error> {
+        model.validate()?;
+        device.validate()?;
+        if n_devices == 0 || n_devices > 1024 {
+            return Err(Error::invalid(
+                "devices per instance",
+                format!("must be between 1 and 1024, got {n_devices}"),
+            ));
+        }
+        let n = n_devices as f64;
+        let compute_speedup = 1.0;
+        let flops_rate = ((device.peak_flops * device.flops_eff) * n) * compute_speedup;
+        let byte_rate = (device.mem_bw * device.bw_eff) * n;
+        let j_f = (device.pj_per_flop * 1e-12) / compute_speedup;
+        let j_b = device.pj_per_byte * 1e-12;
+        let mut caps: Vec<f64> = Vec::new();
+        if let Some(c) = opts.power_cap_w {
+            crate::error::positive("power cap (W)", c)?;
+            caps.push(c);
+        }
+        if opts.enforce_tdp {
+            caps.push(device.tdp_w);
+        }
+        let budget_w = if caps.is_empty() {
+            None
+        } else {
+            let m = caps.iter().copied().fold(f64::INFINITY, f64::min);
+            let b = (m - device.idle_w) * n;
+            if b <= 0.0 {
+                return Err(Error::invalid(
+                    "power cap",
+                    format!(
+                        "{m} W per device is below the idle power of {} ({} W)",
+                        device.name, device.idle_w
+                    ),
+                ));
+            }
+            Some(b)
+        };
+        let l = model.n_layers as i128;
+        let d = model.d_model as i128;
+        Ok(CostModel {
+            model: model.clone(),
+            device: device.clone(),
+            n_devices,
+            opts,
+            flops_rate,
+            byte_rate,
+            j_f,
+            j_b,
+            idle_w: device.idle_w * n,
+            budget_w,
+            matmul_params: model.matmul_params(),
+            layer_params: model.layer_params(),
+            lm_head_params: model.vocab as i128 * d,
+            prefill_attn_coef: (2 * l) * d,
+            decode_attn_coef: (4 * l) * d,
+            weight_bytes_streamed: model.weight_bytes_streamed(),
+            embedding_row_bytes: model.embedding_row_bytes(),
+            kv_bytes_per_token: model.kv_bytes_per_token(),
+        })
+    }
+
+    /// Achievable FLOP/s of the instance: `((peak * eff) * n) * speedup`.
+    pub fn flops_rate(&self) -> f64 {
+        self.flops_rate
+    }
+    /// Achievable HBM bytes/s of the instance: `(bw * eff) * n`.
+    pub fn byte_rate(&self) -> f64 {
+        self.byte_rate
+    }
+    /// Static power of the instance, W.
+    pub fn idle_w(&self) -> f64 {
+        self.idle_w
+    }
+    /// Dynamic power budget of the instance, W (`None`: no power roof).
+    pub fn budget_w(&self) -> Option<f64> {
+        self.budget_w
+    }
+    /// KV bytes per token of the model.
+    pub fn kv_bytes_per_token(&self) -> f64 {
+        self.kv_bytes_per_token
+    }
+
+    /// KV capacity of the instance in tokens (cost-model.md §3.3).
+    pub fn kv_capacity_tokens(&self) -> Result<u64, Error> {
+        let free = ((self.device.mem_capacity * self.n_devices as f64) * self.opts.mem_util)
+            - self.model.weight_bytes_total();
+        if free <= 0.0 {
+            return Err(Error::invalid(
+                "model",
+                format!(
+                    "{} does not fit on {}x {}",
+                    self.model.name, self.n_devices, self.device.name
+                ),
+            ));
+        }
+        Ok(py_floordiv(free, self.kv_bytes_per_token) as u64)
+    }
+
+    /// The three roofs (cost-model.md §3.4), steps 1 to 9 in order.
+    pub fn step_time_raw(&self, f: f64, b: f64) -> RawStep {
+        let tc = f / self.flops_rate;
+        let tm = b / self.byte_rate;
+        let mut ec = f * self.j_f;
+        let em = b * self.j_b;
+        let s_min = self.opts.s_min;
+        let mut s = if self.opts.dvfs && tc < tm {
+            s_min.max(tc / tm)
+        } else {
+            1.0
+        };
+        let mut bound = if tc >= tm {
+            Bound::Compute
+        } else {
+            Bound::Memory
+        };
+        if let Some(budget) = self.budget_w {
+            if ((ec * s) * s + em) / (tc / s).max(tm) > budget {
+                bound = Bound::Power;
+                let x = (budget * tm - em) / ec;
+                if x > 0.0 && x.sqrt() * tm >= tc {
+                    s = s.min(x.sqrt());
+                } else {
+                    let p = em / ec;
+                    let q = ((-budget) * tc) / ec;
+                    let r = ((q * q) / 4.0 + ((p * p) * p) / 27.0).sqrt();
+                    s = cbrt_py((-q) / 2.0 + r) + cbrt_py((-q) / 2.0 - r);
+                }
+                s = s.max(s_min);
+            }
+        }
+        let mut t = (tc / s).max(tm);
+        ec = (ec * s) * s;
+        if let Some(budget) = self.budget_w {
+            if (ec + em) / t > budget {
+                t = (ec + em) / budget;
+            }
+        }
+        RawStep { t, ec, em, bound }
+    }
+
+    /// A step of `flops` and `bytes` (cost-model.md §3.5): the roofs plus the fixed overhead.
+    pub fn step(&self, flops: i128, bytes: f64) -> StepCost {
+        let r = self.step_time_raw(flops as f64, bytes);
+        StepCost {
+            flops: PyNum::Int(flops),
+            bytes,
+            time_s: r.t + self.opts.step_overhead_s,
+            bound: r.bound,
+            energy_j: r.ec + r.em,
+            compute_j: r.ec,
+            memory_j: r.em,
+        }
+    }
+
+    /// FLOPs and bytes of a prefill batch of whole prompts (cost-model.md §3.6).
+    pub fn prefill_work(&self, lens: impl IntoIterator<Item = u64>) -> (i128, f64) {
+        let mut total: i128 = 0;
+        let mut attn: i128 = 0;
+        let mut count: i128 = 0;
+        for p in lens {
+            let p = p as i128;
+            total += p;
+            attn += ((self.prefill_attn_coef) * p) * (p + 1);
+            count += 1;
+        }
+        let mut f = match self.model.prefill_lm_head {
+            LmHead::All => 2 * self.matmul_params * total,
+            LmHead::Last => 2 * self.layer_params * total + 2 * self.lm_head_params * count,
+        };
+        f += attn;
+        let tf = total as f64;
+        let b = (self.weight_bytes_streamed + tf * self.embedding_row_bytes)
+            + tf * self.kv_bytes_per_token;
+        (f, b)
+    }
+
+    /// The cost of a prefill step over whole prompts.
+    pub fn prefill(&self, lens: impl IntoIterator<Item = u64>) -> StepCost {
+        let (f, b) = self.prefill_work(lens);
+        self.step(f, b)
+    }
+
+    /// FLOPs and bytes of a decode step: `ctx` is the total cached context over a batch of `b`
+    /// (cost-model.md §3.7).
+    #[inline]
+    pub fn decode_work(&self, ctx: u64, b: u64) -> (i128, f64) {
+        let (ctx, bi) = (ctx as i128, b as i128);
+        let f = 2 * self.matmul_params * bi + self.decode_attn_coef * (ctx + bi);
+        let by = (self.weight_bytes_streamed + b as f64 * self.embedding_row_bytes)
+            + (ctx + bi) as f64 * self.kv_bytes_per_token;
+        (f, by)
+    }
+
+    /// The cost of a decode step (`decode_sum`).
+    #[inline]
+    pub fn decode_sum(&self, ctx: u64, b: u64) -> StepCost {
+        let (f, by) = self.decode_work(ctx, b);
+        self.step(f, by)
+    }
+
+    /// Adds the endpoint compression pass for the prompts handed off by a prefill batch
+    /// (cost-model.md §4.4). `handed_off` yields the prompt lengths of the requests with more than
+    /// one output token, in batch order. Returns the cost unchanged for `none` or when nothing is
+    /// handed off.
+    pub fn endpoint_pass(
+        &self,
+        cost: StepCost,
+        transit: &KvTransit,
+        handed_off: impl IntoIterator<Item = u64>,
+    ) -> StepCost {
+        let c = &transit.compression;
+        if c.ratio == 1.0 && c.ops_per_value == 0.0 {
+            return cost;
+        }
+        let mut ops = 0.0;
+        let mut nb = 0.0;
+        for p in handed_off {
+            let hb = p as f64 * self.kv_bytes_per_token;
+            ops += transit.ops(hb, p, self.model.kv_bytes, true);
+            nb += hb + hb / c.ratio;
+        }
+        if nb == 0.0 {
+            return cost;
+        }
+        let tc = ops / self.flops_rate;
+        let tm = nb / self.byte_rate;
+        let ec = ops * self.j_f;
+        let em = nb * self.j_b;
+        StepCost {
+            flops: cost.flops.add(PyNum::Float(ops)),
+            bytes: cost.bytes + nb,
+            time_s: cost.time_s + tc.max(tm),
+            bound: cost.bound,
+            energy_j: (cost.energy_j + ec) + em,
+            compute_j: cost.compute_j + ec,
+            memory_j: cost.memory_j + em,
+        }
+    }
+}

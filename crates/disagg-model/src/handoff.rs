@@ -1,0 +1,207 @@
+//! The KV hand-off: what one prompt's cache costs to move (cost-model.md §4.2, §7), and the
+//! chapter's layer-wise closed form. The link model of the simulator asks [`transfer`] for every
+//! hand-off; the calculator (`disagg handoff`) asks [`handoff`].
+
+use serde::{Deserialize, Serialize};
+
+use crate::catalogue::{CompressAt, KvTransit, Link, ModelSpec};
+use crate::cost::CostModel;
+use crate::error::Error;
+
+/// How the KV cache leaves the prefill instance.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum SendMode {
+    /// After the whole prefill step (the reference).
+    #[default]
+    Whole,
+    /// Layer by layer, each layer's slice as soon as that layer's prefill ends.
+    Layerwise,
+}
+
+impl SendMode {
+    /// Accepted names.
+    pub const NAMES: [&'static str; 2] = ["whole", "layerwise"];
+    /// Parses `whole` or `layerwise`.
+    pub fn parse(s: &str) -> Result<Self, Error> {
+        match s {
+            "whole" => Ok(SendMode::Whole),
+            "layerwise" | "layer-wise" | "layer" => Ok(SendMode::Layerwise),
+            _ => Err(Error::unknown("send mode", s, Self::NAMES)),
+        }
+    }
+    /// The canonical name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SendMode::Whole => "whole",
+            SendMode::Layerwise => "layerwise",
+        }
+    }
+}
+
+/// One transfer over one channel (cost-model.md §4.2).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Transfer {
+    /// Time the transfer holds a channel, seconds: `fixed_s + stream_s`.
+    pub time_s: f64,
+    /// The fixed part: link latency (plus the in-link stage's latency), seconds.
+    pub fixed_s: f64,
+    /// The part that scales with bytes: wire time, or the in-link stage's compute time when that is
+    /// longer, seconds.
+    pub stream_s: f64,
+    /// Uncompressed KV bytes.
+    pub kv_bytes: f64,
+    /// Bytes on the wire.
+    pub wire_bytes: f64,
+    /// Link energy, joules (on the wire bytes).
+    pub link_j: f64,
+    /// In-link compression stage energy, joules (on the uncompressed bits).
+    pub transit_j: f64,
+    /// The in-link stage, not the wire, set the time.
+    pub transit_bound: bool,
+}
+
+/// The transfer of a `prompt_tokens` prompt's KV over `link`, with optional compression.
+pub fn transfer(
+    model: &ModelSpec,
+    link: &Link,
+    transit: Option<&KvTransit>,
+    prompt_tokens: u64,
+) -> Transfer {
+    let s = model.handoff_bytes(prompt_tokens);
+    transfer_bytes(model.kv_bytes, link, transit, prompt_tokens, s)
+}
+
+/// [`transfer`] for a precomputed `s = handoff_bytes(prompt_tokens)`.
+#[inline]
+pub fn transfer_bytes(
+    kv_bytes: f64,
+    link: &Link,
+    transit: Option<&KvTransit>,
+    prompt_tokens: u64,
+    s: f64,
+) -> Transfer {
+    let bw = link.bandwidth_bps;
+    let lat = link.latency_s;
+    match transit {
+        None => {
+            let stream = s / bw;
+            Transfer {
+                time_s: lat + stream,
+                fixed_s: lat,
+                stream_s: stream,
+                kv_bytes: s,
+                wire_bytes: s,
+                link_j: link.energy_j(s),
+                transit_j: 0.0,
+                transit_bound: false,
+            }
+        }
+        Some(tr) if tr.at == CompressAt::Endpoint => {
+            let wire = s / tr.compression.ratio;
+            let stream = wire / bw;
+            Transfer {
+                time_s: lat + stream,
+                fixed_s: lat,
+                stream_s: stream,
+                kv_bytes: s,
+                wire_bytes: wire,
+                link_j: link.energy_j(wire),
+                transit_j: 0.0,
+                transit_bound: false,
+            }
+        }
+        Some(tr) => {
+            let wire = s / tr.compression.ratio;
+            let t_wire = wire / bw;
+            let t_ops = tr.ops(s, prompt_tokens, kv_bytes, false) / (tr.ops_per_byte * bw);
+            let fixed = lat + tr.latency_s;
+            let stream = t_wire.max(t_ops);
+            Transfer {
+                time_s: fixed + stream,
+                fixed_s: fixed,
+                stream_s: stream,
+                kv_bytes: s,
+                wire_bytes: wire,
+                link_j: link.energy_j(wire),
+                transit_j: ((s * 8.0) * tr.pj_per_bit) * 1e-12,
+                transit_bound: t_ops > t_wire,
+            }
+        }
+    }
+}
+
+/// Time left after a prefill of `prefill_s` when the KV leaves layer by layer over an idle link:
+/// `fixed + max(stream / L, stream - (prefill * (L - 1)) / L)` (the chapter's closed form, with the
+/// reference's operation order).
+pub fn layerwise_exposed(fixed_s: f64, stream_s: f64, prefill_s: f64, layers: u64) -> f64 {
+    let l = layers as f64;
+    fixed_s + (stream_s / l).max(stream_s - (prefill_s * (layers - 1) as f64) / l)
+}
+
+/// The calculator's answer for one prompt (the chapter's interactive).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Handoff {
+    /// KV bytes per prompt token.
+    pub kv_bytes_per_token: f64,
+    /// Uncompressed KV bytes of the prompt.
+    pub kv_bytes: f64,
+    /// Bytes on the wire.
+    pub wire_bytes: f64,
+    /// Compression ratio (BF16 bytes per wire byte).
+    pub compression_ratio: f64,
+    /// Transfer time over an idle channel, seconds.
+    pub transfer_s: f64,
+    /// The prefill step of this prompt alone (overhead and any GPU compression pass included),
+    /// seconds.
+    pub prefill_s: f64,
+    /// Time the hand-off adds after the prefill ends, seconds.
+    pub exposed_s: f64,
+    /// Hand-offs per second that fill one channel: `bandwidth / wire_bytes` (the chapter's λ_link;
+    /// latency and channels ignored).
+    pub link_saturation_rps: f64,
+    /// Hand-offs per second the whole link can carry: `channels / transfer_s` (latency, in-link
+    /// compute and channels included).
+    pub link_capacity_rps: f64,
+    /// Link energy per hand-off, joules.
+    pub link_energy_j: f64,
+    /// In-link compression stage energy per hand-off, joules.
+    pub transit_energy_j: f64,
+    /// The in-link compression stage, not the wire, limits the transfer.
+    pub transit_bound: bool,
+}
+
+/// The hand-off of one `prompt_tokens` prompt prefilled on `prefill` and sent over `link`.
+pub fn handoff(
+    prefill: &CostModel,
+    link: &Link,
+    transit: Option<&KvTransit>,
+    send: SendMode,
+    prompt_tokens: u64,
+) -> Handoff {
+    let model = &prefill.model;
+    let x = transfer(model, link, transit, prompt_tokens);
+    let mut step = prefill.prefill([prompt_tokens]);
+    if let Some(tr) = transit.filter(|t| t.at == CompressAt::Endpoint) {
+        step = prefill.endpoint_pass(step, tr, [prompt_tokens]);
+    }
+    let prefill_s = step.time_s;
+    let exposed_s = match send {
+        SendMode::Whole => x.time_s,
+        SendMode::Layerwise => layerwise_exposed(x.fixed_s, x.stream_s, prefill_s, model.n_layers),
+    };
+    Handoff {
+        kv_bytes_per_token: model.kv_bytes_per_token(),
+        kv_bytes: x.kv_bytes,
+        wire_bytes: x.wire_bytes,
+        compression_ratio: transit.map_or(1.0, |t| t.compression.ratio),
+        transfer_s: x.time_s,
+        prefill_s,
+        exposed_s,
+        link_saturation_rps: link.bandwidth_bps / x.wire_bytes,
+        link_capacity_rps: link.channels as f64 / x.time_s,
+        link_energy_j: x.link_j,
+        transit_energy_j: x.transit_j,
+        transit_bound: x.transit_bound,
+    }
+}
