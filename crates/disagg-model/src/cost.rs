@@ -21,15 +21,19 @@ pub enum PyNum {
     Float(f64),
 }
 
-impl PyNum {
-    /// Python's `a + b`: int + int stays exact, anything else converts the int to the nearest double.
+/// Python's `a + b`: int + int stays exact, anything else converts the int to the nearest double.
+impl std::ops::Add for PyNum {
+    type Output = PyNum;
     #[inline]
-    pub fn add(self, other: PyNum) -> PyNum {
+    fn add(self, other: PyNum) -> PyNum {
         match (self, other) {
             (PyNum::Int(a), PyNum::Int(b)) => PyNum::Int(a + b),
             (a, b) => PyNum::Float(a.to_f64() + b.to_f64()),
         }
     }
+}
+
+impl PyNum {
     /// The value as a double (round to nearest, ties to even).
     #[inline]
     pub fn to_f64(self) -> f64 {
@@ -396,7 +400,7 @@ impl CostModel {
         let ec = ops * self.j_f;
         let em = nb * self.j_b;
         StepCost {
-            flops: cost.flops.add(PyNum::Float(ops)),
+            flops: cost.flops + PyNum::Float(ops),
             bytes: cost.bytes + nb,
             time_s: cost.time_s + tc.max(tm),
             bound: cost.bound,

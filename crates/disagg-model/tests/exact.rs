@@ -5,6 +5,8 @@
 //! hand-off table, §6.1 fixture values (from the reference's `cost_model.json`), §6.3 hand
 //! calculations E1–E8 and §7.3 the seed chapter's numbers. Values copied verbatim, full precision.
 
+#![allow(clippy::type_complexity)]
+
 use disagg_model::*;
 
 fn cat() -> Catalogue {
