@@ -1,1 +1,100 @@
-fn main() {}
+//! `disagg`: what it costs to move the KV cache in prefill/decode-disaggregated LLM serving.
+//!
+//! A thin front end: parse flags, resolve them into validated configurations, call the library,
+//! render. Bad input is one line on stderr and exit code 2.
+
+mod custom;
+mod format;
+mod handoff_cmd;
+mod list_cmd;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// An error the user can fix: printed as one line, exit code 2.
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl<E: std::fmt::Display> From<E> for UsageError {
+    fn from(e: E) -> Self {
+        UsageError(e.to_string())
+    }
+}
+
+/// What a command returns.
+pub type CmdResult = Result<(), UsageError>;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "disagg",
+    version,
+    about = "What it costs to move the KV cache in prefill/decode-disaggregated LLM serving",
+    long_about = "disagg computes the KV-cache hand-off between prefill and decode pools (size, \
+transfer time, streaming, compression, link energy) with a cost model bit-exact with the \
+reference simulator Disaggregated_Inference_Sim."
+)]
+struct Cli {
+    /// Extra models, devices and links from a TOML file ([models.KEY], [devices.KEY], [links.KEY]).
+    #[arg(long, global = true, value_name = "FILE")]
+    catalogue: Option<std::path::PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// The KV hand-off of one prompt: size, wire bytes, transfer, exposed time, link saturation.
+    Handoff(handoff_cmd::HandoffArgs),
+    /// List the catalogue: models, devices, links, compression formats.
+    List(list_cmd::ListArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion)
+                || matches!(
+                    e.kind(),
+                    ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+                )
+            {
+                let _ = e.print();
+                return if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+                    ExitCode::from(2)
+                } else {
+                    ExitCode::SUCCESS
+                };
+            }
+            // One line: clap's first line names the flag and the value.
+            let text = e.to_string();
+            let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+            let first = lines.next().unwrap_or("error: bad arguments");
+            let mut line = first.strip_prefix("error: ").unwrap_or(first).to_string();
+            for extra in lines {
+                if extra.starts_with("[possible values") || extra.starts_with("tip:") {
+                    line.push_str("; ");
+                    line.push_str(extra.trim_start_matches('[').trim_end_matches(']'));
+                }
+            }
+            eprintln!("error: {line}");
+            return ExitCode::from(2);
+        }
+    };
+    let result = (|| -> CmdResult {
+        let cat = custom::load_catalogue(cli.catalogue.as_deref())?;
+        match cli.command {
+            Command::Handoff(a) => handoff_cmd::run(a, cat),
+            Command::List(a) => list_cmd::run(a, &cat),
+        }
+    })();
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(UsageError(msg)) => {
+            eprintln!("error: {msg}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -4,6 +4,7 @@
 
 pub mod catalogue;
 pub mod cost;
+pub mod custom;
 pub mod error;
 pub mod handoff;
 pub mod pymath;

@@ -1,0 +1,219 @@
+//! `disagg list`: the catalogue with units, or as JSON.
+
+use clap::{Args, ValueEnum};
+use disagg_model::Catalogue;
+use serde_json::{json, Value};
+
+use crate::format as f;
+use crate::CmdResult;
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum What {
+    Models,
+    Devices,
+    Links,
+    Compression,
+}
+
+#[derive(Args, Debug)]
+pub struct ListArgs {
+    /// What to list (everything when omitted).
+    what: Option<What>,
+    /// Print JSON (SI units: bytes, bytes/s, seconds, FLOP/s, W, pJ).
+    #[arg(long)]
+    json: bool,
+}
+
+fn models_json(cat: &Catalogue) -> Value {
+    Value::Array(
+        cat.models
+            .iter()
+            .map(|m| {
+                let mut v = serde_json::to_value(m).expect("json");
+                let o = v.as_object_mut().expect("object");
+                o.insert("head_dim".into(), json!(m.hd()));
+                o.insert("params".into(), json!(m.params() as f64));
+                o.insert("kv_bytes_per_token".into(), json!(m.kv_bytes_per_token()));
+                o.insert("weight_bytes_total".into(), json!(m.weight_bytes_total()));
+                v
+            })
+            .collect(),
+    )
+}
+
+fn devices_json(cat: &Catalogue) -> Value {
+    Value::Array(
+        cat.devices
+            .iter()
+            .map(|d| {
+                let mut v = serde_json::to_value(d).expect("json");
+                v.as_object_mut()
+                    .expect("object")
+                    .insert("ridge_flop_per_byte".into(), json!(d.ridge_point()));
+                v
+            })
+            .collect(),
+    )
+}
+
+pub fn run(a: ListArgs, cat: &Catalogue) -> CmdResult {
+    let all = a.what.is_none();
+    let want = |w: What| all || a.what == Some(w);
+    if a.json {
+        let mut o = serde_json::Map::new();
+        if want(What::Models) {
+            o.insert("models".into(), models_json(cat));
+        }
+        if want(What::Devices) {
+            o.insert("devices".into(), devices_json(cat));
+        }
+        if want(What::Links) {
+            o.insert(
+                "links".into(),
+                serde_json::to_value(&cat.links).expect("json"),
+            );
+        }
+        if want(What::Compression) {
+            o.insert(
+                "compression".into(),
+                serde_json::to_value(&cat.compression).expect("json"),
+            );
+            o.insert(
+                "compress_at".into(),
+                json!([
+                    {"key": "transit", "alias": "link", "description": "a stage in the link compresses at line rate (1.6 ops per line byte, 1 pJ per input bit, 1 µs)"},
+                    {"key": "endpoint", "alias": "gpu", "description": "the prefill GPU compresses before sending; the pass lengthens the prefill step"}
+                ]),
+            );
+        }
+        let v = if all {
+            Value::Object(o)
+        } else {
+            o.into_iter().next().map(|(_, v)| v).unwrap_or(Value::Null)
+        };
+        println!("{}", serde_json::to_string_pretty(&v).expect("json"));
+        return Ok(());
+    }
+    let mut first = true;
+    let mut sep = || {
+        if !std::mem::take(&mut first) {
+            println!();
+        }
+    };
+    if want(What::Models) {
+        sep();
+        println!(
+            "{:<13} {:<14} {:>6} {:>7} {:>6} {:>8} {:>8} {:>7} {:>8} {:>9} {:>10} {:>11}",
+            "model",
+            "name",
+            "layers",
+            "d_model",
+            "heads",
+            "kv_heads",
+            "head_dim",
+            "d_ff",
+            "vocab",
+            "params",
+            "KV/token",
+            "weights"
+        );
+        for m in &cat.models {
+            println!(
+                "{:<13} {:<14} {:>6} {:>7} {:>6} {:>8} {:>8} {:>7} {:>8} {:>8}B {:>6} KiB {:>8} GB",
+                m.key,
+                m.name,
+                m.n_layers,
+                m.d_model,
+                m.n_heads,
+                m.n_kv_heads,
+                m.hd(),
+                m.d_ff,
+                m.vocab,
+                format!("{:.2}", m.params() as f64 / 1e9),
+                m.kv_bytes_per_token() / 1024.0,
+                format!("{:.2}", m.weight_bytes_total() / 1e9),
+            );
+        }
+    }
+    if want(What::Devices) {
+        sep();
+        println!(
+            "{:<10} {:<25} {:>9} {:>8} {:>7} {:>5} {:>5} {:>6} {:>6} {:>7} {:>7} {:>7}",
+            "device",
+            "name",
+            "BF16",
+            "HBM",
+            "HBM",
+            "eff",
+            "bw",
+            "TDP",
+            "idle",
+            "energy",
+            "energy",
+            "ridge"
+        );
+        println!(
+            "{:<10} {:<25} {:>9} {:>8} {:>7} {:>5} {:>5} {:>6} {:>6} {:>7} {:>7} {:>7}",
+            "", "", "TFLOP/s", "TB/s", "GB", "flop", "eff", "W", "W", "pJ/FLOP", "pJ/B", "FLOP/B"
+        );
+        for d in &cat.devices {
+            println!(
+                "{:<10} {:<25} {:>9} {:>8} {:>7} {:>5} {:>5} {:>6} {:>6} {:>7} {:>7} {:>7.1}",
+                d.key,
+                d.name,
+                d.peak_flops / 1e12,
+                d.mem_bw / 1e12,
+                d.mem_capacity / 1e9,
+                d.flops_eff,
+                d.bw_eff,
+                d.tdp_w,
+                d.idle_w,
+                d.pj_per_flop,
+                d.pj_per_byte,
+                d.ridge_point()
+            );
+        }
+    }
+    if want(What::Links) {
+        sep();
+        println!(
+            "{:<12} {:<36} {:>14} {:>10} {:>7} {:>8}",
+            "link", "name", "bandwidth", "latency", "pJ/bit", "channels"
+        );
+        for l in &cat.links {
+            println!(
+                "{:<12} {:<36} {:>14} {:>10} {:>7} {:>8}",
+                l.key,
+                l.name,
+                f::gb_per_s(l.bandwidth_bps),
+                f::time(l.latency_s),
+                l.pj_per_bit,
+                l.channels
+            );
+        }
+        println!("(bandwidth per channel and direction)");
+    }
+    if want(What::Compression) {
+        sep();
+        println!(
+            "{:<12} {:>6} {:>10} {:>4}  description",
+            "compression", "ratio", "ops/value", "fft"
+        );
+        for c in &cat.compression {
+            println!(
+                "{:<12} {:>6.3} {:>10} {:>4}  {}",
+                c.key,
+                c.ratio,
+                c.ops_per_value,
+                if c.fft { "yes" } else { "no" },
+                c.description
+            );
+        }
+        println!(
+            "where: link (transit: a stage in the link at line rate, 1.6 ops/byte, 1 pJ/bit, 1 µs)"
+        );
+        println!("       gpu (endpoint: the prefill GPU compresses; the pass lengthens the prefill step)");
+        println!("accuracy is out of scope: the model counts bytes and compute only");
+    }
+    Ok(())
+}

@@ -1,0 +1,336 @@
+//! User-described hardware: models, devices and links added to the catalogue from a TOML/JSON file
+//! or from flags. Friendly units at this edge (GB/s, µs, TFLOP/s, GB), SI inside.
+//!
+//! Each entry may start from a preset (`base = "llama3-8b"`) and override fields; without a base
+//! every field without a default must be given.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::catalogue::{Catalogue, Device, Link, LmHead, ModelSpec, GB, TB};
+use crate::error::Error;
+
+/// A model shape. Field names are the file's keys.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CustomModel {
+    /// Preset to start from.
+    pub base: Option<String>,
+    /// Display name.
+    pub name: Option<String>,
+    /// Transformer layers.
+    pub layers: Option<u64>,
+    /// Hidden size.
+    pub d_model: Option<u64>,
+    /// Query heads.
+    pub heads: Option<u64>,
+    /// KV heads.
+    pub kv_heads: Option<u64>,
+    /// Head dimension (default `d_model / heads`).
+    pub head_dim: Option<u64>,
+    /// MLP width.
+    pub d_ff: Option<u64>,
+    /// Vocabulary.
+    pub vocab: Option<u64>,
+    /// Bytes per weight.
+    pub weight_bytes: Option<f64>,
+    /// Bytes per KV value.
+    pub kv_bytes: Option<f64>,
+    /// `all` or `last`.
+    pub prefill_lm_head: Option<String>,
+}
+
+/// An accelerator.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CustomDevice {
+    /// Preset to start from.
+    pub base: Option<String>,
+    /// Display name.
+    pub name: Option<String>,
+    /// Dense BF16 peak, TFLOP/s.
+    pub peak_tflops: Option<f64>,
+    /// HBM bandwidth, TB/s.
+    pub mem_bw_tb_s: Option<f64>,
+    /// HBM capacity, GB.
+    pub mem_gb: Option<f64>,
+    /// Achievable fraction of the FLOP peak (default 0.55).
+    pub flops_eff: Option<f64>,
+    /// Achievable fraction of HBM bandwidth (default 0.80).
+    pub bw_eff: Option<f64>,
+    /// TDP per device, W (default 700).
+    pub tdp_w: Option<f64>,
+    /// Idle power per device, W (default 100).
+    pub idle_w: Option<f64>,
+    /// pJ per FLOP (default 1.0).
+    pub pj_per_flop: Option<f64>,
+    /// pJ per HBM byte (default 60).
+    pub pj_per_byte: Option<f64>,
+}
+
+/// A KV link.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CustomLink {
+    /// Preset to start from.
+    pub base: Option<String>,
+    /// Display name.
+    pub name: Option<String>,
+    /// Bandwidth per channel and direction, GB/s (1e9 bytes/s).
+    pub bandwidth_gb_s: Option<f64>,
+    /// Latency per transfer, µs (default 10).
+    pub latency_us: Option<f64>,
+    /// Energy per bit, pJ (default 10).
+    pub pj_per_bit: Option<f64>,
+    /// Concurrent transfers (default 1).
+    pub channels: Option<u32>,
+}
+
+/// A catalogue file: `[models.KEY]`, `[devices.KEY]`, `[links.KEY]` tables.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CatalogueFile {
+    /// Models by key.
+    #[serde(default)]
+    pub models: BTreeMap<String, CustomModel>,
+    /// Devices by key.
+    #[serde(default)]
+    pub devices: BTreeMap<String, CustomDevice>,
+    /// Links by key.
+    #[serde(default)]
+    pub links: BTreeMap<String, CustomLink>,
+}
+
+fn need<T>(v: Option<T>, key: &str, kind: &str, field: &str) -> Result<T, Error> {
+    v.ok_or_else(|| {
+        Error::invalid(
+            format!("{kind} '{key}'"),
+            format!("missing '{field}' (give it, or start from a preset with base = \"...\")"),
+        )
+    })
+}
+
+fn check_key(kind: &str, key: &str) -> Result<(), Error> {
+    let ok = !key.is_empty()
+        && key.len() <= 64
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::invalid(
+            format!("{kind} key '{key}'"),
+            "use 1 to 64 letters, digits, '-', '_' or '.'",
+        ))
+    }
+}
+
+impl CustomModel {
+    /// Resolves against `cat` into a validated model named `key`.
+    pub fn resolve(&self, key: &str, cat: &Catalogue) -> Result<ModelSpec, Error> {
+        check_key("model", key)?;
+        let base = match &self.base {
+            Some(b) => Some(cat.model(b)?.clone()),
+            None => None,
+        };
+        let k = "model";
+        let m = ModelSpec {
+            key: key.to_string(),
+            name: self.name.clone().unwrap_or_else(|| key.to_string()),
+            n_layers: need(
+                self.layers.or(base.as_ref().map(|b| b.n_layers)),
+                key,
+                k,
+                "layers",
+            )?,
+            d_model: need(
+                self.d_model.or(base.as_ref().map(|b| b.d_model)),
+                key,
+                k,
+                "d_model",
+            )?,
+            n_heads: need(
+                self.heads.or(base.as_ref().map(|b| b.n_heads)),
+                key,
+                k,
+                "heads",
+            )?,
+            n_kv_heads: need(
+                self.kv_heads.or(base.as_ref().map(|b| b.n_kv_heads)),
+                key,
+                k,
+                "kv_heads",
+            )?,
+            head_dim: self.head_dim.or(base.as_ref().and_then(|b| b.head_dim)),
+            d_ff: need(self.d_ff.or(base.as_ref().map(|b| b.d_ff)), key, k, "d_ff")?,
+            vocab: need(
+                self.vocab.or(base.as_ref().map(|b| b.vocab)),
+                key,
+                k,
+                "vocab",
+            )?,
+            weight_bytes: self
+                .weight_bytes
+                .or(base.as_ref().map(|b| b.weight_bytes))
+                .unwrap_or(2.0),
+            kv_bytes: self
+                .kv_bytes
+                .or(base.as_ref().map(|b| b.kv_bytes))
+                .unwrap_or(2.0),
+            prefill_lm_head: match &self.prefill_lm_head {
+                Some(s) => LmHead::parse(s)?,
+                None => base.as_ref().map_or(LmHead::All, |b| b.prefill_lm_head),
+            },
+        };
+        m.validate()?;
+        Ok(m)
+    }
+
+    /// True when no field is set (nothing to customise).
+    pub fn is_empty(&self) -> bool {
+        *self
+            == CustomModel {
+                base: self.base.clone(),
+                ..Default::default()
+            }
+    }
+}
+
+impl CustomDevice {
+    /// Resolves against `cat` into a validated device named `key`.
+    pub fn resolve(&self, key: &str, cat: &Catalogue) -> Result<Device, Error> {
+        check_key("device", key)?;
+        let base = match &self.base {
+            Some(b) => Some(cat.device(b)?.clone()),
+            None => None,
+        };
+        let k = "device";
+        let d = Device {
+            key: key.to_string(),
+            name: self.name.clone().unwrap_or_else(|| key.to_string()),
+            peak_flops: match self.peak_tflops {
+                Some(v) => v * TB,
+                None => need(base.as_ref().map(|b| b.peak_flops), key, k, "peak_tflops")?,
+            },
+            mem_bw: match self.mem_bw_tb_s {
+                Some(v) => v * TB,
+                None => need(base.as_ref().map(|b| b.mem_bw), key, k, "mem_bw_tb_s")?,
+            },
+            mem_capacity: match self.mem_gb {
+                Some(v) => v * GB,
+                None => need(base.as_ref().map(|b| b.mem_capacity), key, k, "mem_gb")?,
+            },
+            flops_eff: self
+                .flops_eff
+                .or(base.as_ref().map(|b| b.flops_eff))
+                .unwrap_or(0.55),
+            bw_eff: self
+                .bw_eff
+                .or(base.as_ref().map(|b| b.bw_eff))
+                .unwrap_or(0.80),
+            tdp_w: self
+                .tdp_w
+                .or(base.as_ref().map(|b| b.tdp_w))
+                .unwrap_or(700.0),
+            idle_w: self
+                .idle_w
+                .or(base.as_ref().map(|b| b.idle_w))
+                .unwrap_or(100.0),
+            pj_per_flop: self
+                .pj_per_flop
+                .or(base.as_ref().map(|b| b.pj_per_flop))
+                .unwrap_or(1.0),
+            pj_per_byte: self
+                .pj_per_byte
+                .or(base.as_ref().map(|b| b.pj_per_byte))
+                .unwrap_or(60.0),
+            native_formats: base
+                .as_ref()
+                .map(|b| b.native_formats.clone())
+                .unwrap_or_default(),
+            scale_up: base
+                .as_ref()
+                .map(|b| b.scale_up.clone())
+                .unwrap_or_default(),
+        };
+        d.validate()?;
+        Ok(d)
+    }
+
+    /// True when no field besides `base` is set.
+    pub fn is_empty(&self) -> bool {
+        *self
+            == CustomDevice {
+                base: self.base.clone(),
+                ..Default::default()
+            }
+    }
+}
+
+impl CustomLink {
+    /// Resolves against `cat` into a validated link named `key`.
+    pub fn resolve(&self, key: &str, cat: &Catalogue) -> Result<Link, Error> {
+        check_key("link", key)?;
+        let base = match &self.base {
+            Some(b) => Some(cat.link(b)?.clone()),
+            None => None,
+        };
+        let l = Link {
+            key: key.to_string(),
+            name: self.name.clone().unwrap_or_else(|| key.to_string()),
+            bandwidth_bps: match self.bandwidth_gb_s {
+                Some(v) => v * GB,
+                None => need(
+                    base.as_ref().map(|b| b.bandwidth_bps),
+                    key,
+                    "link",
+                    "bandwidth_gb_s",
+                )?,
+            },
+            latency_s: match self.latency_us {
+                Some(v) => v * 1e-6,
+                None => base.as_ref().map_or(10e-6, |b| b.latency_s),
+            },
+            channels: self
+                .channels
+                .or(base.as_ref().map(|b| b.channels))
+                .unwrap_or(1),
+            pj_per_bit: self
+                .pj_per_bit
+                .or(base.as_ref().map(|b| b.pj_per_bit))
+                .unwrap_or(10.0),
+        };
+        l.validate()?;
+        Ok(l)
+    }
+
+    /// True when no field besides `base` is set.
+    pub fn is_empty(&self) -> bool {
+        *self
+            == CustomLink {
+                base: self.base.clone(),
+                ..Default::default()
+            }
+    }
+}
+
+impl CatalogueFile {
+    /// Adds every entry to `cat` (models first, then devices, then links; each validated).
+    pub fn apply(&self, cat: &mut Catalogue) -> Result<(), Error> {
+        for (k, m) in &self.models {
+            let m = m.resolve(k, cat)?;
+            cat.put_model(m)?;
+        }
+        for (k, d) in &self.devices {
+            let d = d.resolve(k, cat)?;
+            cat.put_device(d)?;
+        }
+        for (k, l) in &self.links {
+            let l = l.resolve(k, cat)?;
+            cat.put_link(l)?;
+        }
+        Ok(())
+    }
+}
