@@ -5,7 +5,7 @@ pub fn thousands(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::with_capacity(s.len() + s.len() / 3);
     for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -82,9 +82,7 @@ pub fn time_1dp(s: f64) -> String {
 /// Three significant digits, at least one decimal below 1,000.
 pub fn sig3(v: f64) -> String {
     let a = v.abs();
-    let d = if a >= 100.0 {
-        1
-    } else if a >= 10.0 {
+    let d = if a >= 10.0 {
         1
     } else if a >= 1.0 {
         2

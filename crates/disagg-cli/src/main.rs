@@ -45,7 +45,7 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// The KV hand-off of one prompt: size, wire bytes, transfer, exposed time, link saturation.
-    Handoff(handoff_cmd::HandoffArgs),
+    Handoff(Box<handoff_cmd::HandoffArgs>),
     /// List the catalogue: models, devices, links, compression formats.
     List(list_cmd::ListArgs),
 }
@@ -86,7 +86,7 @@ fn main() -> ExitCode {
     let result = (|| -> CmdResult {
         let cat = custom::load_catalogue(cli.catalogue.as_deref())?;
         match cli.command {
-            Command::Handoff(a) => handoff_cmd::run(a, cat),
+            Command::Handoff(a) => handoff_cmd::run(*a, cat),
             Command::List(a) => list_cmd::run(a, &cat),
         }
     })();
