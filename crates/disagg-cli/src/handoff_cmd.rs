@@ -24,8 +24,8 @@ pub struct HandoffArgs {
     /// Concurrent transfers on the link (overrides the preset's channels).
     #[arg(long, value_name = "N", value_parser = crate::custom::count, allow_negative_numbers = true)]
     link_channels: Option<u64>,
-    /// KV compression: none, fp8, fp4-block, freq-keep-k (bytes and compute only; accuracy is out
-    /// of scope).
+    /// KV compression: none, fp8, fp4-block, freq-keep-k, int8, fp4-g16, kivi2 (see `disagg list
+    /// compression`; bytes and compute only, accuracy is out of scope).
     #[arg(long, default_value = "none")]
     compression: String,
     /// Where to compress: link (a stage in the link, at line rate; the reference's `transit`) or gpu
@@ -67,11 +67,12 @@ struct Resolved {
 
 fn transit_for(
     cat: &Catalogue,
+    model: &disagg_model::ModelSpec,
     key: &str,
     at: CompressAt,
     keep: Option<f64>,
 ) -> Result<Option<KvTransit>, UsageError> {
-    let mut c = cat.compression(key)?.clone();
+    let mut c = cat.compression(key)?.for_model(model);
     if let Some(k) = keep {
         if c.key != "freq-keep-k" {
             return Err(UsageError(format!(
@@ -111,7 +112,7 @@ pub fn run(a: HandoffArgs, cat: Catalogue) -> CmdResult {
     let send = SendMode::parse(&a.send).map_err(|e| UsageError(format!("--send: {e}")))?;
     let compress_at =
         CompressAt::parse(&a.compress_at).map_err(|e| UsageError(format!("--compress-at: {e}")))?;
-    let transit = transit_for(&cat, &a.compression, compress_at, a.kv_keep)
+    let transit = transit_for(&cat, &model, &a.compression, compress_at, a.kv_keep)
         .map_err(|e| UsageError(format!("--compression: {}", e.0)))?;
     if transit.is_some() && model.kv_bytes != 2.0 {
         return Err(UsageError(format!(

@@ -359,7 +359,7 @@ fn list_text_and_json() {
     assert_eq!(v["models"].as_array().unwrap().len(), 6);
     assert_eq!(v["devices"].as_array().unwrap().len(), 6);
     assert_eq!(v["links"].as_array().unwrap().len(), 9);
-    assert_eq!(v["compression"].as_array().unwrap().len(), 4);
+    assert_eq!(v["compression"].as_array().unwrap().len(), 7);
     let m = ok_json(&["list", "models", "--json"]);
     let l8 = m
         .as_array()
@@ -388,4 +388,54 @@ fn list_text_and_json() {
         .clone();
     assert_eq!(e["bandwidth_bps"].as_f64(), Some(3125000000.0));
     assert_eq!(e["latency_s"].as_f64(), Some(2e-5));
+}
+
+#[test]
+fn more_compression_formats() {
+    // int8 with an FP16 scale per token-layer vector: W + 2 bytes per 2W, W = 8 x 128.
+    let v = ok_json(&[
+        "handoff",
+        "--compression",
+        "int8",
+        "--compress-at",
+        "gpu",
+        "--json",
+    ]);
+    let exact = 2048.0 * 32.0 * 2.0 * (1024.0 + 2.0);
+    let wire = v["wire_bytes"].as_f64().unwrap();
+    assert!(((wire - exact) / exact).abs() <= 1e-15, "{wire} vs {exact}");
+    assert_eq!(v["compression_ratio"].as_f64(), Some(2048.0 / 1026.0));
+    // 4-bit with an FP16 scale per 16 values: 5 bits per value.
+    let v = ok_json(&[
+        "handoff",
+        "--compression",
+        "fp4-g16",
+        "--compress-at",
+        "gpu",
+        "--json",
+    ]);
+    assert_eq!(v["wire_bytes"].as_f64(), Some(268435456.0 * 5.0 / 16.0));
+    // KIVI-style 2-bit with scale and zero per 32: 3 bits per value.
+    let v = ok_json(&[
+        "handoff",
+        "--compression",
+        "kivi2",
+        "--compress-at",
+        "gpu",
+        "--json",
+    ]);
+    assert_eq!(v["wire_bytes"].as_f64(), Some(268435456.0 * 3.0 / 16.0));
+    // 4 ops per value in the link: 2 ops per input byte > 1.6, so the stage sets the time.
+    let v = ok_json(&["handoff", "--compression", "kivi2", "--json"]);
+    assert_eq!(v["transit_bound"], true);
+    // int8's scale depends on the shape: Llama-3-70B has the same W, OPT-13B a wider one.
+    let v = ok_json(&[
+        "handoff",
+        "--model",
+        "opt-13b",
+        "--compression",
+        "int8",
+        "--json",
+    ]);
+    assert_eq!(v["compression_ratio"].as_f64(), Some(10240.0 / 5122.0));
 }

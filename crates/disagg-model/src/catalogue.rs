@@ -341,6 +341,11 @@ pub struct KvCompression {
     pub ops_per_value: f64,
     /// Also a forward and an inverse real FFT along the token axis.
     pub fft: bool,
+    /// Bytes of scale stored per KV vector (one layer's K, or V, of one token: `Hkv * hd`
+    /// values), on top of `ratio`'s values. 0 for the reference's presets, whose `ratio` already
+    /// includes their scales.
+    #[serde(default)]
+    pub scale_bytes_per_vector: f64,
 }
 
 impl KvCompression {
@@ -351,7 +356,21 @@ impl KvCompression {
             ratio,
             ops_per_value: ops,
             fft,
+            scale_bytes_per_vector: 0.0,
         }
+    }
+
+    /// This format for `model`'s cache: a per-vector scale folds into the ratio,
+    /// `ratio' = 2W / (2W / ratio + scale)` with `W = Hkv * hd` values per vector. Formats without
+    /// one are returned unchanged (bit for bit).
+    pub fn for_model(&self, model: &ModelSpec) -> KvCompression {
+        let mut c = self.clone();
+        if self.scale_bytes_per_vector != 0.0 {
+            let w2 = 2.0 * model.kvw() as f64;
+            c.ratio = w2 / (w2 / self.ratio + self.scale_bytes_per_vector);
+            c.scale_bytes_per_vector = 0.0;
+        }
+        c
     }
     /// True for the identity preset (`none`): no work, no change in size.
     pub fn is_identity(&self) -> bool {
@@ -577,6 +596,36 @@ impl Catalogue {
                 true,
                 "frequency domain: real FFT along tokens, keep half the coefficients (ratio 2; \
                  --kv-keep sets the kept fraction), 1 op per value plus the FFTs on a GPU",
+            ),
+            KvCompression {
+                scale_bytes_per_vector: 2.0,
+                ..KvCompression::preset(
+                    "int8",
+                    2.0,
+                    2.0,
+                    false,
+                    "INT8 values with one FP16 scale per token per layer for K and for V: \
+                     W + 2 bytes for W = kv_heads x head_dim values (ratio 2W/(W+2), 1.996 for \
+                     Llama-3-8B), 2 ops per value (abs-max, scale and round)",
+                )
+            },
+            KvCompression::preset(
+                "fp4-g16",
+                16.0 / 5.0,
+                2.0,
+                false,
+                "4-bit values with one FP16 scale per 16 values (the chapter's wording): \
+                 4 + 16/16 = 5 bits per value (ratio 16/5 = 3.2), 2 ops per value",
+            ),
+            KvCompression::preset(
+                "kivi2",
+                16.0 / 3.0,
+                4.0,
+                false,
+                "KIVI-style 2-bit: keys quantised per channel, values per token, groups of 32 \
+                 with an FP16 scale and an FP16 zero point: 2 + 32/32 = 3 bits per value \
+                 (ratio 16/3 = 5.33; KIVI's full-precision residual window is not modelled), \
+                 4 ops per value (min, max, scale, round)",
             ),
         ];
         Catalogue {
