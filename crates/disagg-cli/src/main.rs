@@ -7,6 +7,11 @@ mod custom;
 mod format;
 mod handoff_cmd;
 mod list_cmd;
+mod output;
+mod report;
+mod run_cmd;
+mod scenario_flags;
+mod workload_file;
 
 use std::process::ExitCode;
 
@@ -46,6 +51,12 @@ struct Cli {
 enum Command {
     /// The KV hand-off of one prompt: size, wire bytes, transfer, exposed time, link saturation.
     Handoff(Box<handoff_cmd::HandoffArgs>),
+    /// Simulate one configuration (the reference simulator's run, bit for bit).
+    Run(Box<run_cmd::RunArgs>),
+    /// Colocated against disaggregated on the same request stream (optionally over rates).
+    Compare(Box<run_cmd::CompareArgs>),
+    /// The named scenarios of the chapter.
+    Presets(run_cmd::PresetsArgs),
     /// List the catalogue: models, devices, links, compression formats.
     List(list_cmd::ListArgs),
 }
@@ -88,6 +99,9 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Handoff(a) => handoff_cmd::run(*a, cat),
             Command::List(a) => list_cmd::run(a, &cat),
+            Command::Run(a) => run_cmd::run(*a, &cat),
+            Command::Compare(a) => run_cmd::compare(*a, &cat),
+            Command::Presets(a) => run_cmd::presets(a),
         }
     })();
     match result {

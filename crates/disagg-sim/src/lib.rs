@@ -1,4 +1,42 @@
-//! disagg-sim: the exact discrete-event simulator of disaggregated serving.
+//! disagg-sim: the exact discrete-event simulator of prefill/decode-disaggregated LLM serving,
+//! bit-for-bit with the reference Python simulator (Disaggregated_Inference_Sim).
+//!
+//! Flow: [`Scenario`] (the reference CLI flags) → [`Scenario::build`] → [`SimConfig`] →
+//! [`simulate`] (engine + serving model, optionally with an [`Observer`]) → [`RunResult`] →
+//! [`Summary`].
+//!
+//! ```
+//! use disagg_sim::{Scenario, simulate};
+//! let sc = Scenario { model: "llama3-8b".into(), devices_per_instance: 1, rate: 8.0,
+//!                     requests: 50, fast: true, ..Scenario::default() };
+//! let cfg = sc.build(&disagg_model::Catalogue::builtin()).unwrap();
+//! let run = simulate(&cfg, &cfg.generate_workload()).unwrap();
+//! let s = run.summary();
+//! assert_eq!(s.requests.completed, 50);
+//! ```
 
 pub use disagg_model::pymath;
+pub mod engine;
+pub mod metrics;
+pub mod observer;
+pub mod presets;
 pub mod pyrand;
+pub mod scenario;
+pub mod search;
+pub mod serving;
+pub mod stats;
+pub mod trace;
+
+pub use metrics::{Summary, SCHEMA_VERSION};
+pub use observer::{
+    InstanceInfo, InstanceSample, Observer, Sample, SampleRow, StepEvent, StepKind, TimeSeries,
+    TransferEvent,
+};
+pub use pyrand::{poisson_workload, GenRequest, LengthDist, PyRandom};
+pub use scenario::{Mode, Pool, Role, Scenario, SimConfig, WorkloadSpec};
+pub use search::{analytic_capacity, max_sustainable_rate, Analytic, SustainableRate};
+pub use serving::{
+    simulate, simulate_observed, InstanceResult, InstanceStats, LinkStats, RequestRecord, RunResult,
+};
+pub use stats::{Dist, P50P99};
+pub use trace::ChromeTrace;

@@ -1,0 +1,157 @@
+//! The text report of one run, in the reference's layout (simulator.md §7.1): renderers know nothing
+//! about events, only the [`Summary`].
+
+use std::fmt::Write;
+
+use disagg_sim::metrics::STAGES;
+use disagg_sim::{Mode, Summary};
+
+use crate::format::fixed;
+
+fn ms8(x: f64) -> String {
+    if x.is_nan() {
+        format!("{:>8}", "-")
+    } else {
+        format!("{:8.1}", 1e3 * x)
+    }
+}
+
+fn pct0(x: f64) -> String {
+    format!("{:.0}%", 100.0 * x)
+}
+
+/// The reference's `format_report`, line for line, plus a line on the hand-off.
+pub fn text(s: &Summary) -> String {
+    let mut o = String::new();
+    let mode = s.mode.as_str();
+    let _ = writeln!(
+        o,
+        "── {mode} ── {} done, {} rejected, sim {:.1}s",
+        s.requests.completed, s.requests.rejected, s.horizon_s
+    );
+    if let Some(p) = &s.pools {
+        let _ = writeln!(
+            o,
+            "pools        prefill {}   decode {}",
+            p.prefill, p.decode
+        );
+    }
+    let _ = writeln!(o, "latency (ms)       mean      p50      p90      p99");
+    for (k, d) in [
+        ("ttft", &s.ttft_s),
+        ("tpot", &s.tpot_s),
+        ("itl", &s.itl_s),
+        ("e2e", &s.e2e_s),
+    ] {
+        let _ = writeln!(
+            o,
+            "  {k:<10} {} {} {} {}",
+            ms8(d.mean),
+            ms8(d.p50),
+            ms8(d.p90),
+            ms8(d.p99)
+        );
+    }
+    let _ = writeln!(
+        o,
+        "throughput   {:9.0} tok/s   {:.2} req/s   goodput {:.2} req/s   SLO met {:.1}%",
+        s.throughput_tok_s,
+        s.throughput_rps,
+        s.goodput_rps,
+        100.0 * s.slo_attainment
+    );
+    let mut util: Vec<String> = s
+        .instances
+        .iter()
+        .map(|i| format!("{} {}", i.name, pct0(i.utilisation)))
+        .collect();
+    if s.mode == Mode::Disagg {
+        util.push(format!("kv-link {}", pct0(s.link_busy)));
+    }
+    let _ = writeln!(o, "utilisation  {}", util.join("  "));
+    let eff: Vec<String> = s
+        .instances
+        .iter()
+        .map(|i| {
+            format!(
+                "{} MFU {} MBU {} batch {:.1}",
+                i.name,
+                pct0(i.mfu),
+                pct0(i.mbu),
+                i.mean_batch
+            )
+        })
+        .collect();
+    let _ = writeln!(o, "efficiency   {}", eff.join("  "));
+    let shares = s.stage_share.as_array();
+    let stages: Vec<String> = STAGES
+        .iter()
+        .zip(shares)
+        .filter(|(_, v)| *v >= 0.005)
+        .map(|(k, v)| format!("{k} {}", pct0(v)))
+        .collect();
+    let _ = writeln!(o, "where time goes  {}", stages.join("  "));
+    let e = &s.energy;
+    let mut parts = vec![
+        format!("static {}", pct0(e.static_frac)),
+        format!("compute {}", pct0(e.compute_frac)),
+        format!("memory {}", pct0(e.memory_frac)),
+        format!("link {}", pct0(e.link_frac)),
+    ];
+    if let Some(t) = e.transit_frac {
+        parts.push(format!("transit {}", pct0(t)));
+    }
+    let _ = writeln!(
+        o,
+        "power        avg {} W   {:.2} J/token   {:.2} tok/J   energy: {}",
+        fixed(s.avg_power_w, 0),
+        s.j_per_token,
+        s.tokens_per_j,
+        parts.join("  ")
+    );
+    if s.mode == Mode::Disagg {
+        let l = &s.link;
+        if let (Some(c), Some(at), Some(r)) = (&l.compression, &l.compress_at, l.compression_ratio)
+        {
+            let _ = writeln!(
+                o,
+                "kv hand-off  {c} at {at} (ratio {r:.2}): {:.1} GB -> {:.1} GB on the link, \
+                 transit-bound {} of transfers, stage {} J",
+                l.handoff_bytes / 1e9,
+                l.bytes / 1e9,
+                pct0(l.transit_bound_frac),
+                fixed(l.transit_j, 1)
+            );
+        }
+        let _ = writeln!(
+            o,
+            "kv link      {} transfers, {:.1} GB, hand-off p50 {} ms p99 {} ms, {:.3} J per request",
+            l.transfers,
+            l.bytes / 1e9,
+            ms8(s.handoff_s.p50).trim(),
+            ms8(s.handoff_s.p99).trim(),
+            s.link_j_per_request
+        );
+    }
+    let capped: Vec<String> = s
+        .instances
+        .iter()
+        .filter(|i| i.power_bound_frac > 0.0)
+        .map(|i| format!("{} {} of busy time", i.name, pct0(i.power_bound_frac)))
+        .collect();
+    if !capped.is_empty() {
+        let _ = writeln!(o, "power-capped {}", capped.join("  "));
+    }
+    let h = &s.hotspot;
+    let mut line = format!(
+        "hot-spot     stage={} -> {} (busy {})",
+        h.stage.as_deref().unwrap_or("-"),
+        h.resource,
+        pct0(h.resource_util)
+    );
+    if !h.busy_over_90pct.is_empty() {
+        let _ = write!(line, "   busy>90%: {}", h.busy_over_90pct.join(", "));
+    }
+    let _ = writeln!(o, "{line}");
+    o
+}

@@ -1,0 +1,285 @@
+//! The options of one simulation, shared by `run`, `compare` (and later `sweep`): the reference
+//! CLI's flags, a scenario file and named presets, layered as
+//! defaults < `--preset` < `--config` file < flags.
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use disagg_sim::scenario::Scenario;
+
+use crate::UsageError;
+
+/// Options of one simulation. Every flag left out keeps the preset's, the file's, or the
+/// reference's default (shown in brackets).
+#[derive(Args, Debug, Clone, Default)]
+pub struct ScenarioFlags {
+    /// Start from a named scenario (`disagg presets` lists them).
+    #[arg(long, value_name = "NAME", help_heading = "Scenario")]
+    pub preset: Option<String>,
+    /// Read options from a TOML scenario file (keys: the flags' names with '_' for '-').
+    #[arg(long, value_name = "FILE.toml", help_heading = "Scenario")]
+    pub config: Option<PathBuf>,
+    /// Model [llama3-70b].
+    #[arg(long, help_heading = "Model and hardware")]
+    pub model: Option<String>,
+    /// Device of every instance [h100].
+    #[arg(long, help_heading = "Model and hardware")]
+    pub device: Option<String>,
+    /// Devices per instance, tensor parallel [4].
+    #[arg(
+        long,
+        value_name = "N",
+        allow_negative_numbers = true,
+        help_heading = "Model and hardware"
+    )]
+    pub devices_per_instance: Option<u32>,
+    /// Device of the prefill pool [--device].
+    #[arg(long, help_heading = "Model and hardware")]
+    pub prefill_device: Option<String>,
+    /// Device of the decode pool [--device].
+    #[arg(long, help_heading = "Model and hardware")]
+    pub decode_device: Option<String>,
+    /// Devices per prefill instance [--devices-per-instance].
+    #[arg(
+        long,
+        value_name = "N",
+        allow_negative_numbers = true,
+        help_heading = "Model and hardware"
+    )]
+    pub prefill_devices_per_instance: Option<u32>,
+    /// Devices per decode instance [--devices-per-instance].
+    #[arg(
+        long,
+        value_name = "N",
+        allow_negative_numbers = true,
+        help_heading = "Model and hardware"
+    )]
+    pub decode_devices_per_instance: Option<u32>,
+    /// Where the prefill step runs the LM head: all (every prompt token) or last [all].
+    #[arg(long, value_name = "all|last", help_heading = "Model and hardware")]
+    pub prefill_lm_head: Option<String>,
+    /// disagg or colocated [disagg].
+    #[arg(long, help_heading = "Pools and link")]
+    pub mode: Option<String>,
+    /// Prefill instances (colocated: instances = prefill + decode) [1].
+    #[arg(
+        long,
+        value_name = "N",
+        allow_negative_numbers = true,
+        help_heading = "Pools and link"
+    )]
+    pub prefill: Option<u32>,
+    /// Decode instances [1].
+    #[arg(
+        long,
+        value_name = "N",
+        allow_negative_numbers = true,
+        help_heading = "Pools and link"
+    )]
+    pub decode: Option<u32>,
+    /// KV link [ib-ndr].
+    #[arg(long, help_heading = "Pools and link")]
+    pub link: Option<String>,
+    /// Concurrent transfers on the link [1].
+    #[arg(
+        long,
+        value_name = "N",
+        allow_negative_numbers = true,
+        help_heading = "Pools and link"
+    )]
+    pub link_channels: Option<u32>,
+    /// KV compression preset (none, fp8, fp4-block, freq-keep-k, ...) [no compression].
+    #[arg(long, value_name = "NAME", help_heading = "Pools and link")]
+    pub kv_compress: Option<String>,
+    /// Where to compress: transit (in the link) or endpoint (on the prefill GPU) [transit].
+    #[arg(long, value_name = "WHERE", help_heading = "Pools and link")]
+    pub kv_compress_at: Option<String>,
+    /// Poisson arrival rate, requests/s [4].
+    #[arg(
+        long,
+        value_name = "R",
+        allow_negative_numbers = true,
+        help_heading = "Workload"
+    )]
+    pub rate: Option<f64>,
+    /// Number of requests [800].
+    #[arg(
+        long,
+        value_name = "N",
+        allow_negative_numbers = true,
+        help_heading = "Workload"
+    )]
+    pub requests: Option<u64>,
+    /// Mean prompt length, tokens [2048].
+    #[arg(
+        long,
+        value_name = "TOKENS",
+        allow_negative_numbers = true,
+        help_heading = "Workload"
+    )]
+    pub prompt: Option<f64>,
+    /// Coefficient of variation of prompt lengths (log-normal) [0.5].
+    #[arg(
+        long,
+        value_name = "CV",
+        allow_negative_numbers = true,
+        help_heading = "Workload"
+    )]
+    pub prompt_cv: Option<f64>,
+    /// Mean output length, tokens [256].
+    #[arg(
+        long,
+        value_name = "TOKENS",
+        allow_negative_numbers = true,
+        help_heading = "Workload"
+    )]
+    pub output: Option<f64>,
+    /// Coefficient of variation of output lengths [0.5].
+    #[arg(
+        long,
+        value_name = "CV",
+        allow_negative_numbers = true,
+        help_heading = "Workload"
+    )]
+    pub output_cv: Option<f64>,
+    /// Workload seed (CPython-compatible Mersenne Twister) [1].
+    #[arg(long, value_name = "N", help_heading = "Workload")]
+    pub seed: Option<u64>,
+    /// TTFT SLO, seconds [1.0].
+    #[arg(
+        long,
+        value_name = "S",
+        allow_negative_numbers = true,
+        help_heading = "SLOs"
+    )]
+    pub ttft_slo: Option<f64>,
+    /// TPOT SLO, seconds per output token [0.025].
+    #[arg(
+        long,
+        value_name = "S",
+        allow_negative_numbers = true,
+        help_heading = "SLOs"
+    )]
+    pub tpot_slo: Option<f64>,
+    /// Power cap per device, W [TDP].
+    #[arg(
+        long,
+        value_name = "W",
+        allow_negative_numbers = true,
+        help_heading = "Power"
+    )]
+    pub power_cap: Option<f64>,
+    /// Power cap per prefill device, W [--power-cap].
+    #[arg(
+        long,
+        value_name = "W",
+        allow_negative_numbers = true,
+        help_heading = "Power"
+    )]
+    pub prefill_power_cap: Option<f64>,
+    /// Power cap per decode device, W [--power-cap].
+    #[arg(
+        long,
+        value_name = "W",
+        allow_negative_numbers = true,
+        help_heading = "Power"
+    )]
+    pub decode_power_cap: Option<f64>,
+    /// Lower the clock on memory-bound steps.
+    #[arg(long, help_heading = "Power")]
+    pub dvfs: bool,
+    /// The exact macro-step decode path (same numbers, much faster).
+    #[arg(long, help_heading = "Scenario")]
+    pub fast: bool,
+}
+
+/// Reads a scenario file on top of `base`: keys are `Scenario`'s fields, plus `preset`.
+pub fn overlay_file(base: Scenario, path: &Path, cli_preset: bool) -> Result<Scenario, UsageError> {
+    let mut table: toml::Table = crate::custom::read_toml(path)?;
+    let mut base = base;
+    if let Some(p) = table.remove("preset") {
+        let name = p
+            .as_str()
+            .ok_or_else(|| UsageError(format!("{}: preset: expected a string", path.display())))?;
+        if !cli_preset {
+            base = disagg_sim::presets::find(name)
+                .map_err(|e| UsageError(format!("{}: {e}", path.display())))?
+                .scenario;
+        }
+    }
+    let mut merged = toml::Table::try_from(&base).map_err(|e| UsageError(e.to_string()))?;
+    for (k, v) in table {
+        merged.insert(k, v);
+    }
+    let text = toml::to_string(&merged).map_err(|e| UsageError(e.to_string()))?;
+    toml::from_str::<Scenario>(&text).map_err(|e| {
+        UsageError(format!(
+            "{}: {}",
+            path.display(),
+            e.message().replace('\n', " ")
+        ))
+    })
+}
+
+impl ScenarioFlags {
+    /// The layered scenario (not yet validated: `Scenario::build` does that).
+    pub fn scenario(&self) -> Result<Scenario, UsageError> {
+        let mut s = match &self.preset {
+            Some(name) => {
+                disagg_sim::presets::find(name)
+                    .map_err(|e| UsageError(format!("--preset: {e}")))?
+                    .scenario
+            }
+            None => Scenario::default(),
+        };
+        if let Some(path) = &self.config {
+            s = overlay_file(s, path, self.preset.is_some())?;
+        }
+        macro_rules! set {
+            ($($f:ident),*) => { $( if let Some(v) = &self.$f { s.$f = v.clone(); } )* };
+        }
+        macro_rules! set_opt {
+            ($($f:ident),*) => { $( if let Some(v) = &self.$f { s.$f = Some(v.clone()); } )* };
+        }
+        set!(
+            model,
+            device,
+            devices_per_instance,
+            mode,
+            prefill,
+            decode,
+            link,
+            link_channels,
+            rate,
+            requests,
+            prompt,
+            prompt_cv,
+            output,
+            output_cv,
+            ttft_slo,
+            tpot_slo,
+            seed
+        );
+        set_opt!(
+            prefill_device,
+            decode_device,
+            prefill_devices_per_instance,
+            decode_devices_per_instance,
+            prefill_lm_head,
+            kv_compress,
+            power_cap,
+            prefill_power_cap,
+            decode_power_cap
+        );
+        if let Some(v) = &self.kv_compress_at {
+            s.kv_compress_at = v.clone();
+        }
+        if self.dvfs {
+            s.dvfs = true;
+        }
+        if self.fast {
+            s.fast = true;
+        }
+        Ok(s)
+    }
+}

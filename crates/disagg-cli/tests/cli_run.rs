@@ -1,0 +1,402 @@
+//! `disagg run`, `compare` and `presets` as a user runs them: the chapter's numbers through the
+//! binary, JSON shape, output files, determinism and bad input.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn disagg(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_disagg"))
+        .args(args)
+        .output()
+        .expect("runs")
+}
+
+fn ok(args: &[&str]) -> Vec<u8> {
+    let o = disagg(args);
+    assert!(
+        o.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    o.stdout
+}
+
+fn ok_json(args: &[&str]) -> Value {
+    serde_json::from_slice(&ok(args)).expect("valid JSON")
+}
+
+fn bad(args: &[&str], needles: &[&str]) {
+    let o = disagg(args);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+    for n in needles {
+        assert!(err.contains(n), "{args:?}: '{n}' not in: {err}");
+    }
+    assert!(o.stdout.is_empty());
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("disagg-cli-run-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d.join(name)
+}
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or(f64::NAN)
+}
+
+#[test]
+fn json_schema_and_the_chapters_saturated_link() {
+    // results.md §15 load sweep, 14 req/s, no compression (simulator.md §6.2, full precision).
+    let v = ok_json(&["run", "--preset", "eth25g-14rps", "--json"]);
+    assert_eq!(v["schema_version"], 1);
+    let s = &v["summary"];
+    for k in ["ttft_s", "tpot_s", "itl_s", "e2e_s"] {
+        for q in ["mean", "p50", "p90", "p99", "max"] {
+            assert!(s[k][q].is_number(), "summary.{k}.{q}");
+        }
+    }
+    for k in [
+        "slo_attainment",
+        "goodput_rps",
+        "throughput_tok_s",
+        "link_busy",
+        "link_j_per_request",
+        "j_per_token",
+        "avg_power_w",
+        "horizon_s",
+    ] {
+        assert!(s[k].is_number(), "summary.{k}");
+    }
+    assert!(s["handoff_s"]["p50"].is_number() && s["handoff_s"]["p99"].is_number());
+    assert_eq!(s["requests"]["completed"], 800);
+    assert_eq!(s["requests"]["rejected"], 0);
+    assert_eq!(s["requests"]["measured"], 720);
+    assert!(s["instances"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|i| i["utilisation"].is_number()));
+    assert_eq!(f(&s["ttft_s"]["p99"]), 0.6266001783231071);
+    assert_eq!(f(&s["tpot_s"]["p99"]), 0.07720868908627128);
+    assert_eq!(f(&s["slo_attainment"]), 0.4097222222222222);
+    assert_eq!(f(&s["goodput_rps"]), 5.517070071447792);
+    assert_eq!(f(&s["j_per_token"]), 0.2682818484207911);
+    assert_eq!(f(&s["handoff_s"]["p99"]), 9.657760737543722);
+    assert_eq!(f(&s["link_busy"]), 0.9397610672138671);
+    assert_eq!(v["scenario"]["link"], "eth-25g");
+    assert_eq!(v["scenario"]["rate"], 14.0);
+    // ... and with FP8 in the link.
+    let v = ok_json(&["run", "--preset", "eth25g-14rps-fp8", "--json"]);
+    let s = &v["summary"];
+    assert_eq!(f(&s["tpot_s"]["p99"]), 0.011528352606089014);
+    assert_eq!(f(&s["slo_attainment"]), 1.0);
+    assert_eq!(f(&s["handoff_s"]["p99"]), 0.16662258699839966);
+    assert_eq!(f(&s["link_busy"]), 0.5367480125794762);
+}
+
+#[test]
+fn text_report_layout() {
+    let t = String::from_utf8(ok(&["run", "--preset", "eth25g-14rps"])).unwrap();
+    assert!(
+        t.starts_with("── disagg ── 800 done, 0 rejected, sim "),
+        "{t}"
+    );
+    for s in [
+        "latency (ms)       mean      p50      p90      p99",
+        "  ttft  ",
+        "  tpot  ",
+        "throughput ",
+        "SLO met 41.0%",
+        "kv-link 94%",
+        "hand-off p50 ",
+        "p99 9657.8 ms",
+        "hot-spot     stage=kv_wait -> kv-link (busy 94%)",
+    ] {
+        assert!(t.contains(s), "'{s}' not in:\n{t}");
+    }
+}
+
+#[test]
+fn runs_are_deterministic() {
+    let a = ok(&["run", "--preset", "pools-2a100-h100", "--json"]);
+    let b = ok(&["run", "--preset", "pools-2a100-h100", "--json"]);
+    assert_eq!(a, b);
+}
+
+#[test]
+fn requests_csv_matches_reference_stamps() {
+    // simulator.md §6.3: stamps of the §10 H100+H100 run.
+    let p = tmp("req.csv");
+    ok(&[
+        "run",
+        "--preset",
+        "link-ib-ndr",
+        "--requests-out",
+        p.to_str().unwrap(),
+    ]);
+    let text = std::fs::read_to_string(&p).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(
+        lines.next().unwrap(),
+        "rid,arrival_s,prompt_len,output_len,prefill_start_s,first_token_s,kv_start_s,kv_ready_s,decode_start_s,finish_s"
+    );
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), 800);
+    let want: [(usize, [f64; 7]); 3] = [
+        (
+            0,
+            [
+                0.01803638301368865,
+                0.01803638301368865,
+                0.0533784015707472,
+                0.0533784015707472,
+                0.0566285014107472,
+                0.0566285014107472,
+                1.4057186049092538,
+            ],
+        ),
+        (
+            80,
+            [
+                9.398022964044028,
+                9.398022964044028,
+                9.578933819053496,
+                9.578933819053496,
+                9.594475851053497,
+                9.602163982628653,
+                11.817187200873434,
+            ],
+        ),
+        (
+            799,
+            [
+                102.97124087035998,
+                102.97124087035998,
+                103.00293496732613,
+                103.00293496732613,
+                103.00585214428612,
+                103.01442638969712,
+                106.47030498427627,
+            ],
+        ),
+    ];
+    for (rid, stamps) in want {
+        let r = &rows[rid];
+        assert_eq!(r[0], rid.to_string());
+        let got: Vec<f64> = [1, 4, 5, 6, 7, 8, 9]
+            .iter()
+            .map(|&i| r[i].parse().unwrap())
+            .collect();
+        assert_eq!(got, stamps.to_vec(), "rid {rid}");
+    }
+    assert_eq!((rows[0][2], rows[0][3]), ("1236", "204"));
+    // Colocated runs have no KV stamps: empty fields.
+    let p2 = tmp("coloc.csv");
+    ok(&[
+        "run",
+        "--mode",
+        "colocated",
+        "--requests",
+        "20",
+        "--requests-out",
+        p2.to_str().unwrap(),
+    ]);
+    let t2 = std::fs::read_to_string(&p2).unwrap();
+    let r1: Vec<&str> = t2.lines().nth(1).unwrap().split(',').collect();
+    assert_eq!(r1.len(), 10);
+    assert!(r1[6].is_empty() && r1[7].is_empty());
+}
+
+#[test]
+fn chrome_trace_is_valid_json() {
+    let p = tmp("trace.json");
+    ok(&[
+        "run",
+        "--preset",
+        "link-eth-25g",
+        "--requests",
+        "50",
+        "--trace",
+        p.to_str().unwrap(),
+    ]);
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+    let ev = v["traceEvents"].as_array().unwrap();
+    assert!(ev.iter().any(|e| e["ph"] == "X" && e["cat"] == "kv"));
+    assert!(ev.iter().any(|e| e["ph"] == "X" && e["cat"] == "prefill"));
+    assert!(ev
+        .iter()
+        .any(|e| e["ph"] == "C" && e["name"] == "population"));
+    assert_eq!(v["displayTimeUnit"], "ms");
+}
+
+#[test]
+fn workload_file_replay() {
+    let p = tmp("wl.json");
+    std::fs::write(
+        &p,
+        "[[0.0, 2048, 10], [0.5, 1024, 5, {\"chain\": []}], [1.0, 512, 1]]",
+    )
+    .unwrap();
+    let v = ok_json(&[
+        "run",
+        "--model",
+        "llama3-8b",
+        "--devices-per-instance",
+        "1",
+        "--workload-file",
+        p.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(v["summary"]["requests"]["completed"], 3);
+    std::fs::write(&p, "[[0.0, 2048, 10], [0.5, -4, 5]]").unwrap();
+    bad(
+        &["run", "--workload-file", p.to_str().unwrap()],
+        &["row 1", "prompt"],
+    );
+    std::fs::write(&p, "[[0.0, 2048, 10], [0.5, 4]]").unwrap();
+    bad(&["run", "--workload-file", p.to_str().unwrap()], &["row 1"]);
+    bad(
+        &["run", "--workload-file", "/no/such/file.json"],
+        &["/no/such/file.json"],
+    );
+}
+
+#[test]
+fn config_files_layer_over_presets() {
+    let p = tmp("scenario.toml");
+    std::fs::write(&p, "preset = \"link-eth-25g\"\nrate = 14.0\n").unwrap();
+    let a = ok_json(&["run", "--config", p.to_str().unwrap(), "--json"]);
+    let b = ok_json(&["run", "--preset", "eth25g-14rps", "--json"]);
+    assert_eq!(a["summary"], b["summary"]);
+    // Flags win over the file.
+    let c = ok_json(&[
+        "run",
+        "--config",
+        p.to_str().unwrap(),
+        "--rate",
+        "8",
+        "--json",
+    ]);
+    let d = ok_json(&["run", "--preset", "link-eth-25g", "--json"]);
+    assert_eq!(c["summary"], d["summary"]);
+    std::fs::write(&p, "rate = 4.0\nwarp_factor = 9\n").unwrap();
+    bad(
+        &["run", "--config", p.to_str().unwrap()],
+        &["scenario.toml", "warp_factor"],
+    );
+    std::fs::write(&p, "rate = \"fast\"\n").unwrap();
+    bad(
+        &["run", "--config", p.to_str().unwrap()],
+        &["scenario.toml"],
+    );
+}
+
+#[test]
+fn compare_and_sweep_rate() {
+    let v = ok_json(&[
+        "compare",
+        "--model",
+        "llama3-8b",
+        "--devices-per-instance",
+        "1",
+        "--requests",
+        "100",
+        "--json",
+    ]);
+    let runs = v["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    assert_eq!(runs[0]["mode"], "colocated");
+    assert_eq!(runs[1]["mode"], "disagg");
+    // Same request stream: the same number of output tokens over the same arrivals.
+    assert_eq!(
+        runs[0]["summary"]["requests"]["completed"],
+        runs[1]["summary"]["requests"]["completed"]
+    );
+    let t = String::from_utf8(ok(&[
+        "compare",
+        "--requests",
+        "100",
+        "--sweep-rate",
+        "2",
+        "4",
+    ]))
+    .unwrap();
+    assert_eq!(t.lines().filter(|l| l.contains("colocated")).count(), 2);
+    assert_eq!(t.lines().filter(|l| l.contains(" disagg")).count(), 2);
+    bad(
+        &["compare", "--sweep-rate", "2", "-1"],
+        &["--sweep-rate", "-1"],
+    );
+}
+
+#[test]
+fn presets_list_and_run() {
+    let v = ok_json(&["presets", "--json"]);
+    let names: Vec<String> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap().to_string())
+        .collect();
+    for n in [
+        "pools-h100-h100",
+        "pools-h100-a100",
+        "pools-a100-h100",
+        "pools-a100-a100",
+        "pools-2a100-h100",
+        "link-nvlink4",
+        "link-cpo-optical",
+        "link-ib-ndr",
+        "link-eth-100g",
+        "link-eth-25g",
+        "eth25g-14rps",
+        "eth25g-14rps-fp8",
+    ] {
+        assert!(names.iter().any(|x| x == n), "{n}");
+    }
+    let t = String::from_utf8(ok(&["presets"])).unwrap();
+    assert!(t.contains("eth25g-14rps-fp8"));
+}
+
+#[test]
+fn bad_input_leaves_no_file() {
+    let p = tmp("never.csv");
+    let _ = std::fs::remove_file(&p);
+    bad(
+        &["run", "--rate", "0", "--requests-out", p.to_str().unwrap()],
+        &["--rate"],
+    );
+    assert!(!p.exists());
+    bad(&["run", "--requests", "0"], &["--requests"]);
+    bad(&["run", "--prompt-cv", "-0.5"], &["--prompt-cv"]);
+    bad(&["run", "--tpot-slo", "0"], &["--tpot-slo"]);
+    bad(&["run", "--decode", "0"], &["--decode"]);
+    bad(
+        &[
+            "run",
+            "--model",
+            "llama3-70b",
+            "--devices-per-instance",
+            "1",
+        ],
+        &["--model", "does not fit"],
+    );
+    bad(&["run", "--power-cap", "50"], &["--power-cap", "idle"]);
+    bad(&["run", "--device", "tpu"], &["tpu", "h100"]);
+    bad(
+        &["run", "--link", "smoke-signals"],
+        &["smoke-signals", "ib-ndr"],
+    );
+    bad(&["run", "--preset", "nope"], &["nope", "eth25g-14rps"]);
+    bad(&["run", "--kv-compress", "zip"], &["zip", "fp8"]);
+    bad(&["run", "--kv-compress-at", "moon"], &["moon", "transit"]);
+    bad(&["run", "--mode", "hybrid"], &["hybrid", "colocated"]);
+    bad(
+        &["run", "--requests-out", "/no/such/dir/x.csv"],
+        &["/no/such/dir"],
+    );
+}

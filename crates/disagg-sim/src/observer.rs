@@ -1,0 +1,233 @@
+//! Observers: one trait that receives what happens during a run (steps, transfers, arrivals,
+//! finishes, periodic samples). The engine is generic over it, so the no-op observer `()` compiles
+//! to nothing; observers only read, they never change results.
+
+use crate::scenario::Role;
+
+/// What kind of step ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StepKind {
+    /// A prefill step (a batch of whole prompts).
+    Prefill,
+    /// A decode step (one token per running sequence).
+    Decode,
+}
+
+impl StepKind {
+    /// `prefill` or `decode` (the trace category).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StepKind::Prefill => "prefill",
+            StepKind::Decode => "decode",
+        }
+    }
+}
+
+/// An instance, as observers see it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct InstanceInfo {
+    /// `prefill-0`, `decode-1`, `colocated-0`, ...
+    pub name: String,
+    /// Its role.
+    pub role: Role,
+    /// KV capacity, tokens.
+    pub kv_capacity_tokens: u64,
+}
+
+/// A step that just ended (reported at its end; the fast path reports each committed step).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StepEvent {
+    /// Instance index (instance list order).
+    pub instance: usize,
+    /// Prefill or decode.
+    pub kind: StepKind,
+    /// Start time, s.
+    pub start: f64,
+    /// Duration, s.
+    pub dur: f64,
+    /// Sequences in the step.
+    pub batch: u32,
+    /// Tokens processed: prompt tokens (prefill) or tokens produced (decode).
+    pub tokens: u64,
+}
+
+/// A KV transfer that just ended.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TransferEvent {
+    /// Request id.
+    pub rid: usize,
+    /// Channel grant time, s.
+    pub start: f64,
+    /// Transfer time, s.
+    pub dur: f64,
+    /// Bytes on the wire.
+    pub wire_bytes: f64,
+    /// Uncompressed KV bytes.
+    pub kv_bytes: f64,
+}
+
+/// Per-instance state in a sample.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct InstanceSample {
+    /// Requests waiting in its queue.
+    pub queue: usize,
+    /// Running sequences (decode/colocated; 0 for prefill).
+    pub running: usize,
+    /// KV reserved, tokens.
+    pub kv_used: u64,
+    /// KV capacity, tokens.
+    pub kv_cap: u64,
+}
+
+/// A periodic sample of the system (every `sample_dt`, from t = 0).
+#[derive(Clone, Copy, Debug)]
+pub struct Sample<'a> {
+    /// Sample time, s.
+    pub t: f64,
+    /// Requests in the system (arrived, not finished or rejected).
+    pub in_system: i64,
+    /// Transfers waiting for a link channel.
+    pub link_queue: usize,
+    /// Link channels in use.
+    pub link_busy: u32,
+    /// Per-instance state, instance list order.
+    pub instances: &'a [InstanceSample],
+}
+
+/// Receives the events of a run. Every method has an empty default.
+pub trait Observer {
+    /// Before the run: the instance table (instance list order).
+    fn begin(&mut self, _instances: &[InstanceInfo]) {}
+    /// A request arrived (before the admission check).
+    fn arrival(&mut self, _rid: usize, _t: f64) {}
+    /// A request was rejected at arrival (it needs more KV than an instance holds).
+    fn rejected(&mut self, _rid: usize, _t: f64) {}
+    /// A request finished at `t` (its finish stamp).
+    fn finish(&mut self, _rid: usize, _t: f64) {}
+    /// A step ended.
+    fn step(&mut self, _ev: &StepEvent) {}
+    /// A KV transfer ended.
+    fn transfer(&mut self, _ev: &TransferEvent) {}
+    /// Whether to run the sampler (it only reads state; off by default).
+    fn wants_samples(&self) -> bool {
+        false
+    }
+    /// A periodic sample.
+    fn sample(&mut self, _s: &Sample<'_>) {}
+    /// The run ended at `horizon`.
+    fn end(&mut self, _horizon: f64) {}
+}
+
+/// The no-op observer.
+impl Observer for () {}
+
+/// One recorded sample row (simulator.md §7.3 "Samples").
+#[derive(Clone, Debug, PartialEq)]
+pub struct SampleRow {
+    /// Time, s.
+    pub t: f64,
+    /// Requests in the system.
+    pub in_system: i64,
+    /// Transfers waiting for a channel.
+    pub link_queue: usize,
+    /// Channels in use.
+    pub link_busy: u32,
+    /// Per instance (instance order).
+    pub instances: Vec<InstanceSample>,
+}
+
+/// An observer that records every sample (the reference's `samples` time series).
+#[derive(Clone, Debug, Default)]
+pub struct TimeSeries {
+    /// Instance table.
+    pub instances: Vec<InstanceInfo>,
+    /// Rows in time order.
+    pub rows: Vec<SampleRow>,
+}
+
+impl Observer for TimeSeries {
+    fn begin(&mut self, instances: &[InstanceInfo]) {
+        self.instances = instances.to_vec();
+    }
+    fn wants_samples(&self) -> bool {
+        true
+    }
+    fn sample(&mut self, s: &Sample<'_>) {
+        self.rows.push(SampleRow {
+            t: s.t,
+            in_system: s.in_system,
+            link_queue: s.link_queue,
+            link_busy: s.link_busy,
+            instances: s.instances.to_vec(),
+        });
+    }
+}
+
+impl<O: Observer + ?Sized> Observer for &mut O {
+    fn begin(&mut self, i: &[InstanceInfo]) {
+        (**self).begin(i)
+    }
+    fn arrival(&mut self, rid: usize, t: f64) {
+        (**self).arrival(rid, t)
+    }
+    fn rejected(&mut self, rid: usize, t: f64) {
+        (**self).rejected(rid, t)
+    }
+    fn finish(&mut self, rid: usize, t: f64) {
+        (**self).finish(rid, t)
+    }
+    fn step(&mut self, ev: &StepEvent) {
+        (**self).step(ev)
+    }
+    fn transfer(&mut self, ev: &TransferEvent) {
+        (**self).transfer(ev)
+    }
+    fn wants_samples(&self) -> bool {
+        (**self).wants_samples()
+    }
+    fn sample(&mut self, s: &Sample<'_>) {
+        (**self).sample(s)
+    }
+    fn end(&mut self, h: f64) {
+        (**self).end(h)
+    }
+}
+
+/// Two observers at once.
+impl<A: Observer, B: Observer> Observer for (A, B) {
+    fn begin(&mut self, i: &[InstanceInfo]) {
+        self.0.begin(i);
+        self.1.begin(i);
+    }
+    fn arrival(&mut self, rid: usize, t: f64) {
+        self.0.arrival(rid, t);
+        self.1.arrival(rid, t);
+    }
+    fn rejected(&mut self, rid: usize, t: f64) {
+        self.0.rejected(rid, t);
+        self.1.rejected(rid, t);
+    }
+    fn finish(&mut self, rid: usize, t: f64) {
+        self.0.finish(rid, t);
+        self.1.finish(rid, t);
+    }
+    fn step(&mut self, ev: &StepEvent) {
+        self.0.step(ev);
+        self.1.step(ev);
+    }
+    fn transfer(&mut self, ev: &TransferEvent) {
+        self.0.transfer(ev);
+        self.1.transfer(ev);
+    }
+    fn wants_samples(&self) -> bool {
+        self.0.wants_samples() || self.1.wants_samples()
+    }
+    fn sample(&mut self, s: &Sample<'_>) {
+        self.0.sample(s);
+        self.1.sample(s);
+    }
+    fn end(&mut self, h: f64) {
+        self.0.end(h);
+        self.1.end(h);
+    }
+}

@@ -1,0 +1,758 @@
+//! What to simulate: [`Scenario`] (the reference CLI's flags as a serde struct) and its validated,
+//! resolved form [`SimConfig`] (simulator.md §7.1, cost-model.md §3.8).
+
+use disagg_model::{
+    Catalogue, CompressAt, CostModel, CostOptions, Device, Error, KvTransit, Link, ModelSpec,
+};
+use serde::{Deserialize, Serialize};
+
+use crate::pyrand::{poisson_workload, GenRequest, LengthDist};
+
+/// Largest number of requests a generated workload may have.
+pub const MAX_REQUESTS: u64 = 50_000_000;
+/// Largest number of instances in one pool.
+pub const MAX_INSTANCES: u32 = 1024;
+/// Largest number of link channels.
+pub const MAX_CHANNELS: u32 = 4096;
+/// Largest number of devices per instance.
+pub const MAX_DEVICES: u32 = 1024;
+
+/// One simulation, as the reference CLI describes it. Field names are the CLI flags with `-` → `_`;
+/// every default is the reference default (simulator.md §7.1).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Scenario {
+    /// `--model` (catalogue key).
+    pub model: String,
+    /// `--device` (catalogue key).
+    pub device: String,
+    /// `--devices-per-instance`.
+    pub devices_per_instance: u32,
+    /// `--mode`: `disagg` or `colocated`.
+    pub mode: String,
+    /// `--prefill`: prefill instances (colocated: instances = prefill + decode).
+    pub prefill: u32,
+    /// `--decode`: decode instances.
+    pub decode: u32,
+    /// `--link` (catalogue key).
+    pub link: String,
+    /// `--link-channels`.
+    pub link_channels: u32,
+    /// `--rate`: Poisson arrival rate, requests/s.
+    pub rate: f64,
+    /// `--requests`.
+    pub requests: u64,
+    /// `--prompt`: mean prompt length, tokens.
+    pub prompt: f64,
+    /// `--prompt-cv`.
+    pub prompt_cv: f64,
+    /// `--output`: mean output length, tokens.
+    pub output: f64,
+    /// `--output-cv`.
+    pub output_cv: f64,
+    /// `--ttft-slo`, seconds.
+    pub ttft_slo: f64,
+    /// `--tpot-slo`, seconds per token.
+    pub tpot_slo: f64,
+    /// `--seed`.
+    pub seed: u64,
+    /// `--power-cap`: per-device cap, W.
+    pub power_cap: Option<f64>,
+    /// `--prefill-power-cap`, W.
+    pub prefill_power_cap: Option<f64>,
+    /// `--decode-power-cap`, W.
+    pub decode_power_cap: Option<f64>,
+    /// `--dvfs`.
+    pub dvfs: bool,
+    /// `--fast`: the exact macro-step decode path.
+    pub fast: bool,
+    /// `--prefill-device`.
+    pub prefill_device: Option<String>,
+    /// `--decode-device`.
+    pub decode_device: Option<String>,
+    /// `--prefill-devices-per-instance`.
+    pub prefill_devices_per_instance: Option<u32>,
+    /// `--decode-devices-per-instance`.
+    pub decode_devices_per_instance: Option<u32>,
+    /// `--kv-compress`: a compression preset. `None`: no compression stage at all; `Some("none")`:
+    /// the identity preset at `kv_compress_at` (in transit it still adds its latency and energy).
+    pub kv_compress: Option<String>,
+    /// `--kv-compress-at`: `transit` or `endpoint` (used only with `kv_compress`).
+    pub kv_compress_at: String,
+    /// `--prefill-lm-head`: `all` or `last` (`None`: the model's own, `all`).
+    pub prefill_lm_head: Option<String>,
+}
+
+impl Default for Scenario {
+    fn default() -> Self {
+        Scenario {
+            model: "llama3-70b".into(),
+            device: "h100".into(),
+            devices_per_instance: 4,
+            mode: "disagg".into(),
+            prefill: 1,
+            decode: 1,
+            link: "ib-ndr".into(),
+            link_channels: 1,
+            rate: 4.0,
+            requests: 800,
+            prompt: 2048.0,
+            prompt_cv: 0.5,
+            output: 256.0,
+            output_cv: 0.5,
+            ttft_slo: 1.0,
+            tpot_slo: 0.025,
+            seed: 1,
+            power_cap: None,
+            prefill_power_cap: None,
+            decode_power_cap: None,
+            dvfs: false,
+            fast: false,
+            prefill_device: None,
+            decode_device: None,
+            prefill_devices_per_instance: None,
+            decode_devices_per_instance: None,
+            kv_compress: None,
+            kv_compress_at: "transit".into(),
+            prefill_lm_head: None,
+        }
+    }
+}
+
+/// Serving mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Prefill and decode pools joined by a KV link.
+    Disagg,
+    /// Instances that do both phases (prefill priority).
+    Colocated,
+}
+
+impl Mode {
+    /// `disagg` or `colocated`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Disagg => "disagg",
+            Mode::Colocated => "colocated",
+        }
+    }
+}
+
+/// The role of an instance.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// Prefill pool.
+    Prefill,
+    /// Decode pool.
+    Decode,
+    /// Colocated instance.
+    Colocated,
+}
+
+impl Role {
+    /// `prefill`, `decode` or `colocated` (also the instance name prefix).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Prefill => "prefill",
+            Role::Decode => "decode",
+            Role::Colocated => "colocated",
+        }
+    }
+}
+
+/// One pool of identical instances, resolved.
+#[derive(Clone, Debug)]
+pub struct Pool {
+    /// Role of its instances.
+    pub role: Role,
+    /// Number of instances.
+    pub instances: usize,
+    /// The accelerator.
+    pub device: Device,
+    /// Devices per instance.
+    pub devices: u32,
+    /// Per-device power cap, W.
+    pub power_cap_w: Option<f64>,
+    /// The pool's cost model.
+    pub cost: CostModel,
+    /// KV capacity of one instance, tokens.
+    pub kv_capacity_tokens: u64,
+}
+
+/// The workload a configuration generates (`poisson_workload`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct WorkloadSpec {
+    /// Arrival rate, requests/s.
+    pub rate: f64,
+    /// Number of requests.
+    pub requests: u64,
+    /// Prompt lengths.
+    pub prompt: LengthDist,
+    /// Output lengths.
+    pub output: LengthDist,
+    /// RNG seed.
+    pub seed: u64,
+}
+
+impl WorkloadSpec {
+    /// Generates the requests (CPython-identical).
+    pub fn generate(&self) -> Vec<GenRequest> {
+        poisson_workload(
+            self.rate,
+            self.requests as usize,
+            &self.prompt,
+            &self.output,
+            self.seed,
+        )
+    }
+
+    /// The same workload at another rate (same lengths, gaps scaled).
+    pub fn at_rate(&self, rate: f64) -> WorkloadSpec {
+        WorkloadSpec { rate, ..*self }
+    }
+}
+
+/// A validated, resolved configuration: what the engine runs.
+#[derive(Clone, Debug)]
+pub struct SimConfig {
+    /// Serving mode.
+    pub mode: Mode,
+    /// The model (with the prefill LM-head option applied).
+    pub model: ModelSpec,
+    /// The KV link, with its channel count.
+    pub link: Link,
+    /// KV hand-off compression, if any.
+    pub kv_transit: Option<KvTransit>,
+    /// Pools in instance order: `[prefill, decode]` (disagg) or `[colocated]`.
+    pub pools: Vec<Pool>,
+    /// Token budget of one prefill step (8192).
+    pub max_prefill_tokens: u64,
+    /// Most sequences in a decode batch (256).
+    pub max_decode_batch: usize,
+    /// Fixed per-step overhead, s (0.5 ms).
+    pub step_overhead_s: f64,
+    /// Fraction of the earliest requests excluded from latency statistics (0.1).
+    pub warmup_frac: f64,
+    /// Sampling period of the time series, s (0.05).
+    pub sample_dt_s: f64,
+    /// TTFT SLO, s.
+    pub ttft_slo_s: f64,
+    /// TPOT SLO, s per token.
+    pub tpot_slo_s: f64,
+    /// Use the macro-step decode path (disaggregated decode instances only).
+    pub fast_forward: bool,
+    /// DVFS on memory-bound steps (every pool).
+    pub dvfs: bool,
+    /// A per-pool device or device count was given.
+    pub heterogeneous: bool,
+    /// `"<n>x <device name>"` of the prefill and decode pools as configured (also in colocated
+    /// mode, where they are not used), for reports of heterogeneous runs.
+    pub pool_labels: [String; 2],
+    /// Global per-device power cap, W.
+    pub power_cap_w: Option<f64>,
+    /// The generated workload.
+    pub workload: WorkloadSpec,
+    /// The cost model of `device` x `devices_per_instance` with the global cap and no DVFS, used by the
+    /// analytic capacity bounds (simulator.md §5.9); `None` if the model does not fit there.
+    pub base_cost: Option<CostModel>,
+    /// The scenario this was built from.
+    pub scenario: Scenario,
+}
+
+impl SimConfig {
+    /// The prefill pool (disagg).
+    pub fn prefill_pool(&self) -> Option<&Pool> {
+        self.pools.iter().find(|p| p.role == Role::Prefill)
+    }
+    /// The decode pool (disagg).
+    pub fn decode_pool(&self) -> Option<&Pool> {
+        self.pools.iter().find(|p| p.role == Role::Decode)
+    }
+    /// The colocated pool.
+    pub fn colocated_pool(&self) -> Option<&Pool> {
+        self.pools.iter().find(|p| p.role == Role::Colocated)
+    }
+    /// Total number of instances.
+    pub fn instance_count(&self) -> usize {
+        self.pools.iter().map(|p| p.instances).sum()
+    }
+    /// Generates this configuration's workload.
+    pub fn generate_workload(&self) -> Vec<GenRequest> {
+        self.workload.generate()
+    }
+
+    /// Checks the invariants the engine relies on (always true for a [`Scenario::build`] result;
+    /// this guards hand-edited configurations).
+    pub fn check(&self) -> Result<(), Error> {
+        let has = |r: Role| self.pools.iter().any(|p| p.role == r && p.instances > 0);
+        match self.mode {
+            Mode::Disagg if !(has(Role::Prefill) && has(Role::Decode)) => {
+                return Err(Error::invalid(
+                    "config",
+                    "disaggregated mode needs a prefill and a decode pool with instances",
+                ))
+            }
+            Mode::Colocated if !has(Role::Colocated) => {
+                return Err(Error::invalid(
+                    "config",
+                    "colocated mode needs a colocated pool with instances",
+                ))
+            }
+            _ => {}
+        }
+        if self.max_decode_batch == 0 || self.max_prefill_tokens == 0 {
+            return Err(Error::invalid("config", "batch limits must be at least 1"));
+        }
+        if self.link.channels == 0 {
+            return Err(Error::invalid("--link-channels", "must be at least 1"));
+        }
+        if !(self.sample_dt_s.is_finite() && self.sample_dt_s > 0.0) {
+            return Err(Error::invalid("config", "sample_dt must be positive"));
+        }
+        if !(self.warmup_frac >= 0.0 && self.warmup_frac <= 1.0) {
+            return Err(Error::invalid("config", "warmup_frac must be in [0, 1]"));
+        }
+        Ok(())
+    }
+}
+
+fn rename(e: Error, flag: &'static str) -> Error {
+    match e {
+        Error::UnknownName { name, valid, .. } => Error::UnknownName {
+            kind: flag,
+            name,
+            valid,
+        },
+        Error::Invalid { why, .. } => Error::Invalid {
+            what: flag.to_string(),
+            why,
+        },
+    }
+}
+
+fn positive(flag: &str, v: f64) -> Result<f64, Error> {
+    if v.is_finite() && v > 0.0 {
+        Ok(v)
+    } else {
+        Err(Error::invalid(
+            flag,
+            format!("must be a positive number, got {v}"),
+        ))
+    }
+}
+
+fn count(flag: &str, v: u32, min: u32, max: u32) -> Result<u32, Error> {
+    if v < min || v > max {
+        Err(Error::invalid(
+            flag,
+            format!("must be between {min} and {max}, got {v}"),
+        ))
+    } else {
+        Ok(v)
+    }
+}
+
+impl Scenario {
+    /// Parses the reference CLI flags this struct covers (`--flag value`, `--flag=value`, and the
+    /// switches `--dvfs` and `--fast`). Unknown flags are an error.
+    pub fn from_flags<I, S>(args: I) -> Result<Scenario, Error>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let mut s = Scenario::default();
+        let args: Vec<String> = args.into_iter().map(|a| a.as_ref().to_string()).collect();
+        let mut i = 0;
+        while i < args.len() {
+            let raw = &args[i];
+            i += 1;
+            let Some(body) = raw.strip_prefix("--") else {
+                return Err(Error::invalid(
+                    raw.clone(),
+                    "expected an option starting with --",
+                ));
+            };
+            let (flag, inline) = match body.split_once('=') {
+                Some((f, v)) => (f.to_string(), Some(v.to_string())),
+                None => (body.to_string(), None),
+            };
+            let name = format!("--{flag}");
+            match flag.as_str() {
+                "dvfs" | "fast" => {
+                    if inline.is_some() {
+                        return Err(Error::invalid(name, "takes no value"));
+                    }
+                    if flag == "dvfs" {
+                        s.dvfs = true;
+                    } else {
+                        s.fast = true;
+                    }
+                    continue;
+                }
+                _ => {}
+            }
+            let value = match inline {
+                Some(v) => v,
+                None => {
+                    if i >= args.len() {
+                        return Err(Error::invalid(name, "expects a value"));
+                    }
+                    i += 1;
+                    args[i - 1].clone()
+                }
+            };
+            let f64v = |v: &str| -> Result<f64, Error> {
+                v.trim()
+                    .parse::<f64>()
+                    .map_err(|_| Error::invalid(&name, format!("expected a number, got '{v}'")))
+            };
+            let u32v = |v: &str| -> Result<u32, Error> {
+                v.trim().parse::<u32>().map_err(|_| {
+                    Error::invalid(&name, format!("expected a whole number, got '{v}'"))
+                })
+            };
+            let u64v = |v: &str| -> Result<u64, Error> {
+                v.trim().parse::<u64>().map_err(|_| {
+                    Error::invalid(&name, format!("expected a whole number, got '{v}'"))
+                })
+            };
+            match flag.as_str() {
+                "model" => s.model = value,
+                "device" => s.device = value,
+                "devices-per-instance" => s.devices_per_instance = u32v(&value)?,
+                "mode" => s.mode = value,
+                "prefill" => s.prefill = u32v(&value)?,
+                "decode" => s.decode = u32v(&value)?,
+                "link" => s.link = value,
+                "link-channels" => s.link_channels = u32v(&value)?,
+                "rate" => s.rate = f64v(&value)?,
+                "requests" => s.requests = u64v(&value)?,
+                "prompt" => s.prompt = f64v(&value)?,
+                "prompt-cv" => s.prompt_cv = f64v(&value)?,
+                "output" => s.output = f64v(&value)?,
+                "output-cv" => s.output_cv = f64v(&value)?,
+                "ttft-slo" => s.ttft_slo = f64v(&value)?,
+                "tpot-slo" => s.tpot_slo = f64v(&value)?,
+                "seed" => s.seed = u64v(&value)?,
+                "power-cap" => s.power_cap = Some(f64v(&value)?),
+                "prefill-power-cap" => s.prefill_power_cap = Some(f64v(&value)?),
+                "decode-power-cap" => s.decode_power_cap = Some(f64v(&value)?),
+                "prefill-device" => s.prefill_device = Some(value),
+                "decode-device" => s.decode_device = Some(value),
+                "prefill-devices-per-instance" => {
+                    s.prefill_devices_per_instance = Some(u32v(&value)?)
+                }
+                "decode-devices-per-instance" => {
+                    s.decode_devices_per_instance = Some(u32v(&value)?)
+                }
+                "kv-compress" => s.kv_compress = Some(value),
+                "kv-compress-at" => s.kv_compress_at = value,
+                "prefill-lm-head" => s.prefill_lm_head = Some(value),
+                _ => return Err(Error::invalid(name, "unknown option")),
+            }
+        }
+        Ok(s)
+    }
+
+    /// The workload parameters (validated by [`Scenario::build`]).
+    pub fn workload_spec(&self) -> WorkloadSpec {
+        WorkloadSpec {
+            rate: self.rate,
+            requests: self.requests,
+            prompt: LengthDist::new(self.prompt, self.prompt_cv),
+            output: LengthDist::new(self.output, self.output_cv),
+            seed: self.seed,
+        }
+    }
+
+    /// Validates everything and resolves names, pools and cost models. Errors are one line naming
+    /// the option with its CLI spelling.
+    pub fn build(&self, cat: &Catalogue) -> Result<SimConfig, Error> {
+        let mode = match self.mode.as_str() {
+            "disagg" => Mode::Disagg,
+            "colocated" => Mode::Colocated,
+            other => return Err(Error::unknown("--mode", other, ["disagg", "colocated"])),
+        };
+        let mut model = cat
+            .model(&self.model)
+            .map_err(|e| rename(e, "--model"))?
+            .clone();
+        if let Some(h) = &self.prefill_lm_head {
+            model.prefill_lm_head =
+                disagg_model::LmHead::parse(h).map_err(|e| rename(e, "--prefill-lm-head"))?;
+        }
+        let device = cat
+            .device(&self.device)
+            .map_err(|e| rename(e, "--device"))?;
+        let prefill_device = match &self.prefill_device {
+            Some(k) => Some(cat.device(k).map_err(|e| rename(e, "--prefill-device"))?),
+            None => None,
+        };
+        let decode_device = match &self.decode_device {
+            Some(k) => Some(cat.device(k).map_err(|e| rename(e, "--decode-device"))?),
+            None => None,
+        };
+        let mut link = cat
+            .link(&self.link)
+            .map_err(|e| rename(e, "--link"))?
+            .clone();
+        count("--link-channels", self.link_channels, 1, MAX_CHANNELS)?;
+        link.channels = self.link_channels;
+        count(
+            "--devices-per-instance",
+            self.devices_per_instance,
+            1,
+            MAX_DEVICES,
+        )?;
+        if let Some(n) = self.prefill_devices_per_instance {
+            count("--prefill-devices-per-instance", n, 1, MAX_DEVICES)?;
+        }
+        if let Some(n) = self.decode_devices_per_instance {
+            count("--decode-devices-per-instance", n, 1, MAX_DEVICES)?;
+        }
+        count("--prefill", self.prefill, 0, MAX_INSTANCES)?;
+        count("--decode", self.decode, 0, MAX_INSTANCES)?;
+        match mode {
+            Mode::Disagg => {
+                if self.prefill == 0 {
+                    return Err(Error::invalid(
+                        "--prefill",
+                        "disaggregated mode needs at least one prefill instance",
+                    ));
+                }
+                if self.decode == 0 {
+                    return Err(Error::invalid(
+                        "--decode",
+                        "disaggregated mode needs at least one decode instance",
+                    ));
+                }
+            }
+            Mode::Colocated => {
+                if self.prefill + self.decode == 0 {
+                    return Err(Error::invalid(
+                        "--prefill",
+                        "colocated mode needs at least one instance (--prefill + --decode)",
+                    ));
+                }
+            }
+        }
+        positive("--rate", self.rate)?;
+        if self.requests == 0 || self.requests > MAX_REQUESTS {
+            return Err(Error::invalid(
+                "--requests",
+                format!(
+                    "must be between 1 and {MAX_REQUESTS}, got {}",
+                    self.requests
+                ),
+            ));
+        }
+        positive("--prompt", self.prompt)?;
+        positive("--output", self.output)?;
+        for (flag, v) in [
+            ("--prompt-cv", self.prompt_cv),
+            ("--output-cv", self.output_cv),
+        ] {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(Error::invalid(
+                    flag,
+                    format!("must be a finite number >= 0, got {v}"),
+                ));
+            }
+            if v > 100.0 {
+                return Err(Error::invalid(flag, format!("{v} is absurdly large")));
+            }
+        }
+        for (flag, mean) in [("--prompt", self.prompt), ("--output", self.output)] {
+            if mean > 1e9 {
+                return Err(Error::invalid(
+                    flag,
+                    format!("{mean} tokens is absurdly large"),
+                ));
+            }
+        }
+        positive("--ttft-slo", self.ttft_slo)?;
+        positive("--tpot-slo", self.tpot_slo)?;
+        for (flag, v) in [
+            ("--power-cap", self.power_cap),
+            ("--prefill-power-cap", self.prefill_power_cap),
+            ("--decode-power-cap", self.decode_power_cap),
+        ] {
+            if let Some(v) = v {
+                positive(flag, v)?;
+            }
+        }
+        let kv_transit = match &self.kv_compress {
+            None => {
+                CompressAt::parse(&self.kv_compress_at)
+                    .map_err(|e| rename(e, "--kv-compress-at"))?;
+                None
+            }
+            Some(key) => {
+                let c = cat
+                    .compression(key)
+                    .map_err(|e| rename(e, "--kv-compress"))?
+                    .for_model(&model);
+                if model.kv_bytes != 2.0 {
+                    return Err(Error::invalid(
+                        "--kv-compress",
+                        format!(
+                            "KV compression starts from a BF16 cache (2 bytes per value); {} stores {}",
+                            model.name, model.kv_bytes
+                        ),
+                    ));
+                }
+                let at = CompressAt::parse(&self.kv_compress_at)
+                    .map_err(|e| rename(e, "--kv-compress-at"))?;
+                if mode != Mode::Disagg {
+                    return Err(Error::invalid(
+                        "--kv-compress",
+                        "compresses the prefill-to-decode hand-off: disaggregated mode only",
+                    ));
+                }
+                Some(KvTransit::new(c, at))
+            }
+        };
+
+        let heterogeneous = self.prefill_device.is_some()
+            || self.decode_device.is_some()
+            || self.prefill_devices_per_instance.is_some()
+            || self.decode_devices_per_instance.is_some();
+        let opts = |cap: Option<f64>| CostOptions {
+            power_cap_w: cap,
+            dvfs: self.dvfs,
+            ..CostOptions::default()
+        };
+        let make_pool = |role: Role,
+                         instances: usize,
+                         dev: &Device,
+                         n: u32,
+                         cap: Option<f64>,
+                         cap_flag: &'static str|
+         -> Result<Pool, Error> {
+            let cost = CostModel::new(&model, dev, n, opts(cap)).map_err(|e| match e {
+                Error::Invalid { what, why } if what.contains("power cap") => Error::Invalid {
+                    what: cap_flag.to_string(),
+                    why,
+                },
+                other => other,
+            })?;
+            let kv = cost.kv_capacity_tokens().map_err(|e| match e {
+                Error::Invalid { why, .. } => Error::Invalid {
+                    what: "--model".into(),
+                    why: format!("{why} ({} pool)", role.as_str()),
+                },
+                other => other,
+            })?;
+            if kv == 0 {
+                return Err(Error::invalid(
+                    "--model",
+                    format!(
+                        "{} leaves no room for KV cache on {n}x {} ({} pool)",
+                        model.name,
+                        dev.name,
+                        role.as_str()
+                    ),
+                ));
+            }
+            Ok(Pool {
+                role,
+                instances,
+                device: dev.clone(),
+                devices: n,
+                power_cap_w: cap,
+                cost,
+                kv_capacity_tokens: kv,
+            })
+        };
+        let global_cap_flag = "--power-cap";
+        let pools = match mode {
+            Mode::Disagg => {
+                let (pcap, pflag) = match self.prefill_power_cap {
+                    Some(c) => (Some(c), "--prefill-power-cap"),
+                    None => (self.power_cap, global_cap_flag),
+                };
+                let (dcap, dflag) = match self.decode_power_cap {
+                    Some(c) => (Some(c), "--decode-power-cap"),
+                    None => (self.power_cap, global_cap_flag),
+                };
+                let p = make_pool(
+                    Role::Prefill,
+                    self.prefill as usize,
+                    prefill_device.unwrap_or(device),
+                    self.prefill_devices_per_instance
+                        .unwrap_or(self.devices_per_instance),
+                    pcap,
+                    pflag,
+                )?;
+                let d = make_pool(
+                    Role::Decode,
+                    self.decode as usize,
+                    decode_device.unwrap_or(device),
+                    self.decode_devices_per_instance
+                        .unwrap_or(self.devices_per_instance),
+                    dcap,
+                    dflag,
+                )?;
+                vec![p, d]
+            }
+            Mode::Colocated => vec![make_pool(
+                Role::Colocated,
+                (self.prefill + self.decode) as usize,
+                device,
+                self.devices_per_instance,
+                self.power_cap,
+                global_cap_flag,
+            )?],
+        };
+        let pool_labels = [
+            format!(
+                "{}x {}",
+                self.prefill_devices_per_instance
+                    .unwrap_or(self.devices_per_instance),
+                prefill_device.unwrap_or(device).name
+            ),
+            format!(
+                "{}x {}",
+                self.decode_devices_per_instance
+                    .unwrap_or(self.devices_per_instance),
+                decode_device.unwrap_or(device).name
+            ),
+        ];
+        let base_cost = CostModel::new(
+            &model,
+            device,
+            self.devices_per_instance,
+            CostOptions {
+                power_cap_w: self.power_cap,
+                ..CostOptions::default()
+            },
+        )
+        .ok()
+        .filter(|c| c.kv_capacity_tokens().is_ok());
+
+        Ok(SimConfig {
+            mode,
+            model,
+            link,
+            kv_transit,
+            pools,
+            max_prefill_tokens: 8192,
+            max_decode_batch: 256,
+            step_overhead_s: CostOptions::default().step_overhead_s,
+            warmup_frac: 0.1,
+            sample_dt_s: 0.05,
+            ttft_slo_s: self.ttft_slo,
+            tpot_slo_s: self.tpot_slo,
+            fast_forward: self.fast,
+            dvfs: self.dvfs,
+            heterogeneous,
+            pool_labels,
+            power_cap_w: self.power_cap,
+            workload: self.workload_spec(),
+            base_cost,
+            scenario: self.clone(),
+        })
+    }
+}

@@ -1,0 +1,1471 @@
+//! The serving model (simulator.md §1–§3): requests, prefill/decode/colocated instances as explicit
+//! state machines, routers, the KV link, and the end of the run. It drives the generic
+//! [`EventQueue`] and asks the cost model how long each step and transfer takes.
+//!
+//! Requests live in a `Vec` indexed by rid; events carry indices; nothing is shared, so a run is
+//! `Send`. Inter-token latencies are not stored per request: every decode-side instance keeps the end
+//! time of each of its decode steps, and each request its admission step, from which every ITL is
+//! reconstructed exactly at the end (`step_end[j] - step_end[j-1]`, the first one from the first
+//! token), as the reference's fast path does.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+use disagg_model::{transfer, Bound, CompressAt, CostModel, Error, KvTransit, PyNum, StepCost};
+
+use crate::engine::EventQueue;
+use crate::observer::{
+    InstanceInfo, InstanceSample, Observer, Sample, StepEvent, StepKind, TransferEvent,
+};
+use crate::pyrand::GenRequest;
+use crate::scenario::{Mode, Role, SimConfig};
+
+/// "Not stamped" (Python `None`) inside the engine.
+const UNSET: f64 = f64::NAN;
+const NO_INST: u32 = u32::MAX;
+
+/// One request's stamps (seconds; NaN = not reached).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Req {
+    pub arrival: f64,
+    pub prefill_start: f64,
+    pub first_token: f64,
+    pub kv_start: f64,
+    pub kv_ready: f64,
+    pub decode_start: f64,
+    pub finish: f64,
+    /// Index of the first decode step it takes part in, in its decode-side instance's step list.
+    pub adm: u64,
+    pub prompt: u32,
+    pub output: u32,
+    /// Decode-side instance (decode pool index, or colocated index) whose steps it took part in.
+    pub dinst: u32,
+}
+
+/// Step accounting of one instance (simulator.md §5.4, §5.7). Every accumulator is a plain
+/// left-to-right float sum in step order, as the reference.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct InstanceStats {
+    /// Sum of step times, s.
+    pub busy_s: f64,
+    /// Steps run.
+    pub steps: u64,
+    /// Time of steps whose bound was `compute`, s.
+    pub compute_bound_s: f64,
+    /// Time of steps whose bound was `power`, s.
+    pub power_bound_s: f64,
+    /// FLOPs done (a float sum of each step's FLOPs, as the reference).
+    pub flops: f64,
+    /// HBM bytes moved.
+    pub bytes: f64,
+    /// Sequences processed, summed over steps.
+    pub batch_sum: u64,
+    /// Dynamic compute energy, J.
+    pub compute_j: f64,
+    /// Dynamic memory energy, J.
+    pub memory_j: f64,
+    /// Highest `idle_w + dynamic J / step time` over any step, W.
+    pub peak_power_w: f64,
+}
+
+impl InstanceStats {
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn account(
+        &mut self,
+        dt: f64,
+        flops: f64,
+        bytes: f64,
+        batch: u64,
+        ec: f64,
+        em: f64,
+        bound: Bound,
+        idle_w: f64,
+    ) {
+        self.busy_s += dt;
+        self.steps += 1;
+        self.flops += flops;
+        self.bytes += bytes;
+        self.batch_sum += batch;
+        self.compute_j += ec;
+        self.memory_j += em;
+        let p = idle_w + (ec + em) / dt;
+        if p > self.peak_power_w {
+            self.peak_power_w = p;
+        }
+        match bound {
+            Bound::Compute => self.compute_bound_s += dt,
+            Bound::Power => self.power_bound_s += dt,
+            Bound::Memory => {}
+        }
+    }
+
+    #[inline(always)]
+    fn account_cost(&mut self, c: &StepCost, batch: u64, idle_w: f64) {
+        let f = match c.flops {
+            PyNum::Int(i) => i as f64,
+            PyNum::Float(x) => x,
+        };
+        self.account(
+            c.time_s,
+            f,
+            c.bytes,
+            batch,
+            c.compute_j,
+            c.memory_j,
+            c.bound,
+            idle_w,
+        );
+    }
+}
+
+/// KV link totals (simulator.md §2.3).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct LinkStats {
+    /// Sum of transfer times, s.
+    pub busy_s: f64,
+    /// Bytes on the wire.
+    pub bytes: f64,
+    /// Transfers completed.
+    pub transfers: u64,
+    /// Sum of waits for a channel (grant − first token), s.
+    pub wait_s: f64,
+    /// Link energy, J.
+    pub energy_j: f64,
+    /// Uncompressed hand-off bytes (only with a compression stage).
+    pub handoff_bytes: f64,
+    /// In-link compression stage energy, J.
+    pub transit_j: f64,
+    /// Transfers whose time the in-link stage's compute set.
+    pub transit_bound: u64,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Ev {
+    Arrival(u32),
+    Wake(u32),
+    StepEnd(u32),
+    MacroEnd(u32, u32),
+    Grant(u32),
+    TransferEnd(u32),
+    Release,
+    Sample,
+    Done,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Planned {
+    dt: f64,
+    flops: f64,
+    bytes: f64,
+    ec: f64,
+    em: f64,
+    bound: Bound,
+}
+
+const NO_COST: StepCost = StepCost {
+    flops: PyNum::Int(0),
+    bytes: 0.0,
+    time_s: 0.0,
+    bound: Bound::Memory,
+    energy_j: 0.0,
+    compute_j: 0.0,
+    memory_j: 0.0,
+};
+
+/// A prefill instance (§2.2).
+struct PrefillInst {
+    queue: VecDeque<u32>,
+    queued_tokens: u64,
+    busy: bool,
+    wake_pending: bool,
+    batch: Vec<u32>,
+    tokens: u64,
+    cur: StepCost,
+    step_start: f64,
+    stats: InstanceStats,
+}
+
+/// A decode instance: the plain per-step loop (§2.5) or the fast macro-step path (§2.6).
+struct DecodeInst {
+    queue: VecDeque<u32>,
+    /// Plain path: running requests in admission order.
+    running: Vec<u32>,
+    n_running: usize,
+    kv_used: u64,
+    ctx_sum: u64,
+    step_end: Vec<f64>,
+    busy: bool,
+    wake_pending: bool,
+    // plain path
+    cur: StepCost,
+    step_start: f64,
+    // fast path
+    heap: BinaryHeap<Reverse<(u64, u32)>>,
+    horizon: usize,
+    epoch: u32,
+    in_macro: bool,
+    interrupted_done: usize,
+    plan_b: u64,
+    plan_ends: Vec<f64>,
+    plan_steps: Vec<Planned>,
+    stats: InstanceStats,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Prefill,
+    Decode,
+}
+
+/// A colocated instance (§2.7).
+struct ColocInst {
+    queue: VecDeque<u32>,
+    running: Vec<u32>,
+    kv_used: u64,
+    ctx_sum: u64,
+    step_end: Vec<f64>,
+    busy: bool,
+    wake_pending: bool,
+    phase: Phase,
+    batch: Vec<u32>,
+    tokens: u64,
+    cur: StepCost,
+    step_start: f64,
+    stats: InstanceStats,
+}
+
+struct LinkState {
+    channels: u32,
+    in_use: u32,
+    queue: VecDeque<u32>,
+    stats: LinkStats,
+}
+
+/// Population accounting and completion counts.
+struct Books {
+    n_total: u64,
+    in_system: i64,
+    area: f64,
+    area_t: f64,
+    n_done: u64,
+    n_rejected: u64,
+}
+
+impl Books {
+    #[inline]
+    fn population(&mut self, now: f64, delta: i64) {
+        self.area += self.in_system as f64 * (now - self.area_t);
+        self.area_t = now;
+        self.in_system += delta;
+    }
+}
+
+#[inline]
+fn finish<O: Observer>(
+    reqs: &mut [Req],
+    books: &mut Books,
+    q: &mut EventQueue<Ev>,
+    obs: &mut O,
+    rid: u32,
+    t: f64,
+) {
+    reqs[rid as usize].finish = t;
+    books.population(q.now(), -1);
+    books.n_done += 1;
+    obs.finish(rid as usize, t);
+    if books.n_done + books.n_rejected == books.n_total {
+        q.schedule_at(q.now(), Ev::Done);
+    }
+}
+
+/// A finished run: every stamp and counter the metrics need.
+#[derive(Clone, Debug)]
+pub struct RunResult {
+    pub(crate) cfg: SimConfig,
+    pub(crate) reqs: Vec<Req>,
+    /// Per decode-side instance, the end time of each decode step.
+    pub(crate) step_ends: Vec<Vec<f64>>,
+    pub(crate) instances: Vec<InstanceResult>,
+    pub(crate) link: LinkStats,
+    pub(crate) horizon: f64,
+    pub(crate) area: f64,
+    pub(crate) rejected: u64,
+    pub(crate) events: u64,
+}
+
+/// One instance's totals.
+#[derive(Clone, Debug, PartialEq)]
+pub struct InstanceResult {
+    /// `prefill-0`, ...
+    pub name: String,
+    /// Role.
+    pub role: Role,
+    /// Index of its pool in [`SimConfig::pools`].
+    pub pool: usize,
+    /// Step accounting.
+    pub stats: InstanceStats,
+}
+
+/// A request's stamps (seconds; `None` = never reached).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RequestRecord {
+    /// Request id (workload row).
+    pub rid: usize,
+    /// Arrival time (the stored value).
+    pub arrival_s: f64,
+    /// Prompt tokens.
+    pub prompt_len: u32,
+    /// Output tokens.
+    pub output_len: u32,
+    /// Prefill batch formed.
+    pub prefill_start_s: Option<f64>,
+    /// First token emitted (end of its prefill step).
+    pub first_token_s: Option<f64>,
+    /// Link channel granted.
+    pub kv_start_s: Option<f64>,
+    /// KV landed on the decode side.
+    pub kv_ready_s: Option<f64>,
+    /// Admitted into a decode batch (colocated: first token).
+    pub decode_start_s: Option<f64>,
+    /// Finished.
+    pub finish_s: Option<f64>,
+}
+
+#[inline]
+fn opt(x: f64) -> Option<f64> {
+    if x.is_nan() {
+        None
+    } else {
+        Some(x)
+    }
+}
+
+impl RunResult {
+    /// The configuration that was run.
+    pub fn config(&self) -> &SimConfig {
+        &self.cfg
+    }
+    /// Simulated time at the end (the last finish).
+    pub fn horizon(&self) -> f64 {
+        self.horizon
+    }
+    /// `∫ N(t) dt` of the in-system population over the run (Little's law).
+    pub fn population_integral(&self) -> f64 {
+        self.area
+    }
+    /// Requests rejected at arrival.
+    pub fn rejected(&self) -> u64 {
+        self.rejected
+    }
+    /// Events processed by the engine.
+    pub fn events(&self) -> u64 {
+        self.events
+    }
+    /// KV link totals.
+    pub fn link(&self) -> &LinkStats {
+        &self.link
+    }
+    /// Per-instance totals, instance list order.
+    pub fn instances(&self) -> &[InstanceResult] {
+        &self.instances
+    }
+    /// Number of requests.
+    pub fn len(&self) -> usize {
+        self.reqs.len()
+    }
+    /// True if the workload was empty.
+    pub fn is_empty(&self) -> bool {
+        self.reqs.is_empty()
+    }
+    /// The stamps of request `rid`.
+    pub fn request(&self, rid: usize) -> RequestRecord {
+        let r = &self.reqs[rid];
+        RequestRecord {
+            rid,
+            arrival_s: r.arrival,
+            prompt_len: r.prompt,
+            output_len: r.output,
+            prefill_start_s: opt(r.prefill_start),
+            first_token_s: opt(r.first_token),
+            kv_start_s: opt(r.kv_start),
+            kv_ready_s: opt(r.kv_ready),
+            decode_start_s: opt(r.decode_start),
+            finish_s: opt(r.finish),
+        }
+    }
+    /// Every request's stamps, rid order.
+    pub fn requests(&self) -> impl ExactSizeIterator<Item = RequestRecord> + '_ {
+        (0..self.reqs.len()).map(|i| self.request(i))
+    }
+    /// Writes every request's stamps as CSV (header row, then one row per rid; times in seconds in
+    /// shortest round-trip form; empty cells for stamps never reached).
+    pub fn write_csv<W: std::io::Write>(&self, mut w: W) -> std::io::Result<()> {
+        writeln!(
+            w,
+            "rid,arrival_s,prompt_len,output_len,prefill_start_s,first_token_s,kv_start_s,\
+             kv_ready_s,decode_start_s,finish_s"
+        )?;
+        for r in self.requests() {
+            write!(
+                w,
+                "{},{:?},{},{}",
+                r.rid, r.arrival_s, r.prompt_len, r.output_len
+            )?;
+            for x in [
+                r.prefill_start_s,
+                r.first_token_s,
+                r.kv_start_s,
+                r.kv_ready_s,
+                r.decode_start_s,
+                r.finish_s,
+            ] {
+                match x {
+                    Some(v) => write!(w, ",{v:?}")?,
+                    None => w.write_all(b",")?,
+                }
+            }
+            w.write_all(b"\n")?;
+        }
+        Ok(())
+    }
+
+    /// The decode-step end times of decode-side instance `i` (decode pool or colocated index).
+    pub fn decode_step_ends(&self, i: usize) -> &[f64] {
+        &self.step_ends[i]
+    }
+    /// Request `rid`'s inter-token latencies (empty if it never decoded), reconstructed from the
+    /// step ends exactly as the reference records them.
+    pub fn itls(&self, rid: usize) -> Vec<f64> {
+        let r = &self.reqs[rid];
+        if r.dinst == NO_INST || r.finish.is_nan() || r.output < 2 {
+            return Vec::new();
+        }
+        let e = &self.step_ends[r.dinst as usize];
+        let s = r.adm as usize;
+        let fin = s + r.output as usize - 2;
+        let mut v = Vec::with_capacity(fin - s + 1);
+        v.push(e[s] - r.first_token);
+        for j in s + 1..=fin {
+            v.push(e[j] - e[j - 1]);
+        }
+        v
+    }
+}
+
+struct Sim<'a, O: Observer> {
+    cfg: &'a SimConfig,
+    q: EventQueue<Ev>,
+    reqs: Vec<Req>,
+    prefill: Vec<PrefillInst>,
+    decode: Vec<DecodeInst>,
+    coloc: Vec<ColocInst>,
+    link: LinkState,
+    books: Books,
+    obs: &'a mut O,
+    scratch: Vec<u32>,
+    samples: Vec<InstanceSample>,
+    sampling: bool,
+    // hoisted
+    pcost: Option<&'a CostModel>,
+    dcost: Option<&'a CostModel>,
+    ccost: Option<&'a CostModel>,
+    p_idle: f64,
+    d_idle: f64,
+    c_idle: f64,
+    kv_cap0: u64,
+    need_one: bool,
+    transit: Option<&'a KvTransit>,
+    endpoint: Option<&'a KvTransit>,
+    n_prefill: u32,
+    max_prefill_tokens: u64,
+    max_batch: usize,
+    overhead: f64,
+}
+
+fn new_decode() -> DecodeInst {
+    DecodeInst {
+        queue: VecDeque::new(),
+        running: Vec::new(),
+        n_running: 0,
+        kv_used: 0,
+        ctx_sum: 0,
+        step_end: Vec::new(),
+        busy: false,
+        wake_pending: false,
+        cur: NO_COST,
+        step_start: 0.0,
+        heap: BinaryHeap::new(),
+        horizon: 16,
+        epoch: 0,
+        in_macro: false,
+        interrupted_done: 0,
+        plan_b: 0,
+        plan_ends: Vec::with_capacity(16),
+        plan_steps: Vec::with_capacity(16),
+        stats: InstanceStats::default(),
+    }
+}
+
+/// Runs `cfg` on `workload` (rows in rid order; `GenRequest::rid` is ignored, the row index is the
+/// rid, as the reference's `load_workload`).
+///
+/// Errors if an arrival time is negative or not finite, or the workload has more than
+/// `u32::MAX - 1` requests.
+pub fn simulate(cfg: &SimConfig, workload: &[GenRequest]) -> Result<RunResult, Error> {
+    simulate_observed(cfg, workload, &mut ())
+}
+
+/// [`simulate`] with an observer.
+pub fn simulate_observed<O: Observer>(
+    cfg: &SimConfig,
+    workload: &[GenRequest],
+    obs: &mut O,
+) -> Result<RunResult, Error> {
+    cfg.check()?;
+    if workload.len() >= u32::MAX as usize {
+        return Err(Error::invalid(
+            "workload",
+            format!("{} requests is too many", workload.len()),
+        ));
+    }
+    for (i, w) in workload.iter().enumerate() {
+        if !(w.arrival_s.is_finite() && w.arrival_s >= 0.0) {
+            return Err(Error::invalid(
+                "workload",
+                format!(
+                    "request {i}: arrival must be a finite time >= 0, got {}",
+                    w.arrival_s
+                ),
+            ));
+        }
+    }
+    let mut sim = Sim::new(cfg, workload, obs);
+    sim.run();
+    Ok(sim.finish_run())
+}
+
+impl<'a, O: Observer> Sim<'a, O> {
+    fn new(cfg: &'a SimConfig, workload: &[GenRequest], obs: &'a mut O) -> Self {
+        let reqs: Vec<Req> = workload
+            .iter()
+            .map(|w| Req {
+                arrival: w.arrival_s,
+                prefill_start: UNSET,
+                first_token: UNSET,
+                kv_start: UNSET,
+                kv_ready: UNSET,
+                decode_start: UNSET,
+                finish: UNSET,
+                adm: 0,
+                prompt: w.prompt_len,
+                output: w.output_len,
+                dinst: NO_INST,
+            })
+            .collect();
+        let pp = cfg.prefill_pool();
+        let dp = cfg.decode_pool();
+        let cp = cfg.colocated_pool();
+        let (n_p, n_d, n_c) = match cfg.mode {
+            Mode::Disagg => (
+                pp.map_or(0, |p| p.instances),
+                dp.map_or(0, |p| p.instances),
+                0,
+            ),
+            Mode::Colocated => (0, 0, cp.map_or(0, |p| p.instances)),
+        };
+        let prefill = (0..n_p)
+            .map(|_| PrefillInst {
+                queue: VecDeque::new(),
+                queued_tokens: 0,
+                busy: false,
+                wake_pending: false,
+                batch: Vec::new(),
+                tokens: 0,
+                cur: NO_COST,
+                step_start: 0.0,
+                stats: InstanceStats::default(),
+            })
+            .collect();
+        let decode = (0..n_d).map(|_| new_decode()).collect();
+        let coloc = (0..n_c)
+            .map(|_| ColocInst {
+                queue: VecDeque::new(),
+                running: Vec::new(),
+                kv_used: 0,
+                ctx_sum: 0,
+                step_end: Vec::new(),
+                busy: false,
+                wake_pending: false,
+                phase: Phase::Prefill,
+                batch: Vec::new(),
+                tokens: 0,
+                cur: NO_COST,
+                step_start: 0.0,
+                stats: InstanceStats::default(),
+            })
+            .collect();
+        let kv_cap0 = match cfg.mode {
+            Mode::Disagg => dp.map_or(0, |p| p.kv_capacity_tokens),
+            Mode::Colocated => cp.map_or(0, |p| p.kv_capacity_tokens),
+        };
+        let transit = cfg.kv_transit.as_ref();
+        let endpoint = transit.filter(|t| t.at == CompressAt::Endpoint);
+        let n_inst = n_p + n_d + n_c;
+        let sampling = obs.wants_samples();
+        Sim {
+            cfg,
+            q: EventQueue::new(),
+            books: Books {
+                n_total: reqs.len() as u64,
+                in_system: 0,
+                area: 0.0,
+                area_t: 0.0,
+                n_done: 0,
+                n_rejected: 0,
+            },
+            reqs,
+            prefill,
+            decode,
+            coloc,
+            link: LinkState {
+                channels: cfg.link.channels,
+                in_use: 0,
+                queue: VecDeque::new(),
+                stats: LinkStats::default(),
+            },
+            obs,
+            scratch: Vec::new(),
+            samples: vec![InstanceSample::default(); n_inst],
+            sampling,
+            pcost: pp.map(|p| &p.cost),
+            dcost: dp.map(|p| &p.cost),
+            ccost: cp.map(|p| &p.cost),
+            p_idle: pp.map_or(0.0, |p| p.cost.idle_w()),
+            d_idle: dp.map_or(0.0, |p| p.cost.idle_w()),
+            c_idle: cp.map_or(0.0, |p| p.cost.idle_w()),
+            kv_cap0,
+            need_one: cfg.model.kv_bytes_per_token() == 0.0,
+            transit,
+            endpoint,
+            n_prefill: n_p as u32,
+            max_prefill_tokens: cfg.max_prefill_tokens,
+            max_batch: cfg.max_decode_batch,
+            overhead: cfg.step_overhead_s,
+        }
+    }
+
+    fn instance_infos(&self) -> Vec<InstanceInfo> {
+        let mut v = Vec::new();
+        for pool in &self.cfg.pools {
+            let n = match (self.cfg.mode, pool.role) {
+                (Mode::Disagg, Role::Colocated)
+                | (Mode::Colocated, Role::Prefill | Role::Decode) => 0,
+                _ => pool.instances,
+            };
+            for i in 0..n {
+                v.push(InstanceInfo {
+                    name: format!("{}-{i}", pool.role.as_str()),
+                    role: pool.role,
+                    kv_capacity_tokens: pool.kv_capacity_tokens,
+                });
+            }
+        }
+        v
+    }
+
+    #[inline]
+    fn need(&self, rid: u32) -> u64 {
+        if self.need_one {
+            1
+        } else {
+            let r = &self.reqs[rid as usize];
+            r.prompt as u64 + r.output as u64
+        }
+    }
+
+    fn run(&mut self) {
+        let infos = self.instance_infos();
+        self.obs.begin(&infos);
+        // t = 0: every instance starts idle; then the arrivals process, then the sampler (§3.2).
+        if self.reqs.is_empty() {
+            self.obs.end(0.0);
+            return;
+        }
+        let a0 = self.reqs[0].arrival;
+        self.q
+            .schedule_in(if a0 > 0.0 { a0 } else { 0.0 }, Ev::Arrival(0));
+        if self.sampling {
+            self.take_sample();
+            self.q.schedule_in(self.cfg.sample_dt_s, Ev::Sample);
+        }
+        while let Some((_, ev)) = self.q.pop() {
+            match ev {
+                Ev::Arrival(i) => self.on_arrival(i),
+                Ev::Wake(g) => self.on_wake(g),
+                Ev::StepEnd(g) => self.on_step_end(g),
+                Ev::MacroEnd(g, epoch) => self.on_macro_end(g, epoch),
+                Ev::Grant(rid) => self.on_grant(rid),
+                Ev::TransferEnd(rid) => self.on_transfer_end(rid),
+                Ev::Release => self.try_grant(),
+                Ev::Sample => {
+                    self.take_sample();
+                    self.q.schedule_in(self.cfg.sample_dt_s, Ev::Sample);
+                }
+                Ev::Done => break,
+            }
+        }
+        let now = self.q.now();
+        self.books.population(now, 0);
+        self.obs.end(now);
+    }
+
+    fn finish_run(self) -> RunResult {
+        let horizon = if self.reqs.is_empty() {
+            0.0
+        } else {
+            self.q.now()
+        };
+        let mut instances = Vec::new();
+        let mut step_ends = Vec::new();
+        for (i, p) in self.prefill.iter().enumerate() {
+            instances.push(InstanceResult {
+                name: format!("prefill-{i}"),
+                role: Role::Prefill,
+                pool: 0,
+                stats: p.stats,
+            });
+        }
+        for (i, d) in self.decode.into_iter().enumerate() {
+            instances.push(InstanceResult {
+                name: format!("decode-{i}"),
+                role: Role::Decode,
+                pool: 1,
+                stats: d.stats,
+            });
+            step_ends.push(d.step_end);
+        }
+        for (i, c) in self.coloc.into_iter().enumerate() {
+            instances.push(InstanceResult {
+                name: format!("colocated-{i}"),
+                role: Role::Colocated,
+                pool: 0,
+                stats: c.stats,
+            });
+            step_ends.push(c.step_end);
+        }
+        RunResult {
+            cfg: self.cfg.clone(),
+            reqs: self.reqs,
+            step_ends,
+            instances,
+            link: self.link.stats,
+            horizon,
+            area: self.books.area,
+            rejected: self.books.n_rejected,
+            events: self.q.processed(),
+        }
+    }
+
+    fn take_sample(&mut self) {
+        let mut k = 0;
+        for p in &self.prefill {
+            self.samples[k] = InstanceSample {
+                queue: p.queue.len(),
+                running: 0,
+                kv_used: 0,
+                kv_cap: self.cfg.prefill_pool().map_or(0, |x| x.kv_capacity_tokens),
+            };
+            k += 1;
+        }
+        let dcap = self.cfg.decode_pool().map_or(0, |x| x.kv_capacity_tokens);
+        for d in &self.decode {
+            self.samples[k] = InstanceSample {
+                queue: d.queue.len(),
+                running: d.n_running,
+                kv_used: d.kv_used,
+                kv_cap: dcap,
+            };
+            k += 1;
+        }
+        let ccap = self
+            .cfg
+            .colocated_pool()
+            .map_or(0, |x| x.kv_capacity_tokens);
+        for c in &self.coloc {
+            self.samples[k] = InstanceSample {
+                queue: c.queue.len(),
+                running: c.running.len(),
+                kv_used: c.kv_used,
+                kv_cap: ccap,
+            };
+            k += 1;
+        }
+        let s = Sample {
+            t: self.q.now(),
+            in_system: self.books.in_system,
+            link_queue: self.link.queue.len(),
+            link_busy: self.link.in_use,
+            instances: &self.samples,
+        };
+        self.obs.sample(&s);
+    }
+
+    // ── arrivals and routing ─────────────────────────────────────────────
+
+    fn on_arrival(&mut self, i: u32) {
+        let now = self.q.now();
+        self.books.population(now, 1);
+        self.obs.arrival(i as usize, now);
+        if self.need(i) > self.kv_cap0 {
+            self.books.population(now, -1);
+            self.books.n_rejected += 1;
+            self.obs.rejected(i as usize, now);
+            if self.books.n_done + self.books.n_rejected == self.books.n_total {
+                self.q.schedule_at(now, Ev::Done);
+            }
+        } else {
+            match self.cfg.mode {
+                Mode::Disagg => {
+                    // First instance with the least queued prompt tokens (§2.1).
+                    let mut best = 0;
+                    let mut best_load = u64::MAX;
+                    for (k, p) in self.prefill.iter().enumerate() {
+                        if p.queued_tokens < best_load {
+                            best_load = p.queued_tokens;
+                            best = k;
+                        }
+                    }
+                    self.submit_prefill(best, i);
+                }
+                Mode::Colocated => {
+                    let mut best = 0;
+                    let mut best_load = usize::MAX;
+                    for (k, c) in self.coloc.iter().enumerate() {
+                        let l = c.queue.len() + c.running.len();
+                        if l < best_load {
+                            best_load = l;
+                            best = k;
+                        }
+                    }
+                    self.submit_coloc(best, i);
+                }
+            }
+        }
+        let next = i as usize + 1;
+        if next < self.reqs.len() {
+            let d = self.reqs[next].arrival - now;
+            // max(0.0, arrival - now), then now + delay (§3.5).
+            self.q
+                .schedule_in(if d > 0.0 { d } else { 0.0 }, Ev::Arrival(next as u32));
+        }
+    }
+
+    fn submit_prefill(&mut self, p: usize, rid: u32) {
+        let inst = &mut self.prefill[p];
+        inst.queue.push_back(rid);
+        inst.queued_tokens += self.reqs[rid as usize].prompt as u64;
+        if !inst.busy && !inst.wake_pending {
+            inst.wake_pending = true;
+            self.q.schedule_in(0.0, Ev::Wake(p as u32));
+        }
+    }
+
+    fn submit_coloc(&mut self, c: usize, rid: u32) {
+        let inst = &mut self.coloc[c];
+        inst.queue.push_back(rid);
+        if !inst.busy && !inst.wake_pending {
+            inst.wake_pending = true;
+            self.q.schedule_in(0.0, Ev::Wake(c as u32));
+        }
+    }
+
+    fn submit_decode(&mut self, d: usize, rid: u32) {
+        let g = self.n_prefill + d as u32;
+        let inst = &mut self.decode[d];
+        inst.queue.push_back(rid);
+        if !inst.busy && !inst.wake_pending {
+            inst.wake_pending = true;
+            self.q.schedule_in(0.0, Ev::Wake(g));
+        }
+        if inst.in_macro {
+            // Interrupt (URGENT in SimPy, handled right after this handler): finish the step in
+            // flight and stop at its boundary (§2.6).
+            inst.in_macro = false;
+            let now = self.q.now();
+            let k = inst.plan_ends.len();
+            let j = inst.plan_ends.partition_point(|&e| e <= now).min(k - 1);
+            inst.epoch = inst.epoch.wrapping_add(1);
+            inst.interrupted_done = j + 1;
+            let delay = inst.plan_ends[j] - now;
+            self.q.schedule_in(delay, Ev::MacroEnd(g, inst.epoch));
+        }
+    }
+
+    // ── dispatch ─────────────────────────────────────────────────────────
+
+    fn on_wake(&mut self, g: u32) {
+        match self.cfg.mode {
+            Mode::Disagg => {
+                if g < self.n_prefill {
+                    self.prefill[g as usize].wake_pending = false;
+                    self.prefill_body(g as usize);
+                } else {
+                    let d = (g - self.n_prefill) as usize;
+                    self.decode[d].wake_pending = false;
+                    self.decode_body(d);
+                }
+            }
+            Mode::Colocated => {
+                self.coloc[g as usize].wake_pending = false;
+                self.coloc_body(g as usize);
+            }
+        }
+    }
+
+    fn on_step_end(&mut self, g: u32) {
+        match self.cfg.mode {
+            Mode::Disagg => {
+                if g < self.n_prefill {
+                    self.prefill_step_end(g as usize);
+                } else {
+                    self.plain_decode_step_end((g - self.n_prefill) as usize);
+                }
+            }
+            Mode::Colocated => self.coloc_step_end(g as usize),
+        }
+    }
+
+    // ── prefill (§2.2) ───────────────────────────────────────────────────
+
+    fn prefill_body(&mut self, p: usize) {
+        let now = self.q.now();
+        let inst = &mut self.prefill[p];
+        if inst.queue.is_empty() {
+            inst.busy = false;
+            return;
+        }
+        inst.batch.clear();
+        let mut tokens = 0u64;
+        while let Some(&h) = inst.queue.front() {
+            let pl = self.reqs[h as usize].prompt as u64;
+            if !inst.batch.is_empty() && tokens + pl > self.max_prefill_tokens {
+                break;
+            }
+            inst.queue.pop_front();
+            inst.queued_tokens -= pl;
+            inst.batch.push(h);
+            tokens += pl;
+        }
+        let reqs = &mut self.reqs;
+        for &rid in &inst.batch {
+            reqs[rid as usize].prefill_start = now;
+        }
+        let cm = self.pcost.expect("prefill pool");
+        let mut cost = cm.prefill(inst.batch.iter().map(|&r| reqs[r as usize].prompt as u64));
+        if let Some(tr) = self.endpoint {
+            cost = cm.endpoint_pass(
+                cost,
+                tr,
+                inst.batch
+                    .iter()
+                    .map(|&r| &reqs[r as usize])
+                    .filter(|r| r.output > 1)
+                    .map(|r| r.prompt as u64),
+            );
+        }
+        inst.cur = cost;
+        inst.step_start = now;
+        inst.tokens = tokens;
+        inst.busy = true;
+        self.q.schedule_in(cost.time_s, Ev::StepEnd(p as u32));
+    }
+
+    fn prefill_step_end(&mut self, p: usize) {
+        let now = self.q.now();
+        let p_idle = self.p_idle;
+        {
+            let Sim {
+                prefill,
+                reqs,
+                books,
+                q,
+                obs,
+                scratch,
+                ..
+            } = self;
+            let inst = &mut prefill[p];
+            let n = inst.batch.len() as u64;
+            inst.stats.account_cost(&inst.cur, n, p_idle);
+            obs.step(&StepEvent {
+                instance: p,
+                kind: StepKind::Prefill,
+                start: inst.step_start,
+                dur: inst.cur.time_s,
+                batch: n as u32,
+                tokens: inst.tokens,
+            });
+            scratch.clear();
+            for &rid in &inst.batch {
+                let r = &mut reqs[rid as usize];
+                r.first_token = now;
+                if r.output <= 1 {
+                    finish(reqs, books, q, obs, rid, now);
+                } else {
+                    scratch.push(rid);
+                }
+            }
+        }
+        // The instance loops at once (same timestamp), then the hand-off processes start and
+        // request the link, in batch order (§3.4 a).
+        self.prefill_body(p);
+        for k in 0..self.scratch.len() {
+            let rid = self.scratch[k];
+            self.link.queue.push_back(rid);
+            self.try_grant();
+        }
+    }
+
+    // ── KV link (§2.3) ───────────────────────────────────────────────────
+
+    /// SimPy's `_trigger_put`: examine the queue head once; grant it if a channel is free.
+    fn try_grant(&mut self) {
+        if self.link.in_use < self.link.channels {
+            if let Some(rid) = self.link.queue.pop_front() {
+                self.link.in_use += 1;
+                self.q.schedule_in(0.0, Ev::Grant(rid));
+            }
+        }
+    }
+
+    fn on_grant(&mut self, rid: u32) {
+        let now = self.q.now();
+        let r = &mut self.reqs[rid as usize];
+        r.kv_start = now;
+        self.link.stats.wait_s += now - r.first_token;
+        let x = transfer(
+            &self.cfg.model,
+            &self.cfg.link,
+            self.transit,
+            r.prompt as u64,
+        );
+        self.q.schedule_in(x.time_s, Ev::TransferEnd(rid));
+    }
+
+    fn on_transfer_end(&mut self, rid: u32) {
+        let now = self.q.now();
+        // Release the channel (the Release event grants the next head at this same time).
+        self.link.in_use -= 1;
+        self.q.schedule_in(0.0, Ev::Release);
+        let r = &mut self.reqs[rid as usize];
+        let x = transfer(
+            &self.cfg.model,
+            &self.cfg.link,
+            self.transit,
+            r.prompt as u64,
+        );
+        let st = &mut self.link.stats;
+        st.busy_s += x.time_s;
+        st.bytes += x.wire_bytes;
+        st.transfers += 1;
+        st.energy_j += x.link_j;
+        if self.transit.is_some() {
+            st.handoff_bytes += x.kv_bytes;
+            st.transit_j += x.transit_j;
+            st.transit_bound += x.transit_bound as u64;
+        }
+        r.kv_ready = now;
+        let start = r.kv_start;
+        self.obs.transfer(&TransferEvent {
+            rid: rid as usize,
+            start,
+            dur: x.time_s,
+            wire_bytes: x.wire_bytes,
+            kv_bytes: x.kv_bytes,
+        });
+        // Decode router: first instance with the least queue + running (§2.1).
+        let mut best = 0;
+        let mut best_load = usize::MAX;
+        for (k, d) in self.decode.iter().enumerate() {
+            let l = d.queue.len() + d.n_running;
+            if l < best_load {
+                best_load = l;
+                best = k;
+            }
+        }
+        self.submit_decode(best, rid);
+    }
+
+    // ── decode (§2.5, §2.6) ──────────────────────────────────────────────
+
+    fn decode_body(&mut self, d: usize) {
+        if self.cfg.fast_forward {
+            self.fast_body(d);
+        } else {
+            self.plain_body(d);
+        }
+    }
+
+    fn plain_body(&mut self, d: usize) {
+        let now = self.q.now();
+        let need_one = self.need_one;
+        let cap = self.kv_cap0;
+        let inst = &mut self.decode[d];
+        // Admit FIFO with head-of-line blocking.
+        while let Some(&h) = inst.queue.front() {
+            if inst.running.len() >= self.max_batch {
+                break;
+            }
+            let r = &mut self.reqs[h as usize];
+            let need = if need_one {
+                1
+            } else {
+                r.prompt as u64 + r.output as u64
+            };
+            if inst.kv_used + need > cap {
+                break;
+            }
+            inst.queue.pop_front();
+            inst.kv_used += need;
+            r.decode_start = now;
+            r.adm = inst.step_end.len() as u64;
+            r.dinst = d as u32;
+            inst.running.push(h);
+            inst.ctx_sum += r.prompt as u64 + 1;
+        }
+        inst.n_running = inst.running.len();
+        if inst.running.is_empty() {
+            inst.busy = false;
+            return;
+        }
+        let cm = self.dcost.expect("decode pool");
+        let cost = cm.decode_sum(inst.ctx_sum, inst.running.len() as u64);
+        inst.cur = cost;
+        inst.step_start = now;
+        inst.busy = true;
+        self.q
+            .schedule_in(cost.time_s, Ev::StepEnd(self.n_prefill + d as u32));
+    }
+
+    fn plain_decode_step_end(&mut self, d: usize) {
+        let now = self.q.now();
+        let need_one = self.need_one;
+        let d_idle = self.d_idle;
+        let g = self.n_prefill as usize + d;
+        {
+            let Sim {
+                decode,
+                reqs,
+                books,
+                q,
+                obs,
+                ..
+            } = self;
+            let inst = &mut decode[d];
+            let b = inst.running.len() as u64;
+            inst.stats.account_cost(&inst.cur, b, d_idle);
+            obs.step(&StepEvent {
+                instance: g,
+                kind: StepKind::Decode,
+                start: inst.step_start,
+                dur: inst.cur.time_s,
+                batch: b as u32,
+                tokens: b,
+            });
+            let j = inst.step_end.len() as u64;
+            inst.step_end.push(now);
+            inst.ctx_sum += b;
+            let kv_used = &mut inst.kv_used;
+            let ctx_sum = &mut inst.ctx_sum;
+            inst.running.retain(|&rid| {
+                let r = &reqs[rid as usize];
+                if r.adm + r.output as u64 - 2 == j {
+                    let need = if need_one {
+                        1
+                    } else {
+                        r.prompt as u64 + r.output as u64
+                    };
+                    *kv_used -= need;
+                    *ctx_sum -= r.prompt as u64 + r.output as u64;
+                    finish(reqs, books, q, obs, rid, now);
+                    false
+                } else {
+                    true
+                }
+            });
+            inst.n_running = inst.running.len();
+        }
+        self.plain_body(d);
+    }
+
+    fn fast_body(&mut self, d: usize) {
+        let now = self.q.now();
+        let need_one = self.need_one;
+        let cap = self.kv_cap0;
+        let inst = &mut self.decode[d];
+        while let Some(&h) = inst.queue.front() {
+            if inst.n_running >= self.max_batch {
+                break;
+            }
+            let r = &mut self.reqs[h as usize];
+            let need = if need_one {
+                1
+            } else {
+                r.prompt as u64 + r.output as u64
+            };
+            if inst.kv_used + need > cap {
+                break;
+            }
+            inst.queue.pop_front();
+            inst.kv_used += need;
+            r.decode_start = now;
+            r.adm = inst.step_end.len() as u64;
+            r.dinst = d as u32;
+            inst.n_running += 1;
+            inst.ctx_sum += r.prompt as u64 + 1;
+            // finish step = adm + output - tokens_out - 1, tokens_out = 1
+            inst.heap.push(Reverse((r.adm + r.output as u64 - 2, h)));
+        }
+        if inst.n_running == 0 {
+            inst.busy = false;
+            return;
+        }
+        inst.busy = true;
+        let b = inst.n_running as u64;
+        let base = inst.step_end.len() as u64;
+        let Reverse((fin0, _)) = *inst.heap.peek().expect("running implies a finish");
+        let k = ((fin0 - base + 1) as usize).min(inst.horizon);
+        let cm = self.dcost.expect("decode pool");
+        let overhead = self.overhead;
+        inst.plan_ends.clear();
+        inst.plan_steps.clear();
+        let mut t = now;
+        let mut ctx = inst.ctx_sum;
+        for _ in 0..k {
+            let (f, by) = cm.decode_work(ctx, b);
+            // Same rounding as `f as f64`, without the slow 128-bit conversion when it fits.
+            let ff = match i64::try_from(f) {
+                Ok(x) => x as f64,
+                Err(_) => f as f64,
+            };
+            let raw = cm.step_time_raw(ff, by);
+            let dt = raw.t + overhead;
+            t += dt;
+            inst.plan_ends.push(t);
+            inst.plan_steps.push(Planned {
+                dt,
+                flops: ff,
+                bytes: by,
+                ec: raw.ec,
+                em: raw.em,
+                bound: raw.bound,
+            });
+            ctx += b;
+        }
+        inst.plan_b = b;
+        inst.in_macro = true;
+        inst.interrupted_done = 0;
+        inst.epoch = inst.epoch.wrapping_add(1);
+        let delay = t - now;
+        self.q
+            .schedule_in(delay, Ev::MacroEnd(self.n_prefill + d as u32, inst.epoch));
+    }
+
+    fn on_macro_end(&mut self, g: u32, epoch: u32) {
+        let d = (g - self.n_prefill) as usize;
+        let need_one = self.need_one;
+        let d_idle = self.d_idle;
+        {
+            let Sim {
+                decode,
+                reqs,
+                books,
+                q,
+                obs,
+                ..
+            } = self;
+            let inst = &mut decode[d];
+            if inst.epoch != epoch || !inst.busy {
+                return; // a macro-step timeout that an interrupt superseded
+            }
+            let done = if inst.interrupted_done > 0 {
+                let done = inst.interrupted_done;
+                inst.horizon = 8.max(2 * done);
+                done
+            } else {
+                inst.horizon = 4096.min(inst.horizon * 2);
+                inst.plan_ends.len()
+            };
+            inst.in_macro = false;
+            inst.interrupted_done = 0;
+            let b = inst.plan_b;
+            for i in 0..done {
+                let s = inst.plan_steps[i];
+                inst.stats
+                    .account(s.dt, s.flops, s.bytes, b, s.ec, s.em, s.bound, d_idle);
+                obs.step(&StepEvent {
+                    instance: g as usize,
+                    kind: StepKind::Decode,
+                    start: inst.plan_ends[i] - s.dt,
+                    dur: s.dt,
+                    batch: b as u32,
+                    tokens: b,
+                });
+            }
+            inst.step_end.extend_from_slice(&inst.plan_ends[..done]);
+            inst.ctx_sum += b * done as u64;
+            let n = inst.step_end.len() as u64;
+            while let Some(&Reverse((fin, rid))) = inst.heap.peek() {
+                if fin >= n {
+                    break;
+                }
+                inst.heap.pop();
+                let r = &reqs[rid as usize];
+                let need = if need_one {
+                    1
+                } else {
+                    r.prompt as u64 + r.output as u64
+                };
+                inst.ctx_sum -= r.prompt as u64 + r.output as u64;
+                inst.kv_used -= need;
+                inst.n_running -= 1;
+                let t = inst.step_end[fin as usize];
+                finish(reqs, books, q, obs, rid, t);
+            }
+        }
+        self.fast_body(d);
+    }
+
+    // ── colocated (§2.7) ─────────────────────────────────────────────────
+
+    fn coloc_body(&mut self, c: usize) {
+        let now = self.q.now();
+        let need_one = self.need_one;
+        let cap = self.kv_cap0;
+        let inst = &mut self.coloc[c];
+        inst.batch.clear();
+        let mut tokens = 0u64;
+        while let Some(&h) = inst.queue.front() {
+            if inst.running.len() + inst.batch.len() >= self.max_batch {
+                break;
+            }
+            let r = &self.reqs[h as usize];
+            let pl = r.prompt as u64;
+            if !inst.batch.is_empty() && tokens + pl > self.max_prefill_tokens {
+                break;
+            }
+            let need = if need_one { 1 } else { pl + r.output as u64 };
+            if inst.kv_used + need > cap {
+                break;
+            }
+            inst.queue.pop_front();
+            inst.kv_used += need;
+            inst.batch.push(h);
+            tokens += pl;
+        }
+        let cm = self.ccost.expect("colocated pool");
+        if !inst.batch.is_empty() {
+            let reqs = &mut self.reqs;
+            for &rid in &inst.batch {
+                reqs[rid as usize].prefill_start = now;
+            }
+            let cost = cm.prefill(inst.batch.iter().map(|&r| reqs[r as usize].prompt as u64));
+            inst.cur = cost;
+            inst.tokens = tokens;
+            inst.phase = Phase::Prefill;
+        } else if !inst.running.is_empty() {
+            inst.cur = cm.decode_sum(inst.ctx_sum, inst.running.len() as u64);
+            inst.phase = Phase::Decode;
+        } else {
+            inst.busy = false;
+            return;
+        }
+        inst.step_start = now;
+        inst.busy = true;
+        self.q.schedule_in(inst.cur.time_s, Ev::StepEnd(c as u32));
+    }
+
+    fn coloc_step_end(&mut self, c: usize) {
+        let now = self.q.now();
+        let need_one = self.need_one;
+        let c_idle = self.c_idle;
+        {
+            let Sim {
+                coloc,
+                reqs,
+                books,
+                q,
+                obs,
+                ..
+            } = self;
+            let inst = &mut coloc[c];
+            match inst.phase {
+                Phase::Prefill => {
+                    let n = inst.batch.len() as u64;
+                    inst.stats.account_cost(&inst.cur, n, c_idle);
+                    obs.step(&StepEvent {
+                        instance: c,
+                        kind: StepKind::Prefill,
+                        start: inst.step_start,
+                        dur: inst.cur.time_s,
+                        batch: n as u32,
+                        tokens: inst.tokens,
+                    });
+                    for &rid in &inst.batch {
+                        let r = &mut reqs[rid as usize];
+                        r.first_token = now;
+                        if r.output <= 1 {
+                            let need = if need_one {
+                                1
+                            } else {
+                                r.prompt as u64 + r.output as u64
+                            };
+                            inst.kv_used -= need;
+                            finish(reqs, books, q, obs, rid, now);
+                        } else {
+                            r.decode_start = now;
+                            r.adm = inst.step_end.len() as u64;
+                            r.dinst = c as u32;
+                            inst.ctx_sum += r.prompt as u64 + 1;
+                            inst.running.push(rid);
+                        }
+                    }
+                }
+                Phase::Decode => {
+                    let b = inst.running.len() as u64;
+                    inst.stats.account_cost(&inst.cur, b, c_idle);
+                    obs.step(&StepEvent {
+                        instance: c,
+                        kind: StepKind::Decode,
+                        start: inst.step_start,
+                        dur: inst.cur.time_s,
+                        batch: b as u32,
+                        tokens: b,
+                    });
+                    let j = inst.step_end.len() as u64;
+                    inst.step_end.push(now);
+                    inst.ctx_sum += b;
+                    let kv_used = &mut inst.kv_used;
+                    let ctx_sum = &mut inst.ctx_sum;
+                    inst.running.retain(|&rid| {
+                        let r = &reqs[rid as usize];
+                        if r.adm + r.output as u64 - 2 == j {
+                            let need = if need_one {
+                                1
+                            } else {
+                                r.prompt as u64 + r.output as u64
+                            };
+                            *kv_used -= need;
+                            *ctx_sum -= r.prompt as u64 + r.output as u64;
+                            finish(reqs, books, q, obs, rid, now);
+                            false
+                        } else {
+                            true
+                        }
+                    });
+                }
+            }
+        }
+        self.coloc_body(c);
+    }
+}
