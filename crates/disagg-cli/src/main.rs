@@ -3,6 +3,7 @@
 //! A thin front end: parse flags, resolve them into validated configurations, call the library,
 //! render. Bad input is one line on stderr and exit code 2.
 
+mod bench_cmd;
 mod custom;
 mod format;
 mod handoff_cmd;
@@ -59,6 +60,8 @@ enum Command {
     Presets(run_cmd::PresetsArgs),
     /// List the catalogue: models, devices, links, compression formats.
     List(list_cmd::ListArgs),
+    /// Measure the simulator: events/s, requests/s, peak memory (whole process per case).
+    Bench(bench_cmd::BenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -102,6 +105,7 @@ fn main() -> ExitCode {
             Command::Run(a) => run_cmd::run(*a, &cat),
             Command::Compare(a) => run_cmd::compare(*a, &cat),
             Command::Presets(a) => run_cmd::presets(a),
+            Command::Bench(a) => bench_cmd::run(a, &cat),
         }
     })();
     match result {

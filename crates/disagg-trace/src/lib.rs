@@ -1,0 +1,496 @@
+//! disagg-trace: read real LLM request traces and compute their statistics.
+//!
+//! Four formats are read (see [`TraceFormat`]): the Azure LLM inference CSV (2023 and 2024), the
+//! Mooncake (Kimi) FAST'25 JSON Lines, the BurstGPT CSV, and the reference simulator's workload
+//! JSON rows. Every trace becomes a list of [`TraceRow`]s (arrival time in seconds, prompt
+//! tokens, output tokens, source line) plus a [`ReadReport`] of what was skipped, clipped or
+//! sorted. [`stats`] computes the statistics quoted in the traces' README exactly as its
+//! `compute_stats.py` does (nearest-rank percentiles, busiest second and minute, ...).
+//!
+//! # Reading pipeline
+//!
+//! [`read_str`] / [`read_path`] do, in this order:
+//!
+//! 1. **Validate** the [`ReadOptions`] (`time_scale` finite and > 0, `start_s` finite and >= 0,
+//!    `duration_s` finite and > 0, `max_context` >= 1).
+//! 2. **Detect** the format if [`ReadOptions::format`] is `None` ([`TraceFormat::detect`]).
+//! 3. **Parse** every line. Malformed lines and negative token counts are errors, or, with
+//!    [`ReadOptions::skip_bad_lines`], skipped and counted. BurstGPT rows with 0 response tokens
+//!    (failed requests) are skipped and counted. These counts cover the whole file.
+//! 4. **Order**: a row whose timestamp is earlier than an earlier row's is an error
+//!    ([`Unsorted::Reject`], the default) or counted, and all rows are then stable-sorted by
+//!    timestamp ([`Unsorted::Sort`]).
+//! 5. **Window**: with `start_s` and/or `duration_s`, keep the rows whose offset from the first
+//!    row's timestamp, `t`, satisfies `start_s <= t < start_s + duration_s` (`start_s` defaults to
+//!    0, a missing `duration_s` means no upper bound; `t` and `start_s + duration_s` are f64).
+//!    The window is in the trace's own time, before `time_scale`.
+//! 6. **Max**: keep only the first `max_requests` of the remaining rows.
+//! 7. **Re-base and scale**: `arrival_s = since(stamp_i, stamp_k) * time_scale`, where `k` is
+//!    the first kept row. `since` is exact for the integer formats: Azure timestamps are parsed to
+//!    integer nanoseconds and Mooncake milliseconds converted to integer nanoseconds, and
+//!    `since(a, b) = (a_ns - b_ns) as f64 / 1e9` (one rounding). For the float formats (BurstGPT,
+//!    reference) `since(a, b) = a_s - b_s`. So the first kept row is at 0 and every inter-arrival
+//!    gap is multiplied by `time_scale` (a scale of 1.0 changes nothing). **Exception:** reference
+//!    rows hold absolute arrival times, and are kept exactly as given (not re-based) unless a
+//!    window (`start_s` or `duration_s`) or a `time_scale != 1.0` is requested.
+//! 8. **Clip**: prompts longer than `max_context` become `max_context` tokens (counted in
+//!    [`ReadReport::clipped_prompts`]); a clipped Mooncake row's `hash_ids` are cut to
+//!    `ceil(max_context / 512)` blocks.
+//!
+//! If no rows are left after 3, 5 or 6 the read fails ([`TraceErrorKind::NoRequests`] or
+//! [`TraceErrorKind::NothingSelected`]).
+
+#![warn(missing_docs)]
+
+mod error;
+mod parse;
+mod stats;
+
+use std::fmt;
+use std::path::Path;
+
+use serde::Serialize;
+
+pub use error::{TraceError, TraceErrorKind};
+pub use stats::{stats, BlockReuse, TokenStats, TraceStats};
+
+use parse::Raw;
+
+/// Tokens per Mooncake prefix block: each `hash_ids` entry names one block of 512 prompt tokens.
+pub const MOONCAKE_BLOCK_TOKENS: u64 = 512;
+
+/// A trace file format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TraceFormat {
+    /// Azure LLM inference trace CSV (2023 and 2024): header
+    /// `TIMESTAMP,ContextTokens,GeneratedTokens`, absolute wall-clock timestamps such as
+    /// `2023-11-16 18:17:03.9799600` (0 to 9 fractional digits; an optional `Z` or `+HH:MM`
+    /// offset is honoured), CRLF or LF line endings.
+    Azure,
+    /// Mooncake (Kimi) JSON Lines: one
+    /// `{"timestamp": ms, "input_length": n, "output_length": n, "hash_ids": [...]}` per line,
+    /// `timestamp` in milliseconds.
+    Mooncake,
+    /// BurstGPT CSV: a header with at least `Timestamp`, `Request tokens` and `Response tokens`
+    /// (e.g. `Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type`), timestamps
+    /// in seconds. Rows with 0 response tokens are failed requests and are skipped.
+    BurstGpt,
+    /// The reference simulator's workload JSON: an array of `[arrival_seconds, prompt_len,
+    /// output_len]` rows, each optionally with a 4th element (an object, ignored).
+    Reference,
+}
+
+impl TraceFormat {
+    /// All formats, in the order of their names in messages.
+    pub const ALL: [TraceFormat; 4] = [
+        TraceFormat::Azure,
+        TraceFormat::Mooncake,
+        TraceFormat::BurstGpt,
+        TraceFormat::Reference,
+    ];
+
+    /// The valid names, comma-separated, for messages: `azure, mooncake, burstgpt, reference`.
+    pub const VALID_NAMES: &'static str = "azure, mooncake, burstgpt, reference";
+
+    /// The format named `name` (`azure`, `mooncake`, `burstgpt` or `reference`, ASCII
+    /// case-insensitive, surrounding whitespace ignored). An unknown name is an error of kind
+    /// [`TraceErrorKind::UnknownFormat`] that lists the valid names.
+    pub fn parse(name: &str) -> Result<TraceFormat, TraceError> {
+        let wanted = name.trim();
+        TraceFormat::ALL
+            .into_iter()
+            .find(|f| f.as_str().eq_ignore_ascii_case(wanted))
+            .ok_or_else(|| {
+                TraceError::new(
+                    TraceErrorKind::UnknownFormat,
+                    None,
+                    None,
+                    format!(
+                        "unknown trace format {}: valid formats are {}",
+                        error::quote(name),
+                        TraceFormat::VALID_NAMES
+                    ),
+                )
+            })
+    }
+
+    /// The format's name as accepted by [`TraceFormat::parse`].
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TraceFormat::Azure => "azure",
+            TraceFormat::Mooncake => "mooncake",
+            TraceFormat::BurstGpt => "burstgpt",
+            TraceFormat::Reference => "reference",
+        }
+    }
+
+    /// Detects the format from the first non-blank line of `text` (a leading UTF-8 BOM is
+    /// ignored): starting with `[` is reference, `{` is mooncake, a CSV header containing
+    /// `ContextTokens` is azure and one containing `Request tokens` is burstgpt. Otherwise an
+    /// error of kind [`TraceErrorKind::UnknownFormat`] naming the valid formats, or of kind
+    /// [`TraceErrorKind::NoRequests`] if `text` has no non-blank line. `name` is used in
+    /// messages.
+    pub fn detect(text: &str, name: &str) -> Result<TraceFormat, TraceError> {
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        let Some((line_no, line)) = text
+            .lines()
+            .enumerate()
+            .map(|(i, l)| (i + 1, l.trim()))
+            .find(|(_, l)| !l.is_empty())
+        else {
+            return Err(TraceError::new(
+                TraceErrorKind::NoRequests,
+                Some(name),
+                None,
+                "empty file: no requests",
+            ));
+        };
+        if line.starts_with('[') {
+            Ok(TraceFormat::Reference)
+        } else if line.starts_with('{') {
+            Ok(TraceFormat::Mooncake)
+        } else if line.contains("ContextTokens") {
+            Ok(TraceFormat::Azure)
+        } else if line.contains("Request tokens") {
+            Ok(TraceFormat::BurstGpt)
+        } else {
+            Err(TraceError::new(
+                TraceErrorKind::UnknownFormat,
+                Some(name),
+                Some(line_no),
+                format!(
+                    "cannot detect the trace format: expected a JSON array (reference), a JSON \
+                     object per line (mooncake), or a CSV header with ContextTokens (azure) or \
+                     Request tokens (burstgpt); name the format with --trace-format ({}), got {}",
+                    TraceFormat::VALID_NAMES,
+                    error::quote(line)
+                ),
+            ))
+        }
+    }
+}
+
+impl fmt::Display for TraceFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for TraceFormat {
+    type Err = TraceError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        TraceFormat::parse(s)
+    }
+}
+
+/// What to do with rows whose timestamp is earlier than a row before them in the file.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Unsorted {
+    /// Fail with the file and line of the first such row (the default).
+    #[default]
+    Reject,
+    /// Count them ([`ReadReport::out_of_order`]), add a warning, and stable-sort all rows by
+    /// timestamp (rows with equal timestamps keep their file order).
+    Sort,
+}
+
+/// How to read a trace. `ReadOptions::default()` detects the format and keeps every row as is.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ReadOptions {
+    /// The format, or `None` to detect it from the content ([`TraceFormat::detect`]).
+    pub format: Option<TraceFormat>,
+    /// Every inter-arrival gap is multiplied by this (finite, > 0; default 1.0): 0.5 replays the
+    /// trace twice as fast. Exact expression: module docs, step 7.
+    pub time_scale: f64,
+    /// Start of the time window, in seconds after the first row's timestamp (finite, >= 0;
+    /// `None` = 0). Rows with offset `t >= start_s` are kept. Module docs, step 5.
+    pub start_s: Option<f64>,
+    /// Length of the time window in seconds (finite, > 0; `None` = to the end). Rows with
+    /// offset `t < start_s + duration_s` are kept.
+    pub duration_s: Option<f64>,
+    /// Keep at most this many rows (the first ones after the window).
+    pub max_requests: Option<u64>,
+    /// Skip malformed lines and lines with negative token counts, counting them in
+    /// [`ReadReport::bad_lines_skipped`], instead of failing. For the reference JSON format only
+    /// rows that are valid JSON but not a valid row can be skipped; a JSON syntax error always
+    /// fails.
+    pub skip_bad_lines: bool,
+    /// Clip prompts longer than this many tokens to it (>= 1), counting them in
+    /// [`ReadReport::clipped_prompts`].
+    pub max_context: Option<u64>,
+    /// What to do with rows out of time order.
+    pub unsorted: Unsorted,
+    /// Keep Mooncake `hash_ids` in [`TraceRow::hash_ids`] (default `true`). With `false` they
+    /// are skipped while parsing (less memory; no [`TraceStats::prefix_blocks`]).
+    pub keep_hash_ids: bool,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        ReadOptions {
+            format: None,
+            time_scale: 1.0,
+            start_s: None,
+            duration_s: None,
+            max_requests: None,
+            skip_bad_lines: false,
+            max_context: None,
+            unsorted: Unsorted::Reject,
+            keep_hash_ids: true,
+        }
+    }
+}
+
+/// One request of a trace.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TraceRow {
+    /// Arrival time in seconds after the first kept row (which is at 0), scaled by
+    /// [`ReadOptions::time_scale`]. Reference-format rows keep their absolute arrival time
+    /// unless a window or time scale is requested (module docs, step 7).
+    pub arrival_s: f64,
+    /// Prompt (input, context) tokens, after clipping to [`ReadOptions::max_context`].
+    pub prompt_len: u64,
+    /// Output (generated, response) tokens.
+    pub output_len: u64,
+    /// 1-based line number of the row in the file.
+    pub line: usize,
+    /// Mooncake prefix-block hash ids (one per 512-token block of the prompt), when the format
+    /// has them and [`ReadOptions::keep_hash_ids`] is set; `None` otherwise.
+    pub hash_ids: Option<Vec<u64>>,
+}
+
+/// What happened while reading a trace.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ReadReport {
+    /// Physical lines in the input, header and blank lines included (a final line break does
+    /// not start another line).
+    pub lines_read: u64,
+    /// Rows in [`Trace::rows`].
+    pub rows_kept: u64,
+    /// Malformed lines (and lines with negative token counts) skipped because of
+    /// [`ReadOptions::skip_bad_lines`], over the whole file.
+    pub bad_lines_skipped: u64,
+    /// BurstGPT rows with 0 response tokens (failed requests), skipped, over the whole file.
+    pub failed_requests_skipped: u64,
+    /// Kept rows whose prompt was clipped to [`ReadOptions::max_context`].
+    pub clipped_prompts: u64,
+    /// Rows whose timestamp is earlier than that of some row before them in the file (only
+    /// non-zero with [`Unsorted::Sort`]; with [`Unsorted::Reject`] the first one is an error).
+    pub out_of_order: u64,
+    /// Human-readable notes: skipped lines (the first 10, then a count), sorting, clipping.
+    pub warnings: Vec<String>,
+}
+
+/// A trace that was read: its format, its rows in arrival order, and the report.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Trace {
+    /// The format it was read as (given or detected).
+    pub format: TraceFormat,
+    /// The kept rows, in non-decreasing `arrival_s` order.
+    pub rows: Vec<TraceRow>,
+    /// What was read, skipped, clipped and sorted.
+    pub report: ReadReport,
+}
+
+impl Trace {
+    /// The statistics of the rows: `stats(&self.rows)`.
+    pub fn stats(&self) -> TraceStats {
+        stats(&self.rows)
+    }
+}
+
+/// Reads the trace at `path` (the path's display form names it in messages). A missing or
+/// unreadable file, or one that is not UTF-8, is an error of kind [`TraceErrorKind::Io`]; the
+/// rest is [`read_str`].
+pub fn read_path(path: &Path, opts: &ReadOptions) -> Result<Trace, TraceError> {
+    let name = path.display().to_string();
+    let bytes = std::fs::read(path).map_err(|e| {
+        let what = if e.kind() == std::io::ErrorKind::NotFound {
+            "file does not exist".to_owned()
+        } else {
+            format!("cannot read the file: {e}")
+        };
+        TraceError::new(TraceErrorKind::Io, Some(&name), None, what)
+    })?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        let bad = e.utf8_error().valid_up_to();
+        let bytes = e.as_bytes();
+        let line = 1 + bytes[..bad].iter().filter(|&&b| b == b'\n').count();
+        TraceError::new(
+            TraceErrorKind::Io,
+            Some(&name),
+            Some(line),
+            "expected UTF-8 text, got invalid UTF-8 bytes",
+        )
+    })?;
+    read_str(&text, &name, opts)
+}
+
+/// Reads a trace from `text`; `name` (usually the file name) prefixes every message. See the
+/// module docs for what is done in which order.
+pub fn read_str(text: &str, name: &str, opts: &ReadOptions) -> Result<Trace, TraceError> {
+    validate(opts, name)?;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let format = match opts.format {
+        Some(f) => f,
+        None => TraceFormat::detect(text, name)?,
+    };
+    let mut report = ReadReport {
+        lines_read: text.lines().count() as u64,
+        ..ReadReport::default()
+    };
+    let rows = parse::parse(format, text, name, opts, &mut report)?;
+    finish(format, rows, name, opts, report)
+}
+
+fn validate(opts: &ReadOptions, name: &str) -> Result<(), TraceError> {
+    let bad = |what: String| {
+        Err(TraceError::new(
+            TraceErrorKind::InvalidOption,
+            Some(name),
+            None,
+            what,
+        ))
+    };
+    if !(opts.time_scale.is_finite() && opts.time_scale > 0.0) {
+        return bad(format!(
+            "time_scale must be finite and > 0, got {}",
+            opts.time_scale
+        ));
+    }
+    if let Some(s) = opts.start_s {
+        if !(s.is_finite() && s >= 0.0) {
+            return bad(format!(
+                "the window start must be finite and >= 0 s, got {s}"
+            ));
+        }
+    }
+    if let Some(d) = opts.duration_s {
+        if !(d.is_finite() && d > 0.0) {
+            return bad(format!(
+                "the window duration must be finite and > 0 s, got {d}"
+            ));
+        }
+    }
+    if opts.max_context == Some(0) {
+        return bad("max_context must be at least 1 token, got 0".to_owned());
+    }
+    Ok(())
+}
+
+/// Steps 4 to 8 of the module docs: `rows` are the parsed rows in file order, with the report's
+/// parse counts filled in.
+fn finish(
+    format: TraceFormat,
+    mut rows: Vec<Raw>,
+    name: &str,
+    opts: &ReadOptions,
+    mut report: ReadReport,
+) -> Result<Trace, TraceError> {
+    if rows.is_empty() {
+        let mut why = Vec::new();
+        if report.bad_lines_skipped > 0 {
+            why.push(format!("{} bad lines skipped", report.bad_lines_skipped));
+        }
+        if report.failed_requests_skipped > 0 {
+            why.push(format!(
+                "{} failed requests (0 response tokens) skipped",
+                report.failed_requests_skipped
+            ));
+        }
+        return Err(TraceError::new(
+            TraceErrorKind::NoRequests,
+            Some(name),
+            None,
+            format!("no requests left: {}", why.join(", ")),
+        ));
+    }
+    if report.out_of_order > 0 {
+        rows.sort_by(|a, b| a.t.cmp_total(b.t));
+        report.warnings.push(format!(
+            "{} rows were earlier than a row before them; all rows were stable-sorted by timestamp",
+            report.out_of_order
+        ));
+    }
+
+    let windowed = opts.start_s.is_some() || opts.duration_s.is_some();
+    if windowed {
+        let origin = rows[0].t;
+        let span = rows[rows.len() - 1].t.since(origin);
+        let start = opts.start_s.unwrap_or(0.0);
+        let end = opts.duration_s.map(|d| start + d);
+        rows.retain(|r| {
+            let t = r.t.since(origin);
+            t >= start && !matches!(end, Some(e) if t >= e)
+        });
+        if rows.is_empty() {
+            let end_text = end.map_or_else(|| "end".to_owned(), |e| format!("{e} s"));
+            return Err(TraceError::new(
+                TraceErrorKind::NothingSelected,
+                Some(name),
+                None,
+                format!(
+                    "no requests in the window from {start} s to {end_text} after the first \
+                     arrival (the trace spans 0 to {span} s)"
+                ),
+            ));
+        }
+    }
+    if let Some(max) = opts.max_requests {
+        if max == 0 {
+            return Err(TraceError::new(
+                TraceErrorKind::NothingSelected,
+                Some(name),
+                None,
+                "max_requests = 0 leaves no requests",
+            ));
+        }
+        rows.truncate(usize::try_from(max).unwrap_or(usize::MAX));
+    }
+
+    let rebase = format != TraceFormat::Reference || windowed || opts.time_scale != 1.0;
+    let first = rows[0].t;
+    let scale = opts.time_scale;
+    let max_context = opts.max_context.unwrap_or(u64::MAX);
+    let max_blocks = max_context.div_ceil(MOONCAKE_BLOCK_TOKENS);
+    let mut clipped = 0u64;
+    let out: Vec<TraceRow> = rows
+        .into_iter()
+        .map(|r| {
+            let arrival_s = if rebase {
+                r.t.since(first) * scale
+            } else {
+                r.t.as_secs()
+            };
+            let mut prompt_len = r.prompt;
+            let mut hash_ids = r.hash_ids;
+            if prompt_len > max_context {
+                prompt_len = max_context;
+                clipped += 1;
+                if let Some(h) = hash_ids.as_mut() {
+                    h.truncate(usize::try_from(max_blocks).unwrap_or(usize::MAX));
+                }
+            }
+            TraceRow {
+                arrival_s,
+                prompt_len,
+                output_len: r.output,
+                line: r.line,
+                hash_ids,
+            }
+        })
+        .collect();
+    if clipped > 0 {
+        report.warnings.push(format!(
+            "{clipped} prompts longer than max_context = {max_context} tokens were clipped to it"
+        ));
+    }
+    report.clipped_prompts = clipped;
+    report.rows_kept = out.len() as u64;
+    Ok(Trace {
+        format,
+        rows: out,
+        report,
+    })
+}

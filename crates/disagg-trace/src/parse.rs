@@ -1,0 +1,970 @@
+//! The four format parsers. Each turns the text into [`Raw`] rows in file order, counting skipped
+//! lines in the report and checking time order as it goes.
+
+use std::cmp::Ordering;
+use std::fmt;
+
+use serde::de::{
+    self, Deserialize, DeserializeOwned, Deserializer, IgnoredAny, SeqAccess, Visitor,
+};
+
+use crate::error::quote;
+use crate::{ReadOptions, ReadReport, TraceError, TraceErrorKind, TraceFormat, Unsorted};
+
+/// A timestamp as read: integer nanoseconds (Azure, Mooncake) or float seconds (BurstGPT,
+/// reference). All rows of one file use the same variant.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Stamp {
+    Nanos(i128),
+    Secs(f64),
+}
+
+impl Stamp {
+    /// Seconds from `origin` to `self`: `(a_ns - b_ns) as f64 / 1e9` (exact integer difference,
+    /// one rounding) or `a_s - b_s`.
+    pub(crate) fn since(self, origin: Stamp) -> f64 {
+        match (self, origin) {
+            (Stamp::Nanos(a), Stamp::Nanos(b)) => (a - b) as f64 / 1e9,
+            (Stamp::Secs(a), Stamp::Secs(b)) => a - b,
+            (a, b) => a.as_secs() - b.as_secs(),
+        }
+    }
+
+    /// The timestamp itself in seconds.
+    pub(crate) fn as_secs(self) -> f64 {
+        match self {
+            Stamp::Nanos(ns) => ns as f64 / 1e9,
+            Stamp::Secs(s) => s,
+        }
+    }
+
+    /// Time order (all values are finite).
+    pub(crate) fn cmp_total(self, other: Stamp) -> Ordering {
+        match (self, other) {
+            (Stamp::Nanos(a), Stamp::Nanos(b)) => a.cmp(&b),
+            (a, b) => a
+                .as_secs()
+                .partial_cmp(&b.as_secs())
+                .unwrap_or(Ordering::Equal),
+        }
+    }
+}
+
+/// One parsed row before windowing, re-basing and clipping.
+pub(crate) struct Raw {
+    pub t: Stamp,
+    pub prompt: u64,
+    pub output: u64,
+    pub line: usize,
+    pub hash_ids: Option<Vec<u64>>,
+}
+
+/// How many skipped lines get their own warning.
+const MAX_BAD_WARNINGS: u64 = 10;
+
+struct Ctx<'a> {
+    name: &'a str,
+    opts: &'a ReadOptions,
+    report: &'a mut ReadReport,
+    rows: Vec<Raw>,
+    /// The latest timestamp so far and its line.
+    latest: Option<(Stamp, usize)>,
+}
+
+impl Ctx<'_> {
+    fn err(&self, kind: TraceErrorKind, line: usize, message: String) -> TraceError {
+        TraceError::new(kind, Some(self.name), Some(line), message)
+    }
+
+    /// A bad line: an error, or (with `skip_bad_lines`) counted and noted.
+    fn bad(&mut self, e: TraceError) -> Result<(), TraceError> {
+        if !self.opts.skip_bad_lines {
+            return Err(e);
+        }
+        self.report.bad_lines_skipped += 1;
+        if self.report.bad_lines_skipped <= MAX_BAD_WARNINGS {
+            self.report.warnings.push(format!("skipped {e}"));
+        }
+        Ok(())
+    }
+
+    /// Keeps a row, checking time order. `text` is the row's source text.
+    fn push(&mut self, raw: Raw, text: &str) -> Result<(), TraceError> {
+        match self.latest {
+            Some((latest, latest_line)) if raw.t.cmp_total(latest) == Ordering::Less => {
+                if self.opts.unsorted == Unsorted::Reject {
+                    return Err(self.err(
+                        TraceErrorKind::OutOfOrder,
+                        raw.line,
+                        format!(
+                            "expected timestamps in non-decreasing order, but this row is earlier \
+                             than line {latest_line} (sorting was not requested), got {}",
+                            quote(text)
+                        ),
+                    ));
+                }
+                self.report.out_of_order += 1;
+            }
+            _ => self.latest = Some((raw.t, raw.line)),
+        }
+        self.rows.push(raw);
+        Ok(())
+    }
+}
+
+/// Parses `text` as `format`.
+pub(crate) fn parse(
+    format: TraceFormat,
+    text: &str,
+    name: &str,
+    opts: &ReadOptions,
+    report: &mut ReadReport,
+) -> Result<Vec<Raw>, TraceError> {
+    let mut ctx = Ctx {
+        name,
+        opts,
+        report,
+        rows: Vec::new(),
+        latest: None,
+    };
+    match format {
+        TraceFormat::Azure => parse_azure(text, &mut ctx)?,
+        TraceFormat::BurstGpt => parse_burstgpt(text, &mut ctx)?,
+        TraceFormat::Mooncake => {
+            if opts.keep_hash_ids {
+                parse_mooncake::<MoonFull>(text, &mut ctx)?
+            } else {
+                parse_mooncake::<MoonLite>(text, &mut ctx)?
+            }
+        }
+        TraceFormat::Reference => parse_reference(text, &mut ctx)?,
+    }
+    let extra = ctx
+        .report
+        .bad_lines_skipped
+        .saturating_sub(MAX_BAD_WARNINGS);
+    if extra > 0 {
+        ctx.report
+            .warnings
+            .push(format!("... and {extra} more bad lines skipped"));
+    }
+    Ok(ctx.rows)
+}
+
+/// The non-blank lines of `text` with their 1-based numbers, `\r` removed.
+fn nonblank_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    text.lines()
+        .enumerate()
+        .map(|(i, l)| (i + 1, l.strip_suffix('\r').unwrap_or(l)))
+        .filter(|(_, l)| !l.trim().is_empty())
+}
+
+fn no_requests(name: &str, line: Option<usize>, what: String) -> TraceError {
+    TraceError::new(TraceErrorKind::NoRequests, Some(name), line, what)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Token counts
+
+enum Tokens {
+    Count(u64),
+    Negative,
+    Bad,
+}
+
+fn parse_tokens(field: &str) -> Tokens {
+    if let Ok(n) = field.parse::<u64>() {
+        return Tokens::Count(n);
+    }
+    match field.strip_prefix('-') {
+        Some(d) if !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()) => {
+            if d.bytes().all(|b| b == b'0') {
+                Tokens::Count(0)
+            } else {
+                Tokens::Negative
+            }
+        }
+        _ => Tokens::Bad,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// CSV (Azure, BurstGPT)
+
+fn unquote(f: &str) -> &str {
+    let f = f.trim();
+    if f.len() >= 2 && f.starts_with('"') && f.ends_with('"') {
+        &f[1..f.len() - 1]
+    } else {
+        f
+    }
+}
+
+fn split_fields<'t>(line: &'t str, out: &mut Vec<&'t str>) {
+    out.clear();
+    out.extend(line.split(',').map(unquote));
+}
+
+/// A CSV header: its line, its trimmed column names joined by commas, the number of columns and
+/// the indices of the `required` columns.
+struct CsvHeader {
+    line: usize,
+    columns: String,
+    n_fields: usize,
+    index: Vec<usize>,
+}
+
+fn csv_header<'t>(
+    lines: &mut impl Iterator<Item = (usize, &'t str)>,
+    ctx: &Ctx<'_>,
+    label: &str,
+    expected: &str,
+    required: &[&str],
+) -> Result<CsvHeader, TraceError> {
+    let Some((line, text)) = lines.next() else {
+        return Err(no_requests(
+            ctx.name,
+            None,
+            "empty file: no requests".into(),
+        ));
+    };
+    let mut fields = Vec::new();
+    split_fields(text, &mut fields);
+    let index: Option<Vec<usize>> = required
+        .iter()
+        .map(|want| fields.iter().position(|f| f.eq_ignore_ascii_case(want)))
+        .collect();
+    let Some(index) = index else {
+        return Err(ctx.err(
+            TraceErrorKind::Malformed,
+            line,
+            format!(
+                "expected the {label} CSV header {expected}, got {}",
+                quote(text)
+            ),
+        ));
+    };
+    Ok(CsvHeader {
+        line,
+        columns: fields.join(","),
+        n_fields: fields.len(),
+        index,
+    })
+}
+
+/// Reads the token count in column `col` of `fields` (named `column`), or reports the line.
+fn csv_tokens(
+    ctx: &Ctx<'_>,
+    line: usize,
+    text: &str,
+    field: &str,
+    column: &str,
+) -> Result<u64, TraceError> {
+    match parse_tokens(field) {
+        Tokens::Count(n) => Ok(n),
+        Tokens::Negative => Err(ctx.err(
+            TraceErrorKind::NegativeTokens,
+            line,
+            format!(
+                "expected a non-negative token count for {column}, got {} in {}",
+                quote(field),
+                quote(text)
+            ),
+        )),
+        Tokens::Bad => Err(ctx.err(
+            TraceErrorKind::Malformed,
+            line,
+            format!(
+                "expected {column} to be a non-negative integer, got {} in {}",
+                quote(field),
+                quote(text)
+            ),
+        )),
+    }
+}
+
+const AZURE_COLUMNS: [&str; 3] = ["TIMESTAMP", "ContextTokens", "GeneratedTokens"];
+
+fn parse_azure(text: &str, ctx: &mut Ctx<'_>) -> Result<(), TraceError> {
+    let mut lines = nonblank_lines(text);
+    let h = csv_header(
+        &mut lines,
+        ctx,
+        "Azure",
+        "TIMESTAMP,ContextTokens,GeneratedTokens",
+        &AZURE_COLUMNS,
+    )?;
+    let mut fields: Vec<&str> = Vec::with_capacity(h.n_fields);
+    let mut data_lines = 0u64;
+    for (line, text) in lines {
+        data_lines += 1;
+        split_fields(text, &mut fields);
+        let row = (|| {
+            if fields.len() != h.n_fields {
+                return Err(ctx.err(
+                    TraceErrorKind::Malformed,
+                    line,
+                    format!(
+                        "expected {} comma-separated fields ({}), got {}",
+                        h.n_fields,
+                        h.columns,
+                        quote(text)
+                    ),
+                ));
+            }
+            let ts = fields[h.index[0]];
+            let Some(ns) = parse_timestamp_ns(ts) else {
+                return Err(ctx.err(
+                    TraceErrorKind::Malformed,
+                    line,
+                    format!(
+                        "expected TIMESTAMP as YYYY-MM-DD HH:MM:SS[.fraction] (e.g. \
+                         2023-11-16 18:17:03.9799600), got {} in {}",
+                        quote(ts),
+                        quote(text)
+                    ),
+                ));
+            };
+            let prompt = csv_tokens(ctx, line, text, fields[h.index[1]], AZURE_COLUMNS[1])?;
+            let output = csv_tokens(ctx, line, text, fields[h.index[2]], AZURE_COLUMNS[2])?;
+            Ok(Raw {
+                t: Stamp::Nanos(ns),
+                prompt,
+                output,
+                line,
+                hash_ids: None,
+            })
+        })();
+        match row {
+            Ok(raw) => ctx.push(raw, text)?,
+            Err(e) => ctx.bad(e)?,
+        }
+    }
+    if data_lines == 0 {
+        return Err(no_requests(
+            ctx.name,
+            Some(h.line),
+            format!("no requests: only the header {}", quote(&h.columns)),
+        ));
+    }
+    Ok(())
+}
+
+const BURST_COLUMNS: [&str; 3] = ["Timestamp", "Request tokens", "Response tokens"];
+
+fn parse_burstgpt(text: &str, ctx: &mut Ctx<'_>) -> Result<(), TraceError> {
+    let mut lines = nonblank_lines(text);
+    let h = csv_header(
+        &mut lines,
+        ctx,
+        "BurstGPT",
+        "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type (at least \
+         Timestamp, Request tokens and Response tokens)",
+        &BURST_COLUMNS,
+    )?;
+    let mut fields: Vec<&str> = Vec::with_capacity(h.n_fields);
+    let mut data_lines = 0u64;
+    for (line, text) in lines {
+        data_lines += 1;
+        split_fields(text, &mut fields);
+        let row = (|| {
+            if fields.len() != h.n_fields {
+                return Err(ctx.err(
+                    TraceErrorKind::Malformed,
+                    line,
+                    format!(
+                        "expected {} comma-separated fields ({}), got {}",
+                        h.n_fields,
+                        h.columns,
+                        quote(text)
+                    ),
+                ));
+            }
+            let ts = fields[h.index[0]];
+            let secs = match ts.parse::<f64>() {
+                Ok(s) if s.is_finite() => s,
+                _ => {
+                    return Err(ctx.err(
+                        TraceErrorKind::Malformed,
+                        line,
+                        format!(
+                            "expected Timestamp as a finite number of seconds, got {} in {}",
+                            quote(ts),
+                            quote(text)
+                        ),
+                    ))
+                }
+            };
+            let prompt = csv_tokens(ctx, line, text, fields[h.index[1]], BURST_COLUMNS[1])?;
+            let output = csv_tokens(ctx, line, text, fields[h.index[2]], BURST_COLUMNS[2])?;
+            Ok(Raw {
+                t: Stamp::Secs(secs),
+                prompt,
+                output,
+                line,
+                hash_ids: None,
+            })
+        })();
+        match row {
+            Ok(raw) if raw.output == 0 => ctx.report.failed_requests_skipped += 1,
+            Ok(raw) => ctx.push(raw, text)?,
+            Err(e) => ctx.bad(e)?,
+        }
+    }
+    if data_lines == 0 {
+        return Err(no_requests(
+            ctx.name,
+            Some(h.line),
+            format!("no requests: only the header {}", quote(&h.columns)),
+        ));
+    }
+    Ok(())
+}
+
+/// Parses `YYYY-MM-DD HH:MM:SS[.f{0,9}][Z|±HH:MM|±HHMM]` (a `T` may replace the space) into
+/// nanoseconds since 1970-01-01 00:00:00 UTC. A time without an offset is taken as UTC.
+pub(crate) fn parse_timestamp_ns(s: &str) -> Option<i128> {
+    let b = s.as_bytes();
+    if b.len() < 19 {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| -> Option<i64> {
+        let mut v = 0i64;
+        for &c in &b[r] {
+            if !c.is_ascii_digit() {
+                return None;
+            }
+            v = v * 10 + i64::from(c - b'0');
+        }
+        Some(v)
+    };
+    if b[4] != b'-' || b[7] != b'-' || !(b[10] == b' ' || b[10] == b'T') || b[13] != b':' {
+        return None;
+    }
+    if b[16] != b':' {
+        return None;
+    }
+    let (year, month, day) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (hour, minute, second) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    if !(1..=12).contains(&month)
+        || day < 1
+        || day > days_in_month(year, month)
+        || hour > 23
+        || minute > 59
+        || second > 59
+    {
+        return None;
+    }
+    let mut i = 19;
+    let mut frac_ns = 0i64;
+    if b.get(i) == Some(&b'.') {
+        i += 1;
+        let start = i;
+        while i < b.len() && b[i].is_ascii_digit() {
+            i += 1;
+        }
+        let digits = i - start;
+        if digits > 9 {
+            return None;
+        }
+        if digits > 0 {
+            frac_ns = num(start..i)? * 10i64.pow((9 - digits) as u32);
+        }
+    }
+    let mut offset_s = 0i64;
+    match b.get(i) {
+        None => {}
+        Some(b'Z') if i + 1 == b.len() => i += 1,
+        Some(&sign @ (b'+' | b'-')) => {
+            let rest = &s[i + 1..];
+            let (hh, mm) = match rest.len() {
+                5 if rest.as_bytes()[2] == b':' => (&rest[0..2], &rest[3..5]),
+                4 => (&rest[0..2], &rest[2..4]),
+                2 => (&rest[0..2], "00"),
+                _ => return None,
+            };
+            let (hh, mm) = (parse_2(hh)?, parse_2(mm)?);
+            if hh > 23 || mm > 59 {
+                return None;
+            }
+            offset_s = (hh * 3600 + mm * 60) * if sign == b'-' { -1 } else { 1 };
+            i = b.len();
+        }
+        Some(_) => return None,
+    }
+    if i != b.len() {
+        return None;
+    }
+    let days = days_from_civil(year, month, day);
+    let secs = days * 86_400 + hour * 3_600 + minute * 60 + second - offset_s;
+    Some(i128::from(secs) * 1_000_000_000 + i128::from(frac_ns))
+}
+
+fn parse_2(s: &str) -> Option<i64> {
+    if s.len() == 2 && s.bytes().all(|c| c.is_ascii_digit()) {
+        s.parse().ok()
+    } else {
+        None
+    }
+}
+
+fn days_in_month(year: i64, month: i64) -> i64 {
+    match month {
+        2 if (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+/// Days since 1970-01-01 of the proleptic Gregorian date `y-m-d` (H. Hinnant's
+/// `days_from_civil`).
+pub(crate) fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = if y >= 0 { y } else { y - 399 } / 400;
+    let yoe = y - era * 400;
+    let mp = if m > 2 { m - 3 } else { m + 9 };
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+// ---------------------------------------------------------------------------------------------
+// Mooncake JSON Lines
+
+/// A Mooncake `timestamp` in milliseconds (integer, or a float rounded to the nanosecond), as
+/// integer nanoseconds.
+struct Millis(i128);
+
+impl<'de> Deserialize<'de> for Millis {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Millis;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a number of milliseconds")
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Millis, E> {
+                Ok(Millis(i128::from(v) * 1_000_000))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Millis, E> {
+                Ok(Millis(i128::from(v) * 1_000_000))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Millis, E> {
+                let ns = (v * 1e6).round();
+                if ns.is_finite() && ns.abs() < 1e30 {
+                    Ok(Millis(ns as i128))
+                } else {
+                    Err(E::custom(format_args!("timestamp {v} out of range")))
+                }
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// A Mooncake line, keeping `hash_ids`.
+#[derive(serde::Deserialize)]
+struct MoonFull {
+    timestamp: Millis,
+    input_length: i64,
+    output_length: i64,
+    hash_ids: Option<Vec<u64>>,
+}
+
+/// A Mooncake line, skipping `hash_ids`.
+#[derive(serde::Deserialize)]
+struct MoonLite {
+    timestamp: Millis,
+    input_length: i64,
+    output_length: i64,
+    #[allow(dead_code)]
+    hash_ids: Option<IgnoredAny>,
+}
+
+trait MoonLine {
+    fn parts(self) -> (i128, i64, i64, Option<Vec<u64>>);
+}
+
+impl MoonLine for MoonFull {
+    fn parts(self) -> (i128, i64, i64, Option<Vec<u64>>) {
+        (
+            self.timestamp.0,
+            self.input_length,
+            self.output_length,
+            self.hash_ids,
+        )
+    }
+}
+
+impl MoonLine for MoonLite {
+    fn parts(self) -> (i128, i64, i64, Option<Vec<u64>>) {
+        (
+            self.timestamp.0,
+            self.input_length,
+            self.output_length,
+            None,
+        )
+    }
+}
+
+/// serde_json's message without its ` at line L column C` suffix.
+fn json_message(e: &serde_json::Error) -> String {
+    let s = e.to_string();
+    match s.rfind(" at line ") {
+        Some(i) => s[..i].to_owned(),
+        None => s,
+    }
+}
+
+fn parse_mooncake<T: DeserializeOwned + MoonLine>(
+    text: &str,
+    ctx: &mut Ctx<'_>,
+) -> Result<(), TraceError> {
+    let mut any = false;
+    for (line, text) in nonblank_lines(text) {
+        any = true;
+        let row = match serde_json::from_str::<T>(text) {
+            Err(e) => Err(ctx.err(
+                TraceErrorKind::Malformed,
+                line,
+                format!(
+                    "expected a JSON object {{\"timestamp\": ms, \"input_length\": int, \
+                     \"output_length\": int, \"hash_ids\": [int, ...]}} ({} at column {}), got {}",
+                    json_message(&e),
+                    e.column(),
+                    quote(text)
+                ),
+            )),
+            Ok(v) => {
+                let (ns, input, output, hash_ids) = v.parts();
+                if input < 0 || output < 0 {
+                    let (field, v) = if input < 0 {
+                        ("input_length", input)
+                    } else {
+                        ("output_length", output)
+                    };
+                    Err(ctx.err(
+                        TraceErrorKind::NegativeTokens,
+                        line,
+                        format!(
+                            "expected a non-negative token count for {field}, got {v} in {}",
+                            quote(text)
+                        ),
+                    ))
+                } else {
+                    Ok(Raw {
+                        t: Stamp::Nanos(ns),
+                        prompt: input as u64,
+                        output: output as u64,
+                        line,
+                        hash_ids,
+                    })
+                }
+            }
+        };
+        match row {
+            Ok(raw) => ctx.push(raw, text)?,
+            Err(e) => ctx.bad(e)?,
+        }
+    }
+    if !any {
+        return Err(no_requests(
+            ctx.name,
+            None,
+            "empty file: no requests".into(),
+        ));
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reference workload JSON
+
+/// One reference row: `[arrival_seconds, prompt_len, output_len]` or with a 4th element.
+struct RefRow {
+    arrival: f64,
+    prompt: i64,
+    output: i64,
+}
+
+const REF_ROW: &str =
+    "a row [arrival_seconds, prompt_len, output_len] with an optional 4th (object) element";
+
+impl<'de> Deserialize<'de> for RefRow {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RefRow;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an array of 3 or 4 elements")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<RefRow, A::Error> {
+                let arrival: f64 = seq
+                    .next_element()?
+                    .ok_or_else(|| de::Error::invalid_length(0, &self))?;
+                let prompt: i64 = seq
+                    .next_element()?
+                    .ok_or_else(|| de::Error::invalid_length(1, &self))?;
+                let output: i64 = seq
+                    .next_element()?
+                    .ok_or_else(|| de::Error::invalid_length(2, &self))?;
+                let _extra: Option<IgnoredAny> = seq.next_element()?;
+                if seq.next_element::<IgnoredAny>()?.is_some() {
+                    return Err(de::Error::invalid_length(5, &self));
+                }
+                Ok(RefRow {
+                    arrival,
+                    prompt,
+                    output,
+                })
+            }
+        }
+        d.deserialize_seq(V)
+    }
+}
+
+fn skip_ws(b: &[u8], mut i: usize) -> usize {
+    while i < b.len() && matches!(b[i], b' ' | b'\t' | b'\n' | b'\r') {
+        i += 1;
+    }
+    i
+}
+
+/// Line numbers of byte positions, for positions visited in increasing order.
+struct LineCounter {
+    pos: usize,
+    line: usize,
+}
+
+impl LineCounter {
+    fn at(&mut self, b: &[u8], pos: usize) -> usize {
+        self.line += b[self.pos..pos].iter().filter(|&&c| c == b'\n').count();
+        self.pos = pos;
+        self.line
+    }
+}
+
+/// The text of 1-based line `line` of `text` (empty if there is none).
+fn line_text(text: &str, line: usize) -> &str {
+    text.lines().nth(line.saturating_sub(1)).unwrap_or("")
+}
+
+fn parse_reference(text: &str, ctx: &mut Ctx<'_>) -> Result<(), TraceError> {
+    let b = text.as_bytes();
+    let name = ctx.name;
+    let mut lc = LineCounter { pos: 0, line: 1 };
+    let mut pos = skip_ws(b, 0);
+    if pos == b.len() {
+        return Err(no_requests(
+            ctx.name,
+            None,
+            "empty file: no requests".into(),
+        ));
+    }
+    if b[pos] != b'[' {
+        let line = lc.at(b, pos);
+        return Err(ctx.err(
+            TraceErrorKind::Malformed,
+            line,
+            format!(
+                "expected a JSON array of [arrival_seconds, prompt_len, output_len] rows, got {}",
+                quote(line_text(text, line).trim())
+            ),
+        ));
+    }
+    let open_line = lc.at(b, pos);
+    pos = skip_ws(b, pos + 1);
+    if b.get(pos) == Some(&b']') {
+        return Err(no_requests(
+            ctx.name,
+            Some(open_line),
+            "no requests: the JSON array is empty".into(),
+        ));
+    }
+    loop {
+        let line = lc.at(b, pos);
+        let rest = &text[pos..];
+        let mut rows = serde_json::Deserializer::from_str(rest).into_iter::<RefRow>();
+        let syntax = |e: serde_json::Error| {
+            let at = line + e.line().max(1) - 1;
+            // serde_json counts columns from `pos` on its first line.
+            let column = if e.line() <= 1 {
+                let line_start = text[..pos].rfind('\n').map_or(0, |i| i + 1);
+                pos - line_start + e.column()
+            } else {
+                e.column()
+            };
+            TraceError::new(
+                TraceErrorKind::Malformed,
+                Some(name),
+                Some(at),
+                format!(
+                    "expected a JSON array of [arrival_seconds, prompt_len, output_len] rows ({} \
+                     at column {column}), got {}",
+                    json_message(&e),
+                    quote(line_text(text, at).trim())
+                ),
+            )
+        };
+        let end = match rows.next() {
+            Some(Ok(r)) => {
+                let end = pos + rows.byte_offset();
+                let row_text = text[pos..end].trim();
+                let raw = if r.prompt < 0 || r.output < 0 {
+                    Err(ctx.err(
+                        TraceErrorKind::NegativeTokens,
+                        line,
+                        format!(
+                            "expected non-negative prompt_len and output_len, got {}",
+                            quote(row_text)
+                        ),
+                    ))
+                } else {
+                    Ok(Raw {
+                        t: Stamp::Secs(r.arrival),
+                        prompt: r.prompt as u64,
+                        output: r.output as u64,
+                        line,
+                        hash_ids: None,
+                    })
+                };
+                match raw {
+                    Ok(raw) => ctx.push(raw, row_text)?,
+                    Err(e) => ctx.bad(e)?,
+                }
+                end
+            }
+            Some(Err(e)) if e.is_data() => {
+                // Valid JSON that is not a row: find where the value ends, then report it.
+                let mut any = serde_json::Deserializer::from_str(rest).into_iter::<IgnoredAny>();
+                match any.next() {
+                    Some(Ok(_)) => {
+                        let end = pos + any.byte_offset();
+                        let bad = ctx.err(
+                            TraceErrorKind::Malformed,
+                            line,
+                            format!(
+                                "expected {REF_ROW} ({}), got {}",
+                                json_message(&e),
+                                quote(text[pos..end].trim())
+                            ),
+                        );
+                        ctx.bad(bad)?;
+                        end
+                    }
+                    Some(Err(e2)) => return Err(syntax(e2)),
+                    None => return Err(syntax(e)),
+                }
+            }
+            Some(Err(e)) => return Err(syntax(e)),
+            None => {
+                let last = text.lines().count().max(1);
+                return Err(ctx.err(
+                    TraceErrorKind::Malformed,
+                    last,
+                    format!(
+                        "expected a row or ] to close the array opened on line {open_line}, got \
+                         the end of the file"
+                    ),
+                ));
+            }
+        };
+        pos = skip_ws(b, end);
+        match b.get(pos) {
+            Some(b',') => pos = skip_ws(b, pos + 1),
+            Some(b']') => {
+                pos = skip_ws(b, pos + 1);
+                if pos != b.len() {
+                    let line = lc.at(b, pos);
+                    return Err(ctx.err(
+                        TraceErrorKind::Malformed,
+                        line,
+                        format!(
+                            "expected nothing after the closing ] of the array, got {}",
+                            quote(line_text(text, line).trim())
+                        ),
+                    ));
+                }
+                return Ok(());
+            }
+            _ => {
+                let line = lc.at(b, pos.min(b.len()));
+                return Err(ctx.err(
+                    TraceErrorKind::Malformed,
+                    line,
+                    format!(
+                        "expected , or ] after a row, got {}",
+                        quote(line_text(text, line).trim())
+                    ),
+                ));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn civil_days() {
+        assert_eq!(days_from_civil(1970, 1, 1), 0);
+        assert_eq!(days_from_civil(2000, 3, 1), 11_017);
+        assert_eq!(days_from_civil(1969, 12, 31), -1);
+        assert_eq!(days_from_civil(2023, 11, 16), 19_677);
+    }
+
+    #[test]
+    fn timestamps() {
+        let base = parse_timestamp_ns("2023-11-16 18:17:03").unwrap();
+        assert_eq!(
+            base,
+            (19_677i128 * 86_400 + 18 * 3600 + 17 * 60 + 3) * 1_000_000_000
+        );
+        assert_eq!(
+            parse_timestamp_ns("2023-11-16 18:17:03.9799600").unwrap() - base,
+            979_960_000
+        );
+        assert_eq!(
+            parse_timestamp_ns("2023-11-16T18:17:03.5").unwrap() - base,
+            500_000_000
+        );
+        assert_eq!(
+            parse_timestamp_ns("2023-11-16 18:17:03.123456789").unwrap() - base,
+            123_456_789
+        );
+        assert_eq!(parse_timestamp_ns("2023-11-16 18:17:03.").unwrap(), base);
+        assert_eq!(parse_timestamp_ns("2023-11-16 18:17:03Z").unwrap(), base);
+        assert_eq!(
+            parse_timestamp_ns("2023-11-16 19:17:03+01:00").unwrap(),
+            base
+        );
+        assert_eq!(
+            parse_timestamp_ns("2023-11-16 17:17:03.000-0100").unwrap(),
+            base
+        );
+        for bad in [
+            "2023-11-16 18:17:03.1234567890",
+            "2023-02-29 00:00:00",
+            "2023-11-16 24:00:00",
+            "2023-11-16 18:17",
+            "2023/11/16 18:17:03",
+            "2023-11-16 18:17:03 ",
+            "2023-11-16 18:17:03.12x",
+            "abc",
+        ] {
+            assert_eq!(parse_timestamp_ns(bad), None, "{bad}");
+        }
+        assert!(parse_timestamp_ns("2024-02-29 00:00:00").is_some());
+    }
+
+    #[test]
+    fn tokens() {
+        assert!(matches!(parse_tokens("12"), Tokens::Count(12)));
+        assert!(matches!(parse_tokens("-0"), Tokens::Count(0)));
+        assert!(matches!(parse_tokens("-3"), Tokens::Negative));
+        assert!(matches!(parse_tokens("1.5"), Tokens::Bad));
+        assert!(matches!(parse_tokens(""), Tokens::Bad));
+    }
+}
