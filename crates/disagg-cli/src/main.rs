@@ -12,6 +12,7 @@ mod output;
 mod report;
 mod run_cmd;
 mod scenario_flags;
+mod trace_cmd;
 mod workload_file;
 
 use std::process::ExitCode;
@@ -60,6 +61,8 @@ enum Command {
     Presets(run_cmd::PresetsArgs),
     /// List the catalogue: models, devices, links, compression formats.
     List(list_cmd::ListArgs),
+    /// Statistics of a request trace: rows, duration, rates, token percentiles.
+    TraceStats(trace_cmd::TraceStatsArgs),
     /// Measure the simulator: events/s, requests/s, peak memory (whole process per case).
     Bench(bench_cmd::BenchArgs),
 }
@@ -106,6 +109,7 @@ fn main() -> ExitCode {
             Command::Compare(a) => run_cmd::compare(*a, &cat),
             Command::Presets(a) => run_cmd::presets(a),
             Command::Bench(a) => bench_cmd::run(a, &cat),
+            Command::TraceStats(a) => trace_cmd::run(a),
         }
     })();
     match result {

@@ -31,3 +31,16 @@ fn readme_link_table_is_current() {
     let got = String::from_utf8(out.stdout).unwrap();
     assert_eq!(block(&readme, "handoff-table"), got.trim_end());
 }
+
+#[test]
+fn readme_main_job_output_is_current() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
+        .expect("README.md");
+    let out = Command::new(env!("CARGO_BIN_EXE_disagg"))
+        .args(["run", "--preset", "eth25g-14rps"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let got = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(block(&readme, "run-eth25g"), got.trim_end());
+}

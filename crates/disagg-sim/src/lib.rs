@@ -24,6 +24,7 @@ pub mod pyrand;
 pub mod scenario;
 pub mod search;
 pub mod serving;
+pub mod sessions;
 pub mod stats;
 pub mod trace;
 
