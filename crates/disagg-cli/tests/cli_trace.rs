@@ -6,7 +6,10 @@ use std::process::{Command, Output};
 use serde_json::Value;
 
 fn disagg(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_disagg")).args(args).output().expect("runs")
+    Command::new(env!("CARGO_BIN_EXE_disagg"))
+        .args(args)
+        .output()
+        .expect("runs")
 }
 
 fn stats(file: &str) -> Value {
@@ -22,7 +25,14 @@ fn r(x: &Value, d: usize) -> String {
 
 fn tokens(v: &Value) -> (String, u64, u64, u64, u64, u64) {
     let g = |k: &str| v[k].as_u64().unwrap();
-    (r(&v["mean"], 1), g("p50"), g("p90"), g("p99"), g("min"), g("max"))
+    (
+        r(&v["mean"], 1),
+        g("p50"),
+        g("p90"),
+        g("p99"),
+        g("min"),
+        g("max"),
+    )
 }
 
 #[test]
@@ -33,8 +43,14 @@ fn azure_code() {
     assert_eq!(r(&v["mean_rate_rps"], 2), "2.57");
     assert_eq!(v["busiest_1s_requests"], 67);
     assert_eq!(v["busiest_60s_requests"], 632);
-    assert_eq!(tokens(&v["input_tokens"]), ("2047.8".into(), 1469, 5194, 7436, 3, 7437));
-    assert_eq!(tokens(&v["output_tokens"]), ("27.9".into(), 13, 55, 252, 6, 1899));
+    assert_eq!(
+        tokens(&v["input_tokens"]),
+        ("2047.8".into(), 1469, 5194, 7436, 3, 7437)
+    );
+    assert_eq!(
+        tokens(&v["output_tokens"]),
+        ("27.9".into(), 13, 55, 252, 6, 1899)
+    );
 }
 
 #[test]
@@ -43,8 +59,14 @@ fn azure_conv() {
     assert_eq!(v["rows"], 19366);
     assert_eq!(r(&v["duration_s"], 1), "3501.7");
     assert_eq!(r(&v["mean_rate_rps"], 2), "5.53");
-    assert_eq!(tokens(&v["input_tokens"]), ("1154.7".into(), 1020, 2735, 4142, 2, 14050));
-    assert_eq!(tokens(&v["output_tokens"]), ("211.1".into(), 129, 424, 601, 7, 1000));
+    assert_eq!(
+        tokens(&v["input_tokens"]),
+        ("1154.7".into(), 1020, 2735, 4142, 2, 14050)
+    );
+    assert_eq!(
+        tokens(&v["output_tokens"]),
+        ("211.1".into(), 129, 424, 601, 7, 1000)
+    );
 }
 
 #[test]
@@ -53,21 +75,36 @@ fn mooncake() {
     assert_eq!(v["rows"], 12031);
     assert_eq!(r(&v["duration_s"], 1), "3537.0");
     assert_eq!(r(&v["mean_rate_rps"], 2), "3.40");
-    assert_eq!(tokens(&v["input_tokens"]), ("12035.1".into(), 6909, 27367, 85401, 891, 126195));
-    assert_eq!(tokens(&v["output_tokens"]), ("342.6".into(), 350, 597, 1120, 1, 2000));
+    assert_eq!(
+        tokens(&v["input_tokens"]),
+        ("12035.1".into(), 6909, 27367, 85401, 891, 126195)
+    );
+    assert_eq!(
+        tokens(&v["output_tokens"]),
+        ("342.6".into(), 350, 597, 1120, 1, 2000)
+    );
     assert_eq!(v["format"], "mooncake");
 }
 
 #[test]
 fn text_output_and_errors() {
-    let path = format!("{}/../../traces/AzureLLMInferenceTrace_conv.csv", env!("CARGO_MANIFEST_DIR"));
+    let path = format!(
+        "{}/../../traces/AzureLLMInferenceTrace_conv.csv",
+        env!("CARGO_MANIFEST_DIR")
+    );
     let o = disagg(&["trace-stats", &path]);
     let t = String::from_utf8(o.stdout).unwrap();
-    assert!(t.contains("19,366") && t.contains("5.53 req/s") && t.contains("1,154.7"), "{t}");
+    assert!(
+        t.contains("19,366") && t.contains("5.53 req/s") && t.contains("1,154.7"),
+        "{t}"
+    );
     let o = disagg(&["trace-stats", "/no/such/trace.csv"]);
     assert_eq!(o.status.code(), Some(2));
     let e = String::from_utf8_lossy(&o.stderr);
-    assert!(e.contains("/no/such/trace.csv") && e.lines().count() == 1, "{e}");
+    assert!(
+        e.contains("/no/such/trace.csv") && e.lines().count() == 1,
+        "{e}"
+    );
     let o = disagg(&["trace-stats", &path, "--trace-format", "parquet"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("mooncake"));
