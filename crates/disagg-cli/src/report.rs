@@ -155,3 +155,96 @@ pub fn text(s: &Summary) -> String {
     let _ = writeln!(o, "{line}");
     o
 }
+
+/// Key numbers of several runs, one column per run.
+pub fn side_by_side(names: &[&str], runs: &[&Summary]) -> String {
+    let mut o = String::new();
+    let ms = |x: f64| {
+        if x.is_nan() {
+            "-".to_string()
+        } else {
+            fixed(1e3 * x, 1)
+        }
+    };
+    let rows: Vec<(&str, Box<dyn Fn(&Summary) -> String>)> = vec![
+        (
+            "requests done",
+            Box::new(|s: &Summary| s.requests.completed.to_string()),
+        ),
+        (
+            "TTFT p50 (ms)",
+            Box::new(move |s: &Summary| ms(s.ttft_s.p50)),
+        ),
+        (
+            "TTFT p99 (ms)",
+            Box::new(move |s: &Summary| ms(s.ttft_s.p99)),
+        ),
+        (
+            "TPOT p50 (ms)",
+            Box::new(move |s: &Summary| ms(s.tpot_s.p50)),
+        ),
+        (
+            "TPOT p99 (ms)",
+            Box::new(move |s: &Summary| ms(s.tpot_s.p99)),
+        ),
+        ("ITL p99 (ms)", Box::new(move |s: &Summary| ms(s.itl_s.p99))),
+        ("E2E p99 (ms)", Box::new(move |s: &Summary| ms(s.e2e_s.p99))),
+        (
+            "hand-off p99 (ms)",
+            Box::new(move |s: &Summary| ms(s.handoff_s.p99)),
+        ),
+        (
+            "SLO met (%)",
+            Box::new(|s: &Summary| fixed(100.0 * s.slo_attainment, 1)),
+        ),
+        (
+            "goodput (req/s)",
+            Box::new(|s: &Summary| fixed(s.goodput_rps, 2)),
+        ),
+        (
+            "throughput (tok/s)",
+            Box::new(|s: &Summary| fixed(s.throughput_tok_s, 0)),
+        ),
+        (
+            "J per token",
+            Box::new(|s: &Summary| format!("{:.3}", s.j_per_token)),
+        ),
+        (
+            "average power (W)",
+            Box::new(|s: &Summary| fixed(s.avg_power_w, 0)),
+        ),
+        (
+            "KV link busy (%)",
+            Box::new(|s: &Summary| {
+                if s.mode == Mode::Disagg {
+                    fixed(100.0 * s.link_busy, 1)
+                } else {
+                    "-".into()
+                }
+            }),
+        ),
+        (
+            "hot-spot",
+            Box::new(|s: &Summary| {
+                format!(
+                    "{} -> {}",
+                    s.hotspot.stage.as_deref().unwrap_or("-"),
+                    s.hotspot.resource
+                )
+            }),
+        ),
+    ];
+    let _ = write!(o, "{:<20}", "");
+    for n in names {
+        let _ = write!(o, " {n:>26}");
+    }
+    o.push('\n');
+    for (label, f) in rows {
+        let _ = write!(o, "{label:<20}");
+        for s in runs {
+            let _ = write!(o, " {:>26}", f(s));
+        }
+        o.push('\n');
+    }
+    o
+}

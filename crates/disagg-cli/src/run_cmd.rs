@@ -194,10 +194,8 @@ pub fn compare(a: CompareArgs, cat: &Catalogue) -> CmdResult {
         return Ok(());
     }
     if a.sweep_rate.is_none() {
-        for (_, _, _, s) in &rows {
-            print!("{}", report::text(s));
-            println!();
-        }
+        let cols: Vec<&Summary> = rows.iter().map(|r| &r.3).collect();
+        print!("{}", report::side_by_side(&["colocated", "disagg"], &cols));
         return Ok(());
     }
     println!(
