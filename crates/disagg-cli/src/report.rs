@@ -156,6 +156,8 @@ pub fn text(s: &Summary) -> String {
     o
 }
 
+type Cell = Box<dyn Fn(&Summary) -> String>;
+
 /// Key numbers of several runs, one column per run.
 pub fn side_by_side(names: &[&str], runs: &[&Summary]) -> String {
     let mut o = String::new();
@@ -166,7 +168,7 @@ pub fn side_by_side(names: &[&str], runs: &[&Summary]) -> String {
             fixed(1e3 * x, 1)
         }
     };
-    let rows: Vec<(&str, Box<dyn Fn(&Summary) -> String>)> = vec![
+    let rows: Vec<(&str, Cell)> = vec![
         (
             "requests done",
             Box::new(|s: &Summary| s.requests.completed.to_string()),
