@@ -12,6 +12,7 @@ mod output;
 mod report;
 mod run_cmd;
 mod scenario_flags;
+mod sweep_cmd;
 mod trace_cmd;
 mod workload_file;
 
@@ -57,6 +58,8 @@ enum Command {
     Run(Box<run_cmd::RunArgs>),
     /// Colocated against disaggregated on the same request stream (optionally over rates).
     Compare(Box<run_cmd::CompareArgs>),
+    /// Run the cartesian product of options in parallel (CSV / JSON Lines, shards, merge).
+    Sweep(Box<sweep_cmd::SweepArgs>),
     /// The named scenarios of the chapter.
     Presets(run_cmd::PresetsArgs),
     /// List the catalogue: models, devices, links, compression formats.
@@ -108,6 +111,7 @@ fn main() -> ExitCode {
             Command::Run(a) => run_cmd::run(*a, &cat),
             Command::Compare(a) => run_cmd::compare(*a, &cat),
             Command::Presets(a) => run_cmd::presets(a),
+            Command::Sweep(a) => sweep_cmd::run(*a, &cat),
             Command::Bench(a) => bench_cmd::run(a, &cat),
             Command::TraceStats(a) => trace_cmd::run(a),
         }

@@ -1,0 +1,502 @@
+//! `disagg sweep`: the cartesian product of run options, run in parallel, written as one row per
+//! run (CSV and/or JSON Lines) with identical bytes whatever the thread count; `--shard I/N` runs a
+//! deterministic slice and `disagg sweep merge` joins the slices back into the one-machine output.
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use clap::{Args, Subcommand};
+use disagg_model::Catalogue;
+use disagg_sim::{simulate, Scenario, SimConfig};
+use rayon::prelude::*;
+use serde_json::{json, Map, Value};
+
+use crate::output::{check_writable, Pending};
+use crate::scenario_flags::ScenarioFlags;
+use crate::{CmdResult, UsageError};
+
+/// Most runs a sweep may have without `--yes`.
+pub const MAX_RUNS_WITHOUT_YES: u64 = 100_000;
+
+#[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct SweepArgs {
+    #[command(subcommand)]
+    cmd: Option<SweepSub>,
+    #[command(flatten)]
+    sc: ScenarioFlags,
+    /// An axis: a run option and its values, e.g. `--vary rate=2,4,8 --vary link=ib-ndr,eth-25g`
+    /// (names are the scenario keys: the flags with '_' for '-').
+    #[arg(long = "vary", value_name = "NAME=V1,V2,...", help_heading = "Sweep")]
+    vary: Vec<String>,
+    /// A sweep spec file: a `[base]` table (scenario keys, may name a `preset`) and a `[vary]`
+    /// table of arrays, in axis order.
+    #[arg(long, value_name = "FILE.toml", help_heading = "Sweep")]
+    spec: Option<PathBuf>,
+    /// Write one CSV row per run.
+    #[arg(long, value_name = "FILE.csv", help_heading = "Sweep")]
+    csv: Option<PathBuf>,
+    /// Write one JSON object per line per run.
+    #[arg(long, value_name = "FILE.jsonl", help_heading = "Sweep")]
+    jsonl: Option<PathBuf>,
+    /// Worker threads (default: all cores).
+    #[arg(long, value_name = "N", help_heading = "Sweep")]
+    threads: Option<usize>,
+    /// Run only slice I of N (runs whose index modulo N is I), for a cluster array job.
+    #[arg(long, value_name = "I/N", help_heading = "Sweep")]
+    shard: Option<String>,
+    /// No progress bar.
+    #[arg(long, help_heading = "Sweep")]
+    quiet: bool,
+    /// Allow more than 100,000 runs.
+    #[arg(long, help_heading = "Sweep")]
+    yes: bool,
+}
+
+#[derive(Subcommand, Debug)]
+enum SweepSub {
+    /// Join shard outputs (JSON Lines) into the output of a one-machine run.
+    Merge(MergeArgs),
+}
+
+#[derive(Args, Debug)]
+struct MergeArgs {
+    /// The shards' JSON Lines files.
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+    /// Where to write the merged JSON Lines.
+    #[arg(long, value_name = "FILE.jsonl")]
+    jsonl: PathBuf,
+    /// Also write the merged CSV.
+    #[arg(long, value_name = "FILE.csv")]
+    csv: Option<PathBuf>,
+}
+
+/// A sweep: a base scenario and axes (name, values), the last axis varying fastest.
+#[derive(Clone, Debug)]
+pub struct Sweep {
+    pub base: Value,
+    pub axes: Vec<(String, Vec<Value>)>,
+}
+
+impl Sweep {
+    /// Number of runs.
+    pub fn runs(&self) -> u64 {
+        self.axes.iter().fold(1u64, |n, (_, v)| n.saturating_mul(v.len() as u64))
+    }
+
+    /// The axis values of run `i`.
+    pub fn point(&self, mut i: u64) -> Vec<(String, Value)> {
+        let mut out = vec![(String::new(), Value::Null); self.axes.len()];
+        for (k, (name, vals)) in self.axes.iter().enumerate().rev() {
+            let n = vals.len() as u64;
+            out[k] = (name.clone(), vals[(i % n) as usize].clone());
+            i /= n;
+        }
+        out
+    }
+
+    /// The scenario of run `i`.
+    pub fn scenario(&self, i: u64) -> Result<Scenario, UsageError> {
+        let mut v = self.base.clone();
+        let obj = v.as_object_mut().expect("scenario object");
+        for (name, val) in self.point(i) {
+            obj.insert(name, val);
+        }
+        serde_json::from_value(v).map_err(|e| UsageError(format!("run {i}: {e}")))
+    }
+
+    /// A stable fingerprint of the spec (FNV-1a over its canonical JSON), so shards of different
+    /// sweeps cannot be merged.
+    pub fn fingerprint(&self) -> String {
+        let canon = json!({"base": self.base, "axes": self.axes});
+        let mut h: u64 = 0xcbf29ce484222325;
+        for b in canon.to_string().bytes() {
+            h ^= b as u64;
+            h = h.wrapping_mul(0x100000001b3);
+        }
+        format!("{h:016x}")
+    }
+}
+
+fn valid_axes(base: &Value) -> Vec<String> {
+    base.as_object().map(|o| o.keys().cloned().collect()).unwrap_or_default()
+}
+
+/// Converts a CLI string to the JSON type of the scenario field it sets.
+fn typed(base: &Value, name: &str, raw: &str) -> Value {
+    let raw = raw.trim();
+    match base.get(name) {
+        Some(Value::Bool(_)) => match raw {
+            "true" | "yes" | "on" => Value::Bool(true),
+            "false" | "no" | "off" => Value::Bool(false),
+            _ => Value::String(raw.into()),
+        },
+        Some(Value::String(_)) => Value::String(raw.into()),
+        _ => {
+            if raw == "none" || raw == "null" {
+                return Value::Null;
+            }
+            if let Ok(u) = raw.parse::<u64>() {
+                if base.get(name).is_some_and(|b| b.is_f64()) {
+                    return json!(u as f64);
+                }
+                return json!(u);
+            }
+            match raw.parse::<f64>() {
+                Ok(f) if f.is_finite() => json!(f),
+                _ => Value::String(raw.into()),
+            }
+        }
+    }
+}
+
+fn check_axis(base: &Value, name: &str, values: &[Value], seen: &[(String, Vec<Value>)]) -> Result<(), UsageError> {
+    if base.get(name).is_none() {
+        return Err(UsageError(format!(
+            "--vary: unknown axis '{name}'; valid: {}",
+            valid_axes(base).join(", ")
+        )));
+    }
+    if values.is_empty() {
+        return Err(UsageError(format!("--vary {name}: give at least one value")));
+    }
+    if seen.iter().any(|(n, _)| n == name) {
+        return Err(UsageError(format!("--vary {name}: axis given twice")));
+    }
+    Ok(())
+}
+
+fn read_spec(path: &Path, flags: &ScenarioFlags) -> Result<Sweep, UsageError> {
+    let mut t: toml::Table = crate::custom::read_toml(path)?;
+    for k in t.keys() {
+        if k != "base" && k != "vary" {
+            return Err(UsageError(format!("{}: unknown key '{k}'; valid: base, vary", path.display())));
+        }
+    }
+    let mut base = flags.scenario()?;
+    if let Some(b) = t.remove("base") {
+        let bt = b.as_table().cloned().ok_or_else(|| UsageError(format!("{}: base: expected a table", path.display())))?;
+        let tmp = std::env::temp_dir().join(format!(".disagg-spec-{}.toml", std::process::id()));
+        std::fs::write(&tmp, toml::to_string(&bt).map_err(|e| UsageError(e.to_string()))?)
+            .map_err(|e| UsageError(e.to_string()))?;
+        let r = crate::scenario_flags::overlay_file(base, &tmp, flags.preset.is_some());
+        let _ = std::fs::remove_file(&tmp);
+        base = r.map_err(|e| UsageError(format!("{}: base: {}", path.display(), e.0.split(": ").skip(1).collect::<Vec<_>>().join(": "))))?;
+    }
+    let base = serde_json::to_value(&base).expect("scenario");
+    let mut axes = Vec::new();
+    if let Some(v) = t.remove("vary") {
+        let vt = v.as_table().cloned().ok_or_else(|| UsageError(format!("{}: vary: expected a table", path.display())))?;
+        for (name, vals) in vt {
+            let arr = vals.as_array().ok_or_else(|| {
+                UsageError(format!("{}: vary.{name}: expected an array of values", path.display()))
+            })?;
+            let values: Vec<Value> = arr
+                .iter()
+                .map(|x| match x {
+                    toml::Value::Integer(i) if base.get(&name).is_some_and(|b| b.is_f64()) => json!(*i as f64),
+                    other => serde_json::to_value(other).unwrap_or(Value::Null),
+                })
+                .collect();
+            check_axis(&base, &name, &values, &axes).map_err(|e| UsageError(format!("{}: {}", path.display(), e.0)))?;
+            axes.push((name, values));
+        }
+    }
+    Ok(Sweep { base, axes })
+}
+
+/// The sweep described by flags and/or a spec file.
+fn sweep_from(a: &SweepArgs) -> Result<Sweep, UsageError> {
+    let mut sweep = match &a.spec {
+        Some(p) => read_spec(p, &a.sc)?,
+        None => Sweep { base: serde_json::to_value(a.sc.scenario()?).expect("scenario"), axes: vec![] },
+    };
+    for v in &a.vary {
+        let (name, vals) = v
+            .split_once('=')
+            .ok_or_else(|| UsageError(format!("--vary: expected NAME=V1,V2,..., got '{v}'")))?;
+        let name = name.trim().replace('-', "_");
+        let values: Vec<Value> =
+            vals.split(',').filter(|s| !s.trim().is_empty()).map(|s| typed(&sweep.base, &name, s)).collect();
+        check_axis(&sweep.base, &name, &values, &sweep.axes)?;
+        sweep.axes.push((name, values));
+    }
+    Ok(sweep)
+}
+
+fn parse_shard(s: &str) -> Result<(u64, u64), UsageError> {
+    let bad = || UsageError(format!("--shard: expected I/N with 0 <= I < N, got '{s}'"));
+    let (i, n) = s.split_once('/').ok_or_else(bad)?;
+    let i: u64 = i.trim().parse().map_err(|_| bad())?;
+    let n: u64 = n.trim().parse().map_err(|_| bad())?;
+    if n == 0 || i >= n {
+        return Err(UsageError(format!("--shard: index {i} is not below the shard count {n}")));
+    }
+    Ok((i, n))
+}
+
+/// Flattens nested objects into dotted keys (arrays are left out of CSV).
+fn flatten(prefix: &str, v: &Value, out: &mut Vec<(String, Value)>) {
+    match v {
+        Value::Object(o) => {
+            for (k, x) in o {
+                let key = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
+                flatten(&key, x, out);
+            }
+        }
+        Value::Array(_) => {}
+        other => out.push((prefix.to_string(), other.clone())),
+    }
+}
+
+fn csv_cell(v: &Value) -> String {
+    match v {
+        Value::Null => String::new(),
+        Value::String(s) => {
+            if s.contains([',', '"', '\n']) {
+                format!("\"{}\"", s.replace('"', "\"\""))
+            } else {
+                s.clone()
+            }
+        }
+        other => other.to_string(),
+    }
+}
+
+/// CSV text of JSONL rows: one column per scalar of `run`, `scenario.*` and `summary.*`.
+fn rows_to_csv(rows: &[Value]) -> String {
+    let flat: Vec<Vec<(String, Value)>> = rows
+        .iter()
+        .map(|r| {
+            let mut f = Vec::new();
+            flatten("", r, &mut f);
+            f
+        })
+        .collect();
+    let mut header: Vec<String> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for f in &flat {
+        for (k, _) in f {
+            if seen.insert(k.clone()) {
+                header.push(k.clone());
+            }
+        }
+    }
+    let mut out = header.join(",");
+    out.push('\n');
+    for f in &flat {
+        let m: std::collections::HashMap<&str, &Value> = f.iter().map(|(k, v)| (k.as_str(), v)).collect();
+        let cells: Vec<String> = header.iter().map(|h| m.get(h.as_str()).map_or(String::new(), |v| csv_cell(v))).collect();
+        out.push_str(&cells.join(","));
+        out.push('\n');
+    }
+    out
+}
+
+fn run_one(cfg: &SimConfig, i: u64, sweep: &Sweep, total: u64, fp: &str, sc: &Scenario) -> Result<Value, String> {
+    let run = simulate(cfg, &cfg.generate_workload()).map_err(|e| format!("run {i}: {e}"))?;
+    let s = run.summary();
+    let axes: Map<String, Value> = sweep.point(i).into_iter().collect();
+    Ok(json!({
+        "run": i,
+        "runs_total": total,
+        "spec": fp,
+        "axes": axes,
+        "scenario": sc,
+        "summary": s,
+    }))
+}
+
+pub fn run(a: SweepArgs, cat: &Catalogue) -> CmdResult {
+    if let Some(SweepSub::Merge(m)) = a.cmd {
+        return merge(m);
+    }
+    let sweep = sweep_from(&a)?;
+    let total = sweep.runs();
+    if total > MAX_RUNS_WITHOUT_YES && !a.yes {
+        return Err(UsageError(format!(
+            "the sweep has {total} runs, more than {MAX_RUNS_WITHOUT_YES}: add --yes to run it"
+        )));
+    }
+    let (shard_i, shard_n) = match &a.shard {
+        Some(s) => parse_shard(s)?,
+        None => (0, 1),
+    };
+    for (flag, p) in [("--csv", &a.csv), ("--jsonl", &a.jsonl)] {
+        if let Some(p) = p {
+            check_writable(flag, p)?;
+        }
+    }
+    if let Some(t) = a.threads {
+        if t == 0 || t > 1024 {
+            return Err(UsageError(format!("--threads: must be between 1 and 1024, got {t}")));
+        }
+    }
+    let fp = sweep.fingerprint();
+    // Validate every run of this shard before running any.
+    let mine: Vec<u64> = (0..total).filter(|i| i % shard_n == shard_i).collect();
+    let mut cfgs = Vec::with_capacity(mine.len());
+    for &i in &mine {
+        let sc = sweep.scenario(i)?;
+        let cfg = sc.build(cat).map_err(|e| {
+            let point: Vec<String> = sweep.point(i).iter().map(|(k, v)| format!("{k}={v}")).collect();
+            UsageError(format!("run {i} ({}): {e}", point.join(" ")))
+        })?;
+        cfgs.push((i, sc, cfg));
+    }
+    let pool = {
+        let mut b = rayon::ThreadPoolBuilder::new();
+        if let Some(t) = a.threads {
+            b = b.num_threads(t);
+        }
+        b.build().map_err(|e| UsageError(format!("--threads: {e}")))?
+    };
+    let done = AtomicUsize::new(0);
+    let finished = AtomicBool::new(false);
+    let show = !a.quiet && std::io::stderr().is_terminal();
+    let n = cfgs.len();
+    let rows: Vec<Result<Value, String>> = std::thread::scope(|scope| {
+        if show {
+            scope.spawn(|| {
+                while !finished.load(Ordering::Relaxed) {
+                    let d = done.load(Ordering::Relaxed);
+                    let w = 30 * d / n.max(1);
+                    eprint!("\r[{}{}] {d}/{n} runs", "#".repeat(w), " ".repeat(30 - w));
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                eprintln!("\r[{}] {n}/{n} runs", "#".repeat(30));
+            });
+        }
+        let r = pool.install(|| {
+            cfgs.par_iter()
+                .map(|(i, sc, cfg)| {
+                    let r = run_one(cfg, *i, &sweep, total, &fp, sc);
+                    done.fetch_add(1, Ordering::Relaxed);
+                    r
+                })
+                .collect()
+        });
+        finished.store(true, Ordering::Relaxed);
+        r
+    });
+    let rows: Vec<Value> = rows.into_iter().collect::<Result<_, _>>().map_err(UsageError)?;
+    if let Some(p) = &a.jsonl {
+        let mut f = Pending::create("--jsonl", p)?;
+        for r in &rows {
+            writeln!(f.writer(), "{r}").map_err(|e| UsageError(format!("--jsonl: {e}")))?;
+        }
+        f.commit()?;
+    }
+    if let Some(p) = &a.csv {
+        let mut f = Pending::create("--csv", p)?;
+        f.writer().write_all(rows_to_csv(&rows).as_bytes()).map_err(|e| UsageError(format!("--csv: {e}")))?;
+        f.commit()?;
+    }
+    if a.csv.is_none() && a.jsonl.is_none() {
+        print_table(&sweep, &rows);
+    }
+    Ok(())
+}
+
+fn print_table(sweep: &Sweep, rows: &[Value]) {
+    let names: Vec<&str> = sweep.axes.iter().map(|(n, _)| n.as_str()).collect();
+    let mut head = format!("{:>5}", "run");
+    for n in &names {
+        head.push_str(&format!(" {n:>14}"));
+    }
+    head.push_str(&format!(
+        " {:>12} {:>12} {:>14} {:>8} {:>10} {:>8}",
+        "TTFT p99 ms", "TPOT p99 ms", "hand-off p99", "SLO %", "goodput", "J/token"
+    ));
+    println!("{head}");
+    let ms = |v: &Value| v.as_f64().map_or("-".to_string(), |x| format!("{:.1}", 1e3 * x));
+    for r in rows {
+        let mut line = format!("{:>5}", r["run"].as_u64().unwrap_or(0));
+        for n in &names {
+            let v = &r["axes"][*n];
+            let t = match v {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            line.push_str(&format!(" {t:>14}"));
+        }
+        let s = &r["summary"];
+        line.push_str(&format!(
+            " {:>12} {:>12} {:>14} {:>8} {:>10} {:>8}",
+            ms(&s["ttft_s"]["p99"]),
+            ms(&s["tpot_s"]["p99"]),
+            ms(&s["handoff_s"]["p99"]),
+            s["slo_attainment"].as_f64().map_or("-".into(), |x| format!("{:.1}", 100.0 * x)),
+            s["goodput_rps"].as_f64().map_or("-".into(), |x| format!("{x:.2}")),
+            s["j_per_token"].as_f64().map_or("-".into(), |x| format!("{x:.3}")),
+        ));
+        println!("{line}");
+    }
+}
+
+fn merge(m: MergeArgs) -> CmdResult {
+    check_writable("--jsonl", &m.jsonl)?;
+    if let Some(c) = &m.csv {
+        check_writable("--csv", c)?;
+    }
+    let mut spec: Option<(String, u64)> = None;
+    let mut lines: Vec<Option<(String, Value)>> = Vec::new();
+    for f in &m.files {
+        let text = std::fs::read_to_string(f)
+            .map_err(|e| UsageError(format!("cannot read '{}': {e}", f.display())))?;
+        for (ln, line) in text.lines().enumerate() {
+            if line.trim().is_empty() {
+                continue;
+            }
+            let at = format!("{}:{}", f.display(), ln + 1);
+            let v: Value = serde_json::from_str(line)
+                .map_err(|e| UsageError(format!("{at}: not a sweep row: {e}")))?;
+            let (Some(fp), Some(total), Some(run)) =
+                (v["spec"].as_str(), v["runs_total"].as_u64(), v["run"].as_u64())
+            else {
+                return Err(UsageError(format!("{at}: not a sweep row (needs spec, runs_total, run)")));
+            };
+            match &spec {
+                None => {
+                    spec = Some((fp.to_string(), total));
+                    lines = vec![None; total as usize];
+                }
+                Some((s, t)) if s != fp || *t != total => {
+                    return Err(UsageError(format!(
+                        "{at}: from a different sweep (spec {fp}, {total} runs; expected spec {s}, {t} runs)"
+                    )));
+                }
+                _ => {}
+            }
+            let slot = lines.get_mut(run as usize).ok_or_else(|| UsageError(format!("{at}: run {run} out of range")))?;
+            if slot.is_some() {
+                return Err(UsageError(format!("{at}: run {run} appears twice")));
+            }
+            *slot = Some((line.to_string(), v));
+        }
+    }
+    if spec.is_none() {
+        return Err(UsageError("no sweep rows in the given files".into()));
+    }
+    let missing: Vec<String> = lines.iter().enumerate().filter(|(_, l)| l.is_none()).map(|(i, _)| i.to_string()).take(10).collect();
+    if !missing.is_empty() {
+        let n = lines.iter().filter(|l| l.is_none()).count();
+        return Err(UsageError(format!("{n} runs missing (first: {})", missing.join(", "))));
+    }
+    let rows: Vec<(String, Value)> = lines.into_iter().flatten().collect();
+    let mut f = Pending::create("--jsonl", &m.jsonl)?;
+    for (text, _) in &rows {
+        writeln!(f.writer(), "{text}").map_err(|e| UsageError(format!("--jsonl: {e}")))?;
+    }
+    f.commit()?;
+    if let Some(c) = &m.csv {
+        let vals: Vec<Value> = rows.into_iter().map(|(_, v)| v).collect();
+        let mut f = Pending::create("--csv", c)?;
+        f.writer().write_all(rows_to_csv(&vals).as_bytes()).map_err(|e| UsageError(format!("--csv: {e}")))?;
+        f.commit()?;
+    }
+    Ok(())
+}
