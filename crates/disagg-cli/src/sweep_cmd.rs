@@ -84,7 +84,9 @@ pub struct Sweep {
 impl Sweep {
     /// Number of runs.
     pub fn runs(&self) -> u64 {
-        self.axes.iter().fold(1u64, |n, (_, v)| n.saturating_mul(v.len() as u64))
+        self.axes
+            .iter()
+            .fold(1u64, |n, (_, v)| n.saturating_mul(v.len() as u64))
     }
 
     /// The axis values of run `i`.
@@ -122,7 +124,9 @@ impl Sweep {
 }
 
 fn valid_axes(base: &Value) -> Vec<String> {
-    base.as_object().map(|o| o.keys().cloned().collect()).unwrap_or_default()
+    base.as_object()
+        .map(|o| o.keys().cloned().collect())
+        .unwrap_or_default()
 }
 
 /// Converts a CLI string to the JSON type of the scenario field it sets.
@@ -153,7 +157,12 @@ fn typed(base: &Value, name: &str, raw: &str) -> Value {
     }
 }
 
-fn check_axis(base: &Value, name: &str, values: &[Value], seen: &[(String, Vec<Value>)]) -> Result<(), UsageError> {
+fn check_axis(
+    base: &Value,
+    name: &str,
+    values: &[Value],
+    seen: &[(String, Vec<Value>)],
+) -> Result<(), UsageError> {
     if base.get(name).is_none() {
         return Err(UsageError(format!(
             "--vary: unknown axis '{name}'; valid: {}",
@@ -161,7 +170,9 @@ fn check_axis(base: &Value, name: &str, values: &[Value], seen: &[(String, Vec<V
         )));
     }
     if values.is_empty() {
-        return Err(UsageError(format!("--vary {name}: give at least one value")));
+        return Err(UsageError(format!(
+            "--vary {name}: give at least one value"
+        )));
     }
     if seen.iter().any(|(n, _)| n == name) {
         return Err(UsageError(format!("--vary {name}: axis given twice")));
@@ -173,35 +184,59 @@ fn read_spec(path: &Path, flags: &ScenarioFlags) -> Result<Sweep, UsageError> {
     let mut t: toml::Table = crate::custom::read_toml(path)?;
     for k in t.keys() {
         if k != "base" && k != "vary" {
-            return Err(UsageError(format!("{}: unknown key '{k}'; valid: base, vary", path.display())));
+            return Err(UsageError(format!(
+                "{}: unknown key '{k}'; valid: base, vary",
+                path.display()
+            )));
         }
     }
     let mut base = flags.scenario()?;
     if let Some(b) = t.remove("base") {
-        let bt = b.as_table().cloned().ok_or_else(|| UsageError(format!("{}: base: expected a table", path.display())))?;
+        let bt = b
+            .as_table()
+            .cloned()
+            .ok_or_else(|| UsageError(format!("{}: base: expected a table", path.display())))?;
         let tmp = std::env::temp_dir().join(format!(".disagg-spec-{}.toml", std::process::id()));
-        std::fs::write(&tmp, toml::to_string(&bt).map_err(|e| UsageError(e.to_string()))?)
-            .map_err(|e| UsageError(e.to_string()))?;
+        std::fs::write(
+            &tmp,
+            toml::to_string(&bt).map_err(|e| UsageError(e.to_string()))?,
+        )
+        .map_err(|e| UsageError(e.to_string()))?;
         let r = crate::scenario_flags::overlay_file(base, &tmp, flags.preset.is_some());
         let _ = std::fs::remove_file(&tmp);
-        base = r.map_err(|e| UsageError(format!("{}: base: {}", path.display(), e.0.split(": ").skip(1).collect::<Vec<_>>().join(": "))))?;
+        base = r.map_err(|e| {
+            UsageError(format!(
+                "{}: base: {}",
+                path.display(),
+                e.0.split(": ").skip(1).collect::<Vec<_>>().join(": ")
+            ))
+        })?;
     }
     let base = serde_json::to_value(&base).expect("scenario");
     let mut axes = Vec::new();
     if let Some(v) = t.remove("vary") {
-        let vt = v.as_table().cloned().ok_or_else(|| UsageError(format!("{}: vary: expected a table", path.display())))?;
+        let vt = v
+            .as_table()
+            .cloned()
+            .ok_or_else(|| UsageError(format!("{}: vary: expected a table", path.display())))?;
         for (name, vals) in vt {
             let arr = vals.as_array().ok_or_else(|| {
-                UsageError(format!("{}: vary.{name}: expected an array of values", path.display()))
+                UsageError(format!(
+                    "{}: vary.{name}: expected an array of values",
+                    path.display()
+                ))
             })?;
             let values: Vec<Value> = arr
                 .iter()
                 .map(|x| match x {
-                    toml::Value::Integer(i) if base.get(&name).is_some_and(|b| b.is_f64()) => json!(*i as f64),
+                    toml::Value::Integer(i) if base.get(&name).is_some_and(|b| b.is_f64()) => {
+                        json!(*i as f64)
+                    }
                     other => serde_json::to_value(other).unwrap_or(Value::Null),
                 })
                 .collect();
-            check_axis(&base, &name, &values, &axes).map_err(|e| UsageError(format!("{}: {}", path.display(), e.0)))?;
+            check_axis(&base, &name, &values, &axes)
+                .map_err(|e| UsageError(format!("{}: {}", path.display(), e.0)))?;
             axes.push((name, values));
         }
     }
@@ -212,15 +247,21 @@ fn read_spec(path: &Path, flags: &ScenarioFlags) -> Result<Sweep, UsageError> {
 fn sweep_from(a: &SweepArgs) -> Result<Sweep, UsageError> {
     let mut sweep = match &a.spec {
         Some(p) => read_spec(p, &a.sc)?,
-        None => Sweep { base: serde_json::to_value(a.sc.scenario()?).expect("scenario"), axes: vec![] },
+        None => Sweep {
+            base: serde_json::to_value(a.sc.scenario()?).expect("scenario"),
+            axes: vec![],
+        },
     };
     for v in &a.vary {
         let (name, vals) = v
             .split_once('=')
             .ok_or_else(|| UsageError(format!("--vary: expected NAME=V1,V2,..., got '{v}'")))?;
         let name = name.trim().replace('-', "_");
-        let values: Vec<Value> =
-            vals.split(',').filter(|s| !s.trim().is_empty()).map(|s| typed(&sweep.base, &name, s)).collect();
+        let values: Vec<Value> = vals
+            .split(',')
+            .filter(|s| !s.trim().is_empty())
+            .map(|s| typed(&sweep.base, &name, s))
+            .collect();
         check_axis(&sweep.base, &name, &values, &sweep.axes)?;
         sweep.axes.push((name, values));
     }
@@ -233,7 +274,9 @@ fn parse_shard(s: &str) -> Result<(u64, u64), UsageError> {
     let i: u64 = i.trim().parse().map_err(|_| bad())?;
     let n: u64 = n.trim().parse().map_err(|_| bad())?;
     if n == 0 || i >= n {
-        return Err(UsageError(format!("--shard: index {i} is not below the shard count {n}")));
+        return Err(UsageError(format!(
+            "--shard: index {i} is not below the shard count {n}"
+        )));
     }
     Ok((i, n))
 }
@@ -243,7 +286,11 @@ fn flatten(prefix: &str, v: &Value, out: &mut Vec<(String, Value)>) {
     match v {
         Value::Object(o) => {
             for (k, x) in o {
-                let key = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
+                let key = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
                 flatten(&key, x, out);
             }
         }
@@ -288,15 +335,26 @@ fn rows_to_csv(rows: &[Value]) -> String {
     let mut out = header.join(",");
     out.push('\n');
     for f in &flat {
-        let m: std::collections::HashMap<&str, &Value> = f.iter().map(|(k, v)| (k.as_str(), v)).collect();
-        let cells: Vec<String> = header.iter().map(|h| m.get(h.as_str()).map_or(String::new(), |v| csv_cell(v))).collect();
+        let m: std::collections::HashMap<&str, &Value> =
+            f.iter().map(|(k, v)| (k.as_str(), v)).collect();
+        let cells: Vec<String> = header
+            .iter()
+            .map(|h| m.get(h.as_str()).map_or(String::new(), |v| csv_cell(v)))
+            .collect();
         out.push_str(&cells.join(","));
         out.push('\n');
     }
     out
 }
 
-fn run_one(cfg: &SimConfig, i: u64, sweep: &Sweep, total: u64, fp: &str, sc: &Scenario) -> Result<Value, String> {
+fn run_one(
+    cfg: &SimConfig,
+    i: u64,
+    sweep: &Sweep,
+    total: u64,
+    fp: &str,
+    sc: &Scenario,
+) -> Result<Value, String> {
     let run = simulate(cfg, &cfg.generate_workload()).map_err(|e| format!("run {i}: {e}"))?;
     let s = run.summary();
     let axes: Map<String, Value> = sweep.point(i).into_iter().collect();
@@ -332,7 +390,9 @@ pub fn run(a: SweepArgs, cat: &Catalogue) -> CmdResult {
     }
     if let Some(t) = a.threads {
         if t == 0 || t > 1024 {
-            return Err(UsageError(format!("--threads: must be between 1 and 1024, got {t}")));
+            return Err(UsageError(format!(
+                "--threads: must be between 1 and 1024, got {t}"
+            )));
         }
     }
     let fp = sweep.fingerprint();
@@ -342,7 +402,11 @@ pub fn run(a: SweepArgs, cat: &Catalogue) -> CmdResult {
     for &i in &mine {
         let sc = sweep.scenario(i)?;
         let cfg = sc.build(cat).map_err(|e| {
-            let point: Vec<String> = sweep.point(i).iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let point: Vec<String> = sweep
+                .point(i)
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
             UsageError(format!("run {i} ({}): {e}", point.join(" ")))
         })?;
         cfgs.push((i, sc, cfg));
@@ -352,7 +416,8 @@ pub fn run(a: SweepArgs, cat: &Catalogue) -> CmdResult {
         if let Some(t) = a.threads {
             b = b.num_threads(t);
         }
-        b.build().map_err(|e| UsageError(format!("--threads: {e}")))?
+        b.build()
+            .map_err(|e| UsageError(format!("--threads: {e}")))?
     };
     let done = AtomicUsize::new(0);
     let finished = AtomicBool::new(false);
@@ -382,7 +447,10 @@ pub fn run(a: SweepArgs, cat: &Catalogue) -> CmdResult {
         finished.store(true, Ordering::Relaxed);
         r
     });
-    let rows: Vec<Value> = rows.into_iter().collect::<Result<_, _>>().map_err(UsageError)?;
+    let rows: Vec<Value> = rows
+        .into_iter()
+        .collect::<Result<_, _>>()
+        .map_err(UsageError)?;
     if let Some(p) = &a.jsonl {
         let mut f = Pending::create("--jsonl", p)?;
         for r in &rows {
@@ -392,7 +460,9 @@ pub fn run(a: SweepArgs, cat: &Catalogue) -> CmdResult {
     }
     if let Some(p) = &a.csv {
         let mut f = Pending::create("--csv", p)?;
-        f.writer().write_all(rows_to_csv(&rows).as_bytes()).map_err(|e| UsageError(format!("--csv: {e}")))?;
+        f.writer()
+            .write_all(rows_to_csv(&rows).as_bytes())
+            .map_err(|e| UsageError(format!("--csv: {e}")))?;
         f.commit()?;
     }
     if a.csv.is_none() && a.jsonl.is_none() {
@@ -412,7 +482,10 @@ fn print_table(sweep: &Sweep, rows: &[Value]) {
         "TTFT p99 ms", "TPOT p99 ms", "hand-off p99", "SLO %", "goodput", "J/token"
     ));
     println!("{head}");
-    let ms = |v: &Value| v.as_f64().map_or("-".to_string(), |x| format!("{:.1}", 1e3 * x));
+    let ms = |v: &Value| {
+        v.as_f64()
+            .map_or("-".to_string(), |x| format!("{:.1}", 1e3 * x))
+    };
     for r in rows {
         let mut line = format!("{:>5}", r["run"].as_u64().unwrap_or(0));
         for n in &names {
@@ -429,9 +502,15 @@ fn print_table(sweep: &Sweep, rows: &[Value]) {
             ms(&s["ttft_s"]["p99"]),
             ms(&s["tpot_s"]["p99"]),
             ms(&s["handoff_s"]["p99"]),
-            s["slo_attainment"].as_f64().map_or("-".into(), |x| format!("{:.1}", 100.0 * x)),
-            s["goodput_rps"].as_f64().map_or("-".into(), |x| format!("{x:.2}")),
-            s["j_per_token"].as_f64().map_or("-".into(), |x| format!("{x:.3}")),
+            s["slo_attainment"]
+                .as_f64()
+                .map_or("-".into(), |x| format!("{:.1}", 100.0 * x)),
+            s["goodput_rps"]
+                .as_f64()
+                .map_or("-".into(), |x| format!("{x:.2}")),
+            s["j_per_token"]
+                .as_f64()
+                .map_or("-".into(), |x| format!("{x:.3}")),
         ));
         println!("{line}");
     }
@@ -454,10 +533,14 @@ fn merge(m: MergeArgs) -> CmdResult {
             let at = format!("{}:{}", f.display(), ln + 1);
             let v: Value = serde_json::from_str(line)
                 .map_err(|e| UsageError(format!("{at}: not a sweep row: {e}")))?;
-            let (Some(fp), Some(total), Some(run)) =
-                (v["spec"].as_str(), v["runs_total"].as_u64(), v["run"].as_u64())
-            else {
-                return Err(UsageError(format!("{at}: not a sweep row (needs spec, runs_total, run)")));
+            let (Some(fp), Some(total), Some(run)) = (
+                v["spec"].as_str(),
+                v["runs_total"].as_u64(),
+                v["run"].as_u64(),
+            ) else {
+                return Err(UsageError(format!(
+                    "{at}: not a sweep row (needs spec, runs_total, run)"
+                )));
             };
             match &spec {
                 None => {
@@ -471,7 +554,9 @@ fn merge(m: MergeArgs) -> CmdResult {
                 }
                 _ => {}
             }
-            let slot = lines.get_mut(run as usize).ok_or_else(|| UsageError(format!("{at}: run {run} out of range")))?;
+            let slot = lines
+                .get_mut(run as usize)
+                .ok_or_else(|| UsageError(format!("{at}: run {run} out of range")))?;
             if slot.is_some() {
                 return Err(UsageError(format!("{at}: run {run} appears twice")));
             }
@@ -481,10 +566,19 @@ fn merge(m: MergeArgs) -> CmdResult {
     if spec.is_none() {
         return Err(UsageError("no sweep rows in the given files".into()));
     }
-    let missing: Vec<String> = lines.iter().enumerate().filter(|(_, l)| l.is_none()).map(|(i, _)| i.to_string()).take(10).collect();
+    let missing: Vec<String> = lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l.is_none())
+        .map(|(i, _)| i.to_string())
+        .take(10)
+        .collect();
     if !missing.is_empty() {
         let n = lines.iter().filter(|l| l.is_none()).count();
-        return Err(UsageError(format!("{n} runs missing (first: {})", missing.join(", "))));
+        return Err(UsageError(format!(
+            "{n} runs missing (first: {})",
+            missing.join(", ")
+        )));
     }
     let rows: Vec<(String, Value)> = lines.into_iter().flatten().collect();
     let mut f = Pending::create("--jsonl", &m.jsonl)?;
@@ -495,7 +589,9 @@ fn merge(m: MergeArgs) -> CmdResult {
     if let Some(c) = &m.csv {
         let vals: Vec<Value> = rows.into_iter().map(|(_, v)| v).collect();
         let mut f = Pending::create("--csv", c)?;
-        f.writer().write_all(rows_to_csv(&vals).as_bytes()).map_err(|e| UsageError(format!("--csv: {e}")))?;
+        f.writer()
+            .write_all(rows_to_csv(&vals).as_bytes())
+            .map_err(|e| UsageError(format!("--csv: {e}")))?;
         f.commit()?;
     }
     Ok(())

@@ -5,12 +5,19 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 
 fn disagg(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_disagg")).args(args).output().expect("runs")
+    Command::new(env!("CARGO_BIN_EXE_disagg"))
+        .args(args)
+        .output()
+        .expect("runs")
 }
 
 fn ok(args: &[&str]) {
     let o = disagg(args);
-    assert!(o.status.success(), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 }
 
 fn bad(args: &[&str], needles: &[&str]) {
@@ -34,18 +41,47 @@ fn s(p: &std::path::Path) -> &str {
 }
 
 const AXES: [&str; 9] = [
-    "sweep", "--preset", "link-ib-ndr", "--requests", "120", "--vary", "rate=4,8,14", "--vary", "link=ib-ndr,eth-25g",
+    "sweep",
+    "--preset",
+    "link-ib-ndr",
+    "--requests",
+    "120",
+    "--vary",
+    "rate=4,8,14",
+    "--vary",
+    "link=ib-ndr,eth-25g",
 ];
 
 #[test]
 fn identical_bytes_whatever_the_thread_count() {
     let d = dir();
-    let (j1, c1, j2, c2) = (d.join("t1.jsonl"), d.join("t1.csv"), d.join("t2.jsonl"), d.join("t2.csv"));
+    let (j1, c1, j2, c2) = (
+        d.join("t1.jsonl"),
+        d.join("t1.csv"),
+        d.join("t2.jsonl"),
+        d.join("t2.csv"),
+    );
     let mut a1: Vec<&str> = AXES.to_vec();
-    a1.extend(["--threads", "1", "--quiet", "--jsonl", s(&j1), "--csv", s(&c1)]);
+    a1.extend([
+        "--threads",
+        "1",
+        "--quiet",
+        "--jsonl",
+        s(&j1),
+        "--csv",
+        s(&c1),
+    ]);
     ok(&a1);
     let mut a2: Vec<&str> = AXES.to_vec();
-    a2.extend(["--threads", "2", "--quiet", "--jsonl", s(&j2), "--csv", s(&c2)]);
+    a2.extend([
+        "--threads",
+        "2",
+        "--quiet",
+        "--jsonl",
+        s(&j2),
+        "--csv",
+        s(&c2),
+    ]);
     ok(&a2);
     let (x1, x2) = (std::fs::read(&j1).unwrap(), std::fs::read(&j2).unwrap());
     assert_eq!(x1, x2);
@@ -53,7 +89,10 @@ fn identical_bytes_whatever_the_thread_count() {
     let text = String::from_utf8(x1).unwrap();
     assert_eq!(text.lines().count(), 6);
     // Runs in order, last axis fastest, each with its options and summary.
-    let rows: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let rows: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     assert_eq!(rows[1]["axes"]["rate"], 4.0);
     assert_eq!(rows[1]["axes"]["link"], "eth-25g");
     assert_eq!(rows[1]["scenario"]["link"], "eth-25g");
@@ -61,7 +100,10 @@ fn identical_bytes_whatever_the_thread_count() {
     assert!(rows[5]["summary"]["tpot_s"]["p99"].is_number());
     let csv = std::fs::read_to_string(&c1).unwrap();
     let header = csv.lines().next().unwrap();
-    assert!(header.starts_with("run,runs_total,spec,axes.rate,axes.link,scenario.model"), "{header}");
+    assert!(
+        header.starts_with("run,runs_total,spec,axes.rate,axes.link,scenario.model"),
+        "{header}"
+    );
     assert!(header.contains("summary.ttft_s.p99"));
     assert_eq!(csv.lines().count(), 7);
 }
@@ -85,18 +127,79 @@ fn shards_merge_into_the_one_machine_output() {
     let merged = d.join("merged.jsonl");
     let merged_csv = d.join("merged.csv");
     // Any order of files.
-    ok(&["sweep", "merge", s(&shards[2]), s(&shards[0]), s(&shards[1]), "--jsonl", s(&merged), "--csv", s(&merged_csv)]);
-    assert_eq!(std::fs::read(&whole).unwrap(), std::fs::read(&merged).unwrap());
-    assert_eq!(std::fs::read(&whole_csv).unwrap(), std::fs::read(&merged_csv).unwrap());
+    ok(&[
+        "sweep",
+        "merge",
+        s(&shards[2]),
+        s(&shards[0]),
+        s(&shards[1]),
+        "--jsonl",
+        s(&merged),
+        "--csv",
+        s(&merged_csv),
+    ]);
+    assert_eq!(
+        std::fs::read(&whole).unwrap(),
+        std::fs::read(&merged).unwrap()
+    );
+    assert_eq!(
+        std::fs::read(&whole_csv).unwrap(),
+        std::fs::read(&merged_csv).unwrap()
+    );
     // A missing shard, a shard twice, a shard of another sweep.
-    bad(&["sweep", "merge", s(&shards[0]), s(&shards[1]), "--jsonl", s(&d.join("m2.jsonl"))], &["missing"]);
     bad(
-        &["sweep", "merge", s(&shards[0]), s(&shards[0]), s(&shards[1]), s(&shards[2]), "--jsonl", s(&d.join("m3.jsonl"))],
+        &[
+            "sweep",
+            "merge",
+            s(&shards[0]),
+            s(&shards[1]),
+            "--jsonl",
+            s(&d.join("m2.jsonl")),
+        ],
+        &["missing"],
+    );
+    bad(
+        &[
+            "sweep",
+            "merge",
+            s(&shards[0]),
+            s(&shards[0]),
+            s(&shards[1]),
+            s(&shards[2]),
+            "--jsonl",
+            s(&d.join("m3.jsonl")),
+        ],
         &["twice"],
     );
     let other = d.join("other.jsonl");
-    ok(&["sweep", "--preset", "link-ib-ndr", "--requests", "120", "--vary", "rate=4,8,15", "--vary", "link=ib-ndr,eth-25g", "--quiet", "--shard", "1/3", "--jsonl", s(&other)]);
-    bad(&["sweep", "merge", s(&shards[0]), s(&other), s(&shards[2]), "--jsonl", s(&d.join("m4.jsonl"))], &["different sweep"]);
+    ok(&[
+        "sweep",
+        "--preset",
+        "link-ib-ndr",
+        "--requests",
+        "120",
+        "--vary",
+        "rate=4,8,15",
+        "--vary",
+        "link=ib-ndr,eth-25g",
+        "--quiet",
+        "--shard",
+        "1/3",
+        "--jsonl",
+        s(&other),
+    ]);
+    bad(
+        &[
+            "sweep",
+            "merge",
+            s(&shards[0]),
+            s(&other),
+            s(&shards[2]),
+            "--jsonl",
+            s(&d.join("m4.jsonl")),
+        ],
+        &["different sweep"],
+    );
     assert!(!d.join("m4.jsonl").exists());
 }
 
@@ -120,19 +223,31 @@ fn spec_file() {
 
 #[test]
 fn bad_sweeps() {
-    bad(&["sweep", "--vary", "warp_factor=1,2"], &["warp_factor", "rate", "link"]);
+    bad(
+        &["sweep", "--vary", "warp_factor=1,2"],
+        &["warp_factor", "rate", "link"],
+    );
     bad(&["sweep", "--vary", "rate="], &["rate", "at least one"]);
     bad(&["sweep", "--vary", "rate"], &["NAME=V1"]);
-    bad(&["sweep", "--vary", "rate=1", "--vary", "rate=2"], &["twice"]);
+    bad(
+        &["sweep", "--vary", "rate=1", "--vary", "rate=2"],
+        &["twice"],
+    );
     bad(&["sweep", "--shard", "3/3"], &["--shard", "3"]);
     bad(&["sweep", "--shard", "x"], &["--shard"]);
     bad(&["sweep", "--vary", "rate=0,4"], &["run 0", "--rate"]);
-    bad(&["sweep", "--vary", "link=ib-ndr,carrier-pigeon"], &["carrier-pigeon"]);
+    bad(
+        &["sweep", "--vary", "link=ib-ndr,carrier-pigeon"],
+        &["carrier-pigeon"],
+    );
     // More than 100,000 runs needs --yes (refused before anything runs).
     let v: Vec<String> = (1..=47).map(|i| i.to_string()).collect();
     let vals = v.join(",");
     let a1 = format!("seed={vals}");
     let a2 = format!("requests={vals}");
     let a3 = format!("prompt={vals}");
-    bad(&["sweep", "--vary", &a1, "--vary", &a2, "--vary", &a3], &["103823", "--yes"]);
+    bad(
+        &["sweep", "--vary", &a1, "--vary", &a2, "--vary", &a3],
+        &["103823", "--yes"],
+    );
 }
