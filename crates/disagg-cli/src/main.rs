@@ -9,6 +9,7 @@ mod format;
 mod handoff_cmd;
 mod list_cmd;
 mod output;
+mod plan_cmd;
 mod report;
 mod run_cmd;
 mod scenario_flags;
@@ -60,6 +61,8 @@ enum Command {
     Compare(Box<run_cmd::CompareArgs>),
     /// Run the cartesian product of options in parallel (CSV / JSON Lines, shards, merge).
     Sweep(Box<sweep_cmd::SweepArgs>),
+    /// Capacity planning: the highest rate that meets the SLOs, or the cheapest cluster for a rate.
+    Plan(Box<plan_cmd::PlanArgs>),
     /// The named scenarios of the chapter.
     Presets(run_cmd::PresetsArgs),
     /// List the catalogue: models, devices, links, compression formats.
@@ -112,6 +115,7 @@ fn main() -> ExitCode {
             Command::Compare(a) => run_cmd::compare(*a, &cat),
             Command::Presets(a) => run_cmd::presets(a),
             Command::Sweep(a) => sweep_cmd::run(*a, &cat),
+            Command::Plan(a) => plan_cmd::run(*a, &cat),
             Command::Bench(a) => bench_cmd::run(a, &cat),
             Command::TraceStats(a) => trace_cmd::run(a),
         }

@@ -1,0 +1,615 @@
+//! `disagg plan`: capacity planning. `--max-rate` finds the highest request rate that meets an
+//! SLO-attainment target (the reference's analytic bracket, then bisection); `--target-rate R`
+//! searches prefill and decode instance counts, the device of each pool, links and compression for
+//! the cheapest configurations that meet the SLOs at R, prices them (GPU-hours plus energy), and
+//! prints a ranked table and the Pareto frontier of cost against p99 latency.
+
+use clap::Args;
+use disagg_model::{transfer, Catalogue};
+use disagg_sim::pymath::py_floordiv;
+use disagg_sim::{max_sustainable_rate, simulate, Pool, Scenario, SimConfig, Summary};
+use rayon::prelude::*;
+use serde::Serialize;
+use serde_json::json;
+
+use crate::format::fixed;
+use crate::scenario_flags::ScenarioFlags;
+use crate::{CmdResult, UsageError};
+
+/// Illustrative on-demand prices, US$ per GPU-hour (override with `--price KEY=USD`).
+pub const DEFAULT_PRICES: [(&str, f64); 6] = [
+    ("h100", 2.50),
+    ("a100", 1.50),
+    ("a100-40g", 1.10),
+    ("h200", 3.50),
+    ("b200", 5.50),
+    ("optical", 3.00),
+];
+
+/// Illustrative prices of a KV-fabric port, US$ per hour per instance (every prefill and decode
+/// instance needs one; links inside a node cost nothing extra). Override with `--price KEY=USD`.
+pub const DEFAULT_LINK_PRICES: [(&str, f64); 9] = [
+    ("nvlink4", 0.0),
+    ("nvlink3", 0.0),
+    ("nvlink5", 0.0),
+    ("pcie5", 0.0),
+    ("pcie4", 0.0),
+    ("ib-ndr", 0.25),
+    ("eth-100g", 0.08),
+    ("eth-25g", 0.03),
+    ("cpo-optical", 0.20),
+];
+
+/// An analytic ceiling more than this factor below the target rate is "hopeless": not simulated.
+pub const PRUNE_FACTOR: f64 = 1.25;
+
+#[derive(Args, Debug)]
+pub struct PlanArgs {
+    #[command(flatten)]
+    sc: ScenarioFlags,
+    /// Find the highest rate that meets the SLO-attainment target for the scenario as given.
+    #[arg(long, help_heading = "Plan", conflicts_with = "target_rate")]
+    max_rate: bool,
+    /// Find the cheapest configurations that meet the SLOs at this rate (req/s).
+    #[arg(
+        long,
+        value_name = "R",
+        allow_negative_numbers = true,
+        help_heading = "Plan"
+    )]
+    target_rate: Option<f64>,
+    /// Fraction of measured requests that must meet both SLOs.
+    #[arg(
+        long,
+        default_value_t = 0.9,
+        value_name = "F",
+        allow_negative_numbers = true,
+        help_heading = "Plan"
+    )]
+    slo_target: f64,
+    /// Prefill instance counts to try (list or range, e.g. 1-4 or 1,2,4).
+    #[arg(
+        long,
+        default_value = "1-4",
+        value_name = "LIST",
+        help_heading = "Plan"
+    )]
+    prefill_counts: String,
+    /// Decode instance counts to try.
+    #[arg(
+        long,
+        default_value = "1-4",
+        value_name = "LIST",
+        help_heading = "Plan"
+    )]
+    decode_counts: String,
+    /// Devices to try for the prefill pool.
+    #[arg(
+        long,
+        default_value = "h100,a100",
+        value_name = "LIST",
+        help_heading = "Plan"
+    )]
+    prefill_devices: String,
+    /// Devices to try for the decode pool.
+    #[arg(
+        long,
+        default_value = "h100,a100",
+        value_name = "LIST",
+        help_heading = "Plan"
+    )]
+    decode_devices: String,
+    /// Links to try (default: the scenario's).
+    #[arg(long, value_name = "LIST", help_heading = "Plan")]
+    links: Option<String>,
+    /// KV compression to try (`none` = no compression stage), e.g. none,fp8.
+    #[arg(
+        long,
+        default_value = "none",
+        value_name = "LIST",
+        help_heading = "Plan"
+    )]
+    compressions: String,
+    /// Price override, US$ per hour: a device (per GPU) or a link (per instance's port), e.g.
+    /// --price h100=2.9 --price ib-ndr=0.4 (repeatable).
+    #[arg(long, value_name = "KEY=USD", help_heading = "Plan")]
+    price: Vec<String>,
+    /// Energy price, US$ per kWh.
+    #[arg(
+        long,
+        default_value_t = 0.10,
+        value_name = "USD",
+        allow_negative_numbers = true,
+        help_heading = "Plan"
+    )]
+    energy_price: f64,
+    /// Latency for the Pareto frontier: ttft, tpot or e2e (its p99).
+    #[arg(
+        long,
+        default_value = "e2e",
+        value_name = "METRIC",
+        help_heading = "Plan"
+    )]
+    latency: String,
+    /// Rows of the ranked table.
+    #[arg(long, default_value_t = 10, value_name = "N", help_heading = "Plan")]
+    top: usize,
+    /// Print JSON (every candidate).
+    #[arg(long)]
+    json: bool,
+}
+
+fn parse_counts(flag: &str, s: &str) -> Result<Vec<u32>, UsageError> {
+    let bad = || {
+        UsageError(format!(
+            "{flag}: expected counts like 1-4 or 1,2,4, got '{s}'"
+        ))
+    };
+    let mut out = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        if let Some((a, b)) = part.split_once('-') {
+            let (a, b): (u32, u32) = (
+                a.trim().parse().map_err(|_| bad())?,
+                b.trim().parse().map_err(|_| bad())?,
+            );
+            if a == 0 || b < a || b > 64 {
+                return Err(UsageError(format!(
+                    "{flag}: range {part} must be within 1-64"
+                )));
+            }
+            out.extend(a..=b);
+        } else {
+            let v: u32 = part.parse().map_err(|_| bad())?;
+            if v == 0 || v > 64 {
+                return Err(UsageError(format!("{flag}: {v} must be between 1 and 64")));
+            }
+            out.push(v);
+        }
+    }
+    if out.is_empty() {
+        return Err(bad());
+    }
+    out.dedup();
+    Ok(out)
+}
+
+fn parse_list(flag: &str, s: &str) -> Result<Vec<String>, UsageError> {
+    let v: Vec<String> = s
+        .split(',')
+        .map(|x| x.trim().to_string())
+        .filter(|x| !x.is_empty())
+        .collect();
+    if v.is_empty() {
+        return Err(UsageError(format!("{flag}: give at least one value")));
+    }
+    Ok(v)
+}
+
+/// Prices in US$ per hour by device key (per GPU) and link key (per instance's port).
+pub fn prices(overrides: &[String], cat: &Catalogue) -> Result<Vec<(String, f64)>, UsageError> {
+    let mut p: Vec<(String, f64)> = DEFAULT_PRICES
+        .iter()
+        .chain(&DEFAULT_LINK_PRICES)
+        .map(|(k, v)| (k.to_string(), *v))
+        .collect();
+    for o in overrides {
+        let (k, v) = o
+            .split_once('=')
+            .ok_or_else(|| UsageError(format!("--price: expected KEY=USD, got '{o}'")))?;
+        if cat.device(k.trim()).is_err() && cat.link(k.trim()).is_err() {
+            let mut valid: Vec<&str> = cat.devices.iter().map(|d| d.key.as_str()).collect();
+            valid.extend(cat.links.iter().map(|l| l.key.as_str()));
+            return Err(UsageError(format!(
+                "--price: unknown device or link '{}'; valid: {}",
+                k.trim(),
+                valid.join(", ")
+            )));
+        }
+        let v: f64 = v
+            .trim()
+            .parse()
+            .map_err(|_| UsageError(format!("--price: '{v}' is not a number")))?;
+        if !(v.is_finite() && v >= 0.0) {
+            return Err(UsageError(format!(
+                "--price: must be a number >= 0, got {v}"
+            )));
+        }
+        match p.iter_mut().find(|(key, _)| key == k.trim()) {
+            Some(e) => e.1 = v,
+            None => p.push((k.trim().to_string(), v)),
+        }
+    }
+    Ok(p)
+}
+
+fn price_of(prices: &[(String, f64)], key: &str) -> Option<f64> {
+    prices.iter().find(|(k, _)| k == key).map(|(_, v)| *v)
+}
+
+/// Analytic per-pool ceilings of a disaggregated configuration, each pool with its own cost
+/// model (the reference's formulas of simulator.md §5.9, per pool).
+pub fn ceiling_rps(cfg: &SimConfig) -> Option<f64> {
+    let p = cfg.workload.prompt.mean;
+    let o = cfg.workload.output.mean;
+    if !(p >= 1.0 && o >= 1.0) {
+        return None;
+    }
+    let pool_prefill = |pool: &Pool| {
+        let per_batch = py_floordiv(cfg.max_prefill_tokens as f64, p).max(1.0) as u64;
+        let t = pool.cost.prefill((0..per_batch).map(|_| p as u64)).time_s;
+        pool.instances as f64 * per_batch as f64 / t
+    };
+    let pool_decode = |pool: &Pool| {
+        let fit = py_floordiv(pool.kv_capacity_tokens as f64, p + o) as u64;
+        let b = (cfg.max_decode_batch as u64).min(fit).max(1);
+        let step = pool.cost.decode_sum((p + o / 2.0) as u64 * b, b).time_s;
+        pool.instances as f64 * b as f64 / step / (o - 1.0).max(1.0)
+    };
+    let pr = pool_prefill(cfg.prefill_pool()?);
+    let dr = pool_decode(cfg.decode_pool()?);
+    let x = transfer(&cfg.model, &cfg.link, cfg.kv_transit.as_ref(), p as u64);
+    let kr = cfg.link.channels as f64 / x.time_s;
+    Some(pr.min(dr).min(kr))
+}
+
+/// One candidate configuration and what became of it.
+#[derive(Clone, Debug, Serialize)]
+pub struct Candidate {
+    pub index: usize,
+    pub prefill: u32,
+    pub decode: u32,
+    pub prefill_device: String,
+    pub decode_device: String,
+    pub link: String,
+    pub compression: String,
+    /// `pruned` (analytic ceiling hopeless), `infeasible` (simulated, misses the SLO target),
+    /// `feasible`, or `invalid` (e.g. the model does not fit).
+    pub status: String,
+    pub reason: Option<String>,
+    pub ceiling_rps: Option<f64>,
+    pub slo_attainment: Option<f64>,
+    pub latency_p99_s: Option<f64>,
+    /// GPUs plus link ports, US$ per hour.
+    pub gpu_usd_per_hour: f64,
+    pub energy_usd_per_hour: Option<f64>,
+    pub usd_per_hour: Option<f64>,
+    pub usd_per_mtok: Option<f64>,
+    pub pareto: bool,
+}
+
+fn latency_of(s: &Summary, metric: &str) -> f64 {
+    match metric {
+        "ttft" => s.ttft_s.p99,
+        "tpot" => s.tpot_s.p99,
+        _ => s.e2e_s.p99,
+    }
+}
+
+pub fn run(a: PlanArgs, cat: &Catalogue) -> CmdResult {
+    let base = a.sc.scenario()?;
+    if !(a.slo_target > 0.0 && a.slo_target <= 1.0) {
+        return Err(UsageError(format!(
+            "--slo-target: must be in (0, 1], got {}",
+            a.slo_target
+        )));
+    }
+    if !["ttft", "tpot", "e2e"].contains(&a.latency.as_str()) {
+        return Err(UsageError(format!(
+            "--latency: unknown metric '{}'; valid: ttft, tpot, e2e",
+            a.latency
+        )));
+    }
+    if !(a.energy_price.is_finite() && a.energy_price >= 0.0) {
+        return Err(UsageError(format!(
+            "--energy-price: must be a number >= 0, got {}",
+            a.energy_price
+        )));
+    }
+    if a.max_rate {
+        return max_rate(&a, base, cat);
+    }
+    let Some(rate) = a.target_rate else {
+        return Err(UsageError("give --max-rate or --target-rate R".into()));
+    };
+    if !(rate.is_finite() && rate > 0.0) {
+        return Err(UsageError(format!(
+            "--target-rate: must be a positive number, got {rate}"
+        )));
+    }
+    let prices = prices(&a.price, cat)?;
+    let pcs = parse_counts("--prefill-counts", &a.prefill_counts)?;
+    let dcs = parse_counts("--decode-counts", &a.decode_counts)?;
+    let pds = parse_list("--prefill-devices", &a.prefill_devices)?;
+    let dds = parse_list("--decode-devices", &a.decode_devices)?;
+    let links = match &a.links {
+        Some(l) => parse_list("--links", l)?,
+        None => vec![base.link.clone()],
+    };
+    let comps = parse_list("--compressions", &a.compressions)?;
+    for d in pds.iter().chain(&dds) {
+        cat.device(d)
+            .map_err(|e| UsageError(format!("--prefill-devices/--decode-devices: {e}")))?;
+        if price_of(&prices, d).is_none() {
+            return Err(UsageError(format!(
+                "--price: no price for device '{d}'; give --price {d}=USD"
+            )));
+        }
+    }
+    for l in &links {
+        cat.link(l)
+            .map_err(|e| UsageError(format!("--links: {e}")))?;
+        if price_of(&prices, l).is_none() {
+            return Err(UsageError(format!(
+                "--price: no price for link '{l}'; give --price {l}=USD"
+            )));
+        }
+    }
+    for c in &comps {
+        cat.compression(c)
+            .map_err(|e| UsageError(format!("--compressions: {e}")))?;
+    }
+    if base.mode != "disagg" {
+        return Err(UsageError(
+            "--mode: plan searches disaggregated configurations; use --mode disagg".into(),
+        ));
+    }
+    // The grid, in a fixed order.
+    let mut grid = Vec::new();
+    for &p in &pcs {
+        for &d in &dcs {
+            for pd in &pds {
+                for dd in &dds {
+                    for l in &links {
+                        for c in &comps {
+                            grid.push((p, d, pd.clone(), dd.clone(), l.clone(), c.clone()));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let mut cands: Vec<Candidate> = grid
+        .par_iter()
+        .enumerate()
+        .map(|(index, (p, d, pd, dd, l, c))| {
+            let sc = Scenario {
+                prefill: *p,
+                decode: *d,
+                prefill_device: Some(pd.clone()),
+                decode_device: Some(dd.clone()),
+                link: l.clone(),
+                kv_compress: if c == "none" { None } else { Some(c.clone()) },
+                rate,
+                ..base.clone()
+            };
+            let mut cand = Candidate {
+                index,
+                prefill: *p,
+                decode: *d,
+                prefill_device: pd.clone(),
+                decode_device: dd.clone(),
+                link: l.clone(),
+                compression: c.clone(),
+                status: String::new(),
+                reason: None,
+                ceiling_rps: None,
+                slo_attainment: None,
+                latency_p99_s: None,
+                gpu_usd_per_hour: 0.0,
+                energy_usd_per_hour: None,
+                usd_per_hour: None,
+                usd_per_mtok: None,
+                pareto: false,
+            };
+            let cfg = match sc.build(cat) {
+                Ok(c) => c,
+                Err(e) => {
+                    cand.status = "invalid".into();
+                    cand.reason = Some(e.to_string());
+                    return cand;
+                }
+            };
+            let ports: f64 = cfg.pools.iter().map(|pl| pl.instances as f64).sum();
+            cand.gpu_usd_per_hour = cfg
+                .pools
+                .iter()
+                .map(|pl| {
+                    pl.instances as f64
+                        * pl.devices as f64
+                        * price_of(&prices, &pl.device.key).unwrap_or(0.0)
+                })
+                .sum::<f64>()
+                + ports * price_of(&prices, l).unwrap_or(0.0);
+            cand.ceiling_rps = ceiling_rps(&cfg);
+            if cand.ceiling_rps.is_some_and(|c| c * PRUNE_FACTOR < rate) {
+                cand.status = "pruned".into();
+                cand.reason = Some(format!(
+                    "analytic ceiling {:.2} req/s is hopeless at {rate} req/s",
+                    cand.ceiling_rps.unwrap_or(0.0)
+                ));
+                return cand;
+            }
+            match simulate(&cfg, &cfg.generate_workload()) {
+                Ok(run) => {
+                    let s = run.summary();
+                    let energy = s.avg_power_w / 1000.0 * a.energy_price;
+                    let total = cand.gpu_usd_per_hour + energy;
+                    cand.slo_attainment = Some(s.slo_attainment);
+                    cand.latency_p99_s = Some(latency_of(&s, &a.latency));
+                    cand.energy_usd_per_hour = Some(energy);
+                    cand.usd_per_hour = Some(total);
+                    cand.usd_per_mtok = Some(total / (s.throughput_tok_s * 3600.0) * 1e6);
+                    cand.status = if s.slo_attainment >= a.slo_target {
+                        "feasible"
+                    } else {
+                        "infeasible"
+                    }
+                    .into();
+                }
+                Err(e) => {
+                    cand.status = "invalid".into();
+                    cand.reason = Some(e.to_string());
+                }
+            }
+            cand
+        })
+        .collect();
+    // Pareto frontier of (cost, latency) among feasible candidates.
+    let feas: Vec<usize> = cands
+        .iter()
+        .filter(|c| c.status == "feasible")
+        .map(|c| c.index)
+        .collect();
+    for &i in &feas {
+        let (ci, li) = (
+            cands[i].usd_per_hour.unwrap_or(f64::INFINITY),
+            cands[i].latency_p99_s.unwrap_or(f64::INFINITY),
+        );
+        let dominated = feas.iter().any(|&j| {
+            let (cj, lj) = (
+                cands[j].usd_per_hour.unwrap_or(f64::INFINITY),
+                cands[j].latency_p99_s.unwrap_or(f64::INFINITY),
+            );
+            j != i && cj <= ci && lj <= li && (cj < ci || lj < li)
+        });
+        cands[i].pareto = !dominated;
+    }
+    let mut ranked: Vec<&Candidate> = cands.iter().filter(|c| c.status == "feasible").collect();
+    ranked.sort_by(|x, y| {
+        x.usd_per_hour
+            .unwrap_or(f64::INFINITY)
+            .total_cmp(&y.usd_per_hour.unwrap_or(f64::INFINITY))
+            .then(
+                x.latency_p99_s
+                    .unwrap_or(f64::INFINITY)
+                    .total_cmp(&y.latency_p99_s.unwrap_or(f64::INFINITY)),
+            )
+            .then(x.index.cmp(&y.index))
+    });
+    let count = |st: &str| cands.iter().filter(|c| c.status == st).count();
+    if a.json {
+        let best = ranked.first().map(|c| c.index);
+        let doc = json!({
+            "schema_version": 1,
+            "target_rate_rps": rate,
+            "slo_target": a.slo_target,
+            "latency_metric": format!("{}_p99", a.latency),
+            "energy_usd_per_kwh": a.energy_price,
+            "prices_usd_per_hour": prices.iter().map(|(k, v)| (k.clone(), json!(v))).collect::<serde_json::Map<_, _>>(),
+            "candidates_total": cands.len(),
+            "simulated": count("feasible") + count("infeasible"),
+            "pruned": count("pruned"),
+            "invalid": count("invalid"),
+            "feasible": count("feasible"),
+            "best": best,
+            "ranked": ranked.iter().map(|c| c.index).collect::<Vec<_>>(),
+            "pareto": cands.iter().filter(|c| c.pareto).map(|c| c.index).collect::<Vec<_>>(),
+            "candidates": cands,
+        });
+        println!("{}", serde_json::to_string_pretty(&doc).expect("json"));
+        return Ok(());
+    }
+    println!(
+        "{} candidates at {rate} req/s: {} simulated ({} meet {}% SLO attainment), {} pruned by the analytic bounds, {} invalid",
+        cands.len(),
+        count("feasible") + count("infeasible"),
+        count("feasible"),
+        fixed(100.0 * a.slo_target, 1),
+        count("pruned"),
+        count("invalid")
+    );
+    if ranked.is_empty() {
+        println!("no configuration in the search space meets the SLOs at {rate} req/s");
+        return Ok(());
+    }
+    println!();
+    println!(
+        "{:>4} {:>3} {:>3} {:<9} {:<9} {:<12} {:<12} {:>8} {:>11} {:>9} {:>9} {:>8}",
+        "rank",
+        "P",
+        "D",
+        "prefill",
+        "decode",
+        "link",
+        "compression",
+        "SLO %",
+        &format!("{} p99 ms", a.latency),
+        "$/hour",
+        "$/Mtok",
+        "pareto"
+    );
+    for (k, c) in ranked.iter().take(a.top.max(1)).enumerate() {
+        println!(
+            "{:>4} {:>3} {:>3} {:<9} {:<9} {:<12} {:<12} {:>8} {:>11} {:>9} {:>9} {:>8}",
+            k + 1,
+            c.prefill,
+            c.decode,
+            c.prefill_device,
+            c.decode_device,
+            c.link,
+            c.compression,
+            fixed(100.0 * c.slo_attainment.unwrap_or(0.0), 1),
+            fixed(1e3 * c.latency_p99_s.unwrap_or(f64::NAN), 1),
+            fixed(c.usd_per_hour.unwrap_or(f64::NAN), 2),
+            fixed(c.usd_per_mtok.unwrap_or(f64::NAN), 3),
+            if c.pareto { "*" } else { "" }
+        );
+    }
+    println!();
+    println!("Pareto frontier (cost against {} p99):", a.latency);
+    let mut front: Vec<&Candidate> = cands.iter().filter(|c| c.pareto).collect();
+    front.sort_by(|x, y| {
+        x.usd_per_hour
+            .unwrap_or(0.0)
+            .total_cmp(&y.usd_per_hour.unwrap_or(0.0))
+    });
+    for c in front {
+        println!(
+            "  ${:>8}/hour  {:>10} ms   {}P {} + {}D {}, {}, {}",
+            fixed(c.usd_per_hour.unwrap_or(f64::NAN), 2),
+            fixed(1e3 * c.latency_p99_s.unwrap_or(f64::NAN), 1),
+            c.prefill,
+            c.prefill_device,
+            c.decode,
+            c.decode_device,
+            c.link,
+            c.compression
+        );
+    }
+    Ok(())
+}
+
+fn max_rate(a: &PlanArgs, base: Scenario, cat: &Catalogue) -> CmdResult {
+    let cfg = base.build(cat)?;
+    let r = max_sustainable_rate(&cfg, a.slo_target, 0.02, 0.0, None)?;
+    let analytic = disagg_sim::analytic_capacity(&cfg);
+    if a.json {
+        let doc = json!({
+            "schema_version": 1,
+            "scenario": base,
+            "slo_target": a.slo_target,
+            "max_rate_rps": r.rate,
+            "bracket_rps": [r.bracket.0, r.bracket.1],
+            "simulations": r.simulations,
+            "analytic": analytic,
+        });
+        println!("{}", serde_json::to_string_pretty(&doc).expect("json"));
+        return Ok(());
+    }
+    if let Some(an) = &analytic {
+        println!(
+            "analytic ceiling {} req/s ({} bound)",
+            fixed(an.ceiling_rps, 2),
+            an.bottleneck
+        );
+    }
+    println!(
+        "highest rate meeting {}% SLO attainment: {} req/s (bracket {} to {}, {} simulations)",
+        fixed(100.0 * a.slo_target, 1),
+        fixed(r.rate, 2),
+        fixed(r.bracket.0, 2),
+        fixed(r.bracket.1, 2),
+        r.simulations
+    );
+    Ok(())
+}
