@@ -10,6 +10,7 @@ mod handoff_cmd;
 mod list_cmd;
 mod output;
 mod plan_cmd;
+mod plots;
 mod report;
 mod run_cmd;
 mod scenario_flags;

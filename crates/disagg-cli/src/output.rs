@@ -78,6 +78,15 @@ impl Drop for Pending {
     }
 }
 
+/// Writes `bytes` to `path` whole or not at all.
+pub fn write_file_atomic(flag: &str, path: &Path, bytes: &[u8]) -> Result<(), UsageError> {
+    let mut p = Pending::create(flag, path)?;
+    p.writer()
+        .write_all(bytes)
+        .map_err(|e| UsageError(format!("{flag}: cannot write '{}': {e}", path.display())))?;
+    p.commit()
+}
+
 /// A float in shortest round-trip form, empty for `None`.
 pub fn csv_f64(x: Option<f64>) -> String {
     match x {

@@ -4,6 +4,8 @@
 //! the cheapest configurations that meet the SLOs at R, prices them (GPU-hours plus energy), and
 //! prints a ranked table and the Pareto frontier of cost against p99 latency.
 
+use std::path::PathBuf;
+
 use clap::Args;
 use disagg_model::{transfer, Catalogue};
 use disagg_sim::pymath::py_floordiv;
@@ -14,7 +16,7 @@ use serde_json::json;
 
 use crate::format::fixed;
 use crate::scenario_flags::ScenarioFlags;
-use crate::{CmdResult, UsageError};
+use crate::{plots, CmdResult, UsageError};
 
 /// Illustrative on-demand prices, US$ per GPU-hour (override with `--price KEY=USD`).
 pub const DEFAULT_PRICES: [(&str, f64); 6] = [
@@ -137,6 +139,10 @@ pub struct PlanArgs {
     /// Print JSON (every candidate).
     #[arg(long)]
     json: bool,
+    /// Write SVG charts here: the Pareto frontier of cost against p99 latency, and the stage
+    /// breakdown of the ranked configurations.
+    #[arg(long, value_name = "DIR", help_heading = "Plan")]
+    plot: Option<PathBuf>,
 }
 
 fn parse_counts(flag: &str, s: &str) -> Result<Vec<u32>, UsageError> {
@@ -275,6 +281,9 @@ pub struct Candidate {
     pub usd_per_hour: Option<f64>,
     pub usd_per_mtok: Option<f64>,
     pub pareto: bool,
+    /// The run's summary (simulated candidates; not in the JSON).
+    #[serde(skip)]
+    pub summary: Option<Summary>,
 }
 
 fn latency_of(s: &Summary, metric: &str) -> f64 {
@@ -317,6 +326,9 @@ pub fn run(a: PlanArgs, cat: &Catalogue) -> CmdResult {
         )));
     }
     let prices = prices(&a.price, cat)?;
+    if let Some(d) = &a.plot {
+        plots::prepare_dir(d)?;
+    }
     let pcs = parse_counts("--prefill-counts", &a.prefill_counts)?;
     let dcs = parse_counts("--decode-counts", &a.decode_counts)?;
     let pds = parse_list("--prefill-devices", &a.prefill_devices)?;
@@ -400,6 +412,7 @@ pub fn run(a: PlanArgs, cat: &Catalogue) -> CmdResult {
                 usd_per_hour: None,
                 usd_per_mtok: None,
                 pareto: false,
+                summary: None,
             };
             let cfg = match sc.build(cat) {
                 Ok(c) => c,
@@ -445,6 +458,7 @@ pub fn run(a: PlanArgs, cat: &Catalogue) -> CmdResult {
                         "infeasible"
                     }
                     .into();
+                    cand.summary = Some(s);
                 }
                 Err(e) => {
                     cand.status = "invalid".into();
@@ -486,6 +500,47 @@ pub fn run(a: PlanArgs, cat: &Catalogue) -> CmdResult {
             )
             .then(x.index.cmp(&y.index))
     });
+    if let Some(dir) = &a.plot {
+        let mut written = Vec::new();
+        let name = |c: &Candidate| {
+            format!(
+                "{}P {} + {}D {}, {}, {}",
+                c.prefill, c.prefill_device, c.decode, c.decode_device, c.link, c.compression
+            )
+        };
+        let pts: Vec<(f64, f64, String)> = ranked
+            .iter()
+            .map(|c| {
+                (
+                    c.usd_per_hour.unwrap_or(f64::NAN),
+                    1e3 * c.latency_p99_s.unwrap_or(f64::NAN),
+                    name(c),
+                )
+            })
+            .collect();
+        let mut front: Vec<(f64, f64, String)> = cands
+            .iter()
+            .filter(|c| c.pareto)
+            .map(|c| {
+                (
+                    c.usd_per_hour.unwrap_or(f64::NAN),
+                    1e3 * c.latency_p99_s.unwrap_or(f64::NAN),
+                    name(c),
+                )
+            })
+            .collect();
+        front.sort_by(|x, y| x.0.total_cmp(&y.0));
+        plots::pareto(dir, &pts, &front, &a.latency, &mut written)?;
+        let top: Vec<(String, &Summary)> = ranked
+            .iter()
+            .take(a.top.clamp(1, 40))
+            .filter_map(|c| c.summary.as_ref().map(|s| (name(c), s)))
+            .collect();
+        if !top.is_empty() {
+            plots::stages(dir, &top, &mut written)?;
+        }
+        plots::report(&written);
+    }
     let count = |st: &str| cands.iter().filter(|c| c.status == st).count();
     if a.json {
         let best = ranked.first().map(|c| c.index);

@@ -12,7 +12,7 @@ use serde_json::json;
 
 use crate::output::{check_writable, csv_f64, Pending};
 use crate::scenario_flags::ScenarioFlags;
-use crate::{report, CmdResult, UsageError};
+use crate::{plots, report, CmdResult, UsageError};
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
@@ -31,6 +31,9 @@ pub struct RunArgs {
     /// generating one.
     #[arg(long, value_name = "FILE.json")]
     pub workload_file: Option<PathBuf>,
+    /// Write SVG charts here: latency CDFs, utilisation/queues/KV over time, stage breakdown.
+    #[arg(long, value_name = "DIR")]
+    pub plot: Option<PathBuf>,
 }
 
 /// The validated configuration and the requests to run.
@@ -57,6 +60,20 @@ pub fn prepare(
         cfg,
         workload,
     })
+}
+
+/// A short name of a scenario for charts and tables.
+pub fn label(s: &Scenario) -> String {
+    if s.mode == "colocated" {
+        return format!("colocated x{}", s.prefill + s.decode);
+    }
+    let pd = s.prefill_device.as_deref().unwrap_or(&s.device);
+    let dd = s.decode_device.as_deref().unwrap_or(&s.device);
+    let mut t = format!("{}P {pd} + {}D {dd}, {}", s.prefill, s.decode, s.link);
+    if let Some(c) = &s.kv_compress {
+        t.push_str(&format!(", {c}"));
+    }
+    t
 }
 
 /// The JSON document of one run.
@@ -100,17 +117,26 @@ pub fn run(a: RunArgs, cat: &Catalogue) -> CmdResult {
     if let Some(p) = &a.requests_out {
         check_writable("--requests-out", p)?;
     }
-    let run = match &a.trace {
-        Some(path) => {
+    if let Some(d) = &a.plot {
+        plots::prepare_dir(d)?;
+    }
+    let mut timeline = plots::Timeline::default();
+    let run = match (&a.trace, a.plot.is_some()) {
+        (Some(path), with_plot) => {
             let mut pending = Pending::create("--trace", path)?;
             let mut tr = ChromeTrace::new(pending.writer());
-            let run = simulate_observed(&prep.cfg, &prep.workload, &mut tr)?;
+            let run = if with_plot {
+                simulate_observed(&prep.cfg, &prep.workload, &mut (&mut tr, &mut timeline))?
+            } else {
+                simulate_observed(&prep.cfg, &prep.workload, &mut tr)?
+            };
             tr.finish()
                 .map_err(|e| UsageError(format!("--trace: cannot write: {e}")))?;
             pending.commit()?;
             run
         }
-        None => simulate(&prep.cfg, &prep.workload)?,
+        (None, true) => simulate_observed(&prep.cfg, &prep.workload, &mut timeline)?,
+        (None, false) => simulate(&prep.cfg, &prep.workload)?,
     };
     if let Some(path) = &a.requests_out {
         let mut pending = Pending::create("--requests-out", path)?;
@@ -119,6 +145,15 @@ pub fn run(a: RunArgs, cat: &Catalogue) -> CmdResult {
         pending.commit()?;
     }
     let s = run.summary();
+    if let Some(dir) = &a.plot {
+        let mut written = Vec::new();
+        let slo = (prep.cfg.ttft_slo_s, prep.cfg.tpot_slo_s);
+        let name = label(&prep.scenario);
+        plots::cdfs(dir, &[plots::Latencies::of(&name, &run)], slo, &mut written)?;
+        timeline.plot(dir, prep.cfg.link.channels, &mut written)?;
+        plots::stages(dir, &[(name, &s)], &mut written)?;
+        plots::report(&written);
+    }
     if a.json {
         println!(
             "{}",
@@ -140,6 +175,10 @@ pub struct CompareArgs {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+    /// Write SVG charts here: latency CDFs, stage breakdown, and with --sweep-rate the
+    /// percentiles and SLO attainment against rate.
+    #[arg(long, value_name = "DIR")]
+    pub plot: Option<PathBuf>,
 }
 
 fn with_mode(s: &Scenario, mode: &str) -> Scenario {
@@ -178,10 +217,58 @@ pub fn compare(a: CompareArgs, cat: &Catalogue) -> CmdResult {
             cfgs.push((rate, mode, sc, cfg));
         }
     }
+    if let Some(d) = &a.plot {
+        plots::prepare_dir(d)?;
+    }
     let mut rows = Vec::new();
+    let mut lats = Vec::new();
     for (rate, mode, sc, cfg) in &cfgs {
         let run = simulate(cfg, &cfg.generate_workload())?;
+        if a.plot.is_some() && cfgs.len() <= 12 {
+            let name = if rates.len() > 1 {
+                format!("{mode} @ {rate} req/s")
+            } else {
+                mode.to_string()
+            };
+            lats.push(plots::Latencies::of(&name, &run));
+        }
         rows.push((*rate, *mode, sc.clone(), run.summary()));
+    }
+    if let Some(dir) = &a.plot {
+        let mut written = Vec::new();
+        let slo = (base.ttft_slo, base.tpot_slo);
+        if !lats.is_empty() {
+            plots::cdfs(dir, &lats, slo, &mut written)?;
+        }
+        let named: Vec<(String, &Summary)> = rows
+            .iter()
+            .map(|(r, m, _, s)| {
+                (
+                    if rates.len() > 1 {
+                        format!("{m} @ {r}")
+                    } else {
+                        m.to_string()
+                    },
+                    s,
+                )
+            })
+            .collect();
+        plots::stages(dir, &named, &mut written)?;
+        if rates.len() > 1 {
+            let lines: Vec<(String, Vec<(f64, Summary)>)> = ["colocated", "disagg"]
+                .iter()
+                .map(|m| {
+                    let pts = rows
+                        .iter()
+                        .filter(|r| r.1 == *m)
+                        .map(|r| (r.0, r.3.clone()))
+                        .collect();
+                    (m.to_string(), pts)
+                })
+                .collect();
+            plots::versus_rate(dir, &lines, slo, 0.9, &mut written)?;
+        }
+        plots::report(&written);
     }
     if a.json {
         let runs: Vec<serde_json::Value> = rows

@@ -9,13 +9,13 @@ use std::time::Duration;
 
 use clap::{Args, Subcommand};
 use disagg_model::Catalogue;
-use disagg_sim::{simulate, Scenario, SimConfig};
+use disagg_sim::{simulate, Scenario, SimConfig, Summary};
 use rayon::prelude::*;
 use serde_json::{json, Map, Value};
 
 use crate::output::{check_writable, Pending};
 use crate::scenario_flags::ScenarioFlags;
-use crate::{CmdResult, UsageError};
+use crate::{plots, CmdResult, UsageError};
 
 /// Most runs a sweep may have without `--yes`.
 pub const MAX_RUNS_WITHOUT_YES: u64 = 100_000;
@@ -53,6 +53,11 @@ pub struct SweepArgs {
     /// Allow more than 100,000 runs.
     #[arg(long, help_heading = "Sweep")]
     yes: bool,
+    /// Write SVG charts here: percentiles and SLO attainment against rate (when rate is an axis,
+    /// one line per combination of the other axes), the stage breakdown (up to 40 runs) and latency
+    /// CDFs (up to 12 runs).
+    #[arg(long, value_name = "DIR", help_heading = "Sweep")]
+    plot: Option<PathBuf>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -354,18 +359,109 @@ fn run_one(
     total: u64,
     fp: &str,
     sc: &Scenario,
-) -> Result<Value, String> {
+    keep_latencies: bool,
+) -> Result<RunRow, String> {
     let run = simulate(cfg, &cfg.generate_workload()).map_err(|e| format!("run {i}: {e}"))?;
     let s = run.summary();
     let axes: Map<String, Value> = sweep.point(i).into_iter().collect();
-    Ok(json!({
+    let lat = keep_latencies.then(|| plots::Latencies::of(&point_label(sweep, i), &run));
+    let row = json!({
         "run": i,
         "runs_total": total,
         "spec": fp,
         "axes": axes,
         "scenario": sc,
         "summary": s,
-    }))
+    });
+    Ok(RunRow {
+        row,
+        summary: s,
+        lat,
+    })
+}
+
+/// One run's output row, its summary, and its latencies when CDFs are drawn.
+struct RunRow {
+    row: Value,
+    summary: Summary,
+    lat: Option<plots::Latencies>,
+}
+
+fn value_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => match n.as_f64() {
+            Some(f) if f.fract() == 0.0 && f.abs() < 1e15 => format!("{}", f as i64),
+            _ => n.to_string(),
+        },
+        other => other.to_string(),
+    }
+}
+
+/// `name=value ...` of run `i`'s axes (all of them, or all but `skip`).
+fn point_label_without(sweep: &Sweep, i: u64, skip: Option<&str>) -> String {
+    let parts: Vec<String> = sweep
+        .point(i)
+        .iter()
+        .filter(|(k, _)| Some(k.as_str()) != skip)
+        .map(|(k, v)| format!("{k}={}", value_text(v)))
+        .collect();
+    if parts.is_empty() {
+        "base".into()
+    } else {
+        parts.join(" ")
+    }
+}
+
+fn point_label(sweep: &Sweep, i: u64) -> String {
+    point_label_without(sweep, i, None)
+}
+
+fn sweep_plots(dir: &Path, sweep: &Sweep, rows: &[RunRow], base: &Value) -> CmdResult {
+    let mut written = Vec::new();
+    let slo = (
+        base["ttft_slo"].as_f64().unwrap_or(1.0),
+        base["tpot_slo"].as_f64().unwrap_or(0.025),
+    );
+    let has_rate = sweep.axes.iter().any(|(n, v)| n == "rate" && v.len() > 1);
+    if has_rate {
+        let mut lines: Vec<(String, Vec<(f64, Summary)>)> = Vec::new();
+        for r in rows {
+            let i = r.row["run"].as_u64().unwrap_or(0);
+            let key = point_label_without(sweep, i, Some("rate"));
+            let rate = r.row["scenario"]["rate"].as_f64().unwrap_or(f64::NAN);
+            match lines.iter_mut().find(|(k, _)| *k == key) {
+                Some(l) => l.1.push((rate, r.summary.clone())),
+                None => lines.push((key, vec![(rate, r.summary.clone())])),
+            }
+        }
+        for l in &mut lines {
+            l.1.sort_by(|a, b| a.0.total_cmp(&b.0));
+        }
+        plots::versus_rate(dir, &lines, slo, 0.9, &mut written)?;
+    }
+    if rows.len() <= 40 {
+        let named: Vec<(String, &Summary)> = rows
+            .iter()
+            .map(|r| {
+                (
+                    point_label(sweep, r.row["run"].as_u64().unwrap_or(0)),
+                    &r.summary,
+                )
+            })
+            .collect();
+        plots::stages(dir, &named, &mut written)?;
+    }
+    let lats: Vec<plots::Latencies> = rows
+        .iter()
+        .filter_map(|r| r.lat.as_ref())
+        .map(|l| l.clone_named())
+        .collect();
+    if !lats.is_empty() {
+        plots::cdfs(dir, &lats, slo, &mut written)?;
+    }
+    plots::report(&written);
+    Ok(())
 }
 
 pub fn run(a: SweepArgs, cat: &Catalogue) -> CmdResult {
@@ -396,6 +492,9 @@ pub fn run(a: SweepArgs, cat: &Catalogue) -> CmdResult {
         }
     }
     let fp = sweep.fingerprint();
+    if let Some(d) = &a.plot {
+        plots::prepare_dir(d)?;
+    }
     // Validate every run of this shard before running any.
     let mine: Vec<u64> = (0..total).filter(|i| i % shard_n == shard_i).collect();
     let mut cfgs = Vec::with_capacity(mine.len());
@@ -419,11 +518,12 @@ pub fn run(a: SweepArgs, cat: &Catalogue) -> CmdResult {
         b.build()
             .map_err(|e| UsageError(format!("--threads: {e}")))?
     };
+    let keep_lat = a.plot.is_some() && cfgs.len() <= 12;
     let done = AtomicUsize::new(0);
     let finished = AtomicBool::new(false);
     let show = !a.quiet && std::io::stderr().is_terminal();
     let n = cfgs.len();
-    let rows: Vec<Result<Value, String>> = std::thread::scope(|scope| {
+    let rows: Vec<Result<RunRow, String>> = std::thread::scope(|scope| {
         if show {
             scope.spawn(|| {
                 while !finished.load(Ordering::Relaxed) {
@@ -438,7 +538,7 @@ pub fn run(a: SweepArgs, cat: &Catalogue) -> CmdResult {
         let r = pool.install(|| {
             cfgs.par_iter()
                 .map(|(i, sc, cfg)| {
-                    let r = run_one(cfg, *i, &sweep, total, &fp, sc);
+                    let r = run_one(cfg, *i, &sweep, total, &fp, sc, keep_lat);
                     done.fetch_add(1, Ordering::Relaxed);
                     r
                 })
@@ -447,10 +547,14 @@ pub fn run(a: SweepArgs, cat: &Catalogue) -> CmdResult {
         finished.store(true, Ordering::Relaxed);
         r
     });
-    let rows: Vec<Value> = rows
+    let runs: Vec<RunRow> = rows
         .into_iter()
         .collect::<Result<_, _>>()
         .map_err(UsageError)?;
+    if let Some(dir) = &a.plot {
+        sweep_plots(dir, &sweep, &runs, &sweep.base)?;
+    }
+    let rows: Vec<Value> = runs.into_iter().map(|r| r.row).collect();
     if let Some(p) = &a.jsonl {
         let mut f = Pending::create("--jsonl", p)?;
         for r in &rows {
