@@ -389,7 +389,8 @@ struct RunRow {
 
 fn value_text(v: &Value) -> String {
     match v {
-        Value::String(s) => s.clone(),
+                Value::String(s) => s.clone(),
+        Value::Null => "none".into(),
         Value::Number(n) => match n.as_f64() {
             Some(f) if f.fract() == 0.0 && f.abs() < 1e15 => format!("{}", f as i64),
             _ => n.to_string(),

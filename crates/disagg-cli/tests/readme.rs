@@ -44,3 +44,55 @@ fn readme_main_job_output_is_current() {
     let got = String::from_utf8(out.stdout).unwrap();
     assert_eq!(block(&readme, "run-eth25g"), got.trim_end());
 }
+
+/// Runs every `"${D[@]}" ...` command of scripts/readme-plots.sh with this build into a temporary
+/// directory and compares the charts the README shows with the committed ones, byte for byte.
+#[test]
+fn readme_plots_are_current() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    let script = std::fs::read_to_string(format!("{root}/scripts/readme-plots.sh")).unwrap();
+    let out = std::env::temp_dir().join(format!("disagg-readme-plots-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let joined = script.replace("\\\n", " ");
+    let mut ran = 0;
+    for line in joined
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("\"${D[@]}\""))
+    {
+        let cmd = line.split('>').next().unwrap();
+        let args: Vec<String> = cmd
+            .split_whitespace()
+            .skip(1)
+            .map(|a| {
+                a.replace("\"$out", &out.display().to_string())
+                    .replace('"', "")
+            })
+            .collect();
+        let o = Command::new(env!("CARGO_BIN_EXE_disagg"))
+            .args(&args)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        ran += 1;
+    }
+    assert_eq!(ran, 3);
+    for f in [
+        "eth25g-14rps/timeline.svg",
+        "eth25g-sweep/tpot-vs-rate.svg",
+        "eth25g-sweep/attainment-vs-rate.svg",
+        "plan-16rps/pareto.svg",
+    ] {
+        let got = std::fs::read(out.join(f)).unwrap();
+        let want = std::fs::read(format!("{root}/docs/plots/{f}")).unwrap();
+        assert!(
+            got == want,
+            "docs/plots/{f} is stale: run scripts/readme-plots.sh"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&out);
+}
