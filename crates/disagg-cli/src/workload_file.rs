@@ -1,64 +1,44 @@
-//! The reference's workload JSON (simulator.md §7.2): an array of `[arrival_s, prompt_len,
-//! output_len]` rows, optionally with a fourth object element (ignored here).
+//! Workloads from files: the reference's workload JSON (`--workload-file`, simulator.md §7.2) and
+//! real traces (`--trace-file`), both read by `disagg-trace` and turned into the simulator's
+//! requests.
 
 use std::path::Path;
 
 use disagg_sim::GenRequest;
-use serde_json::Value;
+use disagg_trace::{ReadOptions, Trace, TraceFormat};
 
 use crate::UsageError;
 
-/// Reads and validates a workload file; a bad row is an error naming its index.
-pub fn read(path: &Path) -> Result<Vec<GenRequest>, UsageError> {
-    let name = path.display();
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| UsageError(format!("--workload-file: cannot read '{name}': {e}")))?;
-    let v: Value = serde_json::from_str(&text)
-        .map_err(|e| UsageError(format!("--workload-file: {name}: not valid JSON: {e}")))?;
-    let rows = v.as_array().ok_or_else(|| {
-        UsageError(format!(
-            "--workload-file: {name}: expected a JSON array of [arrival_s, prompt, output] rows"
-        ))
-    })?;
-    if rows.is_empty() {
-        return Err(UsageError(format!("--workload-file: {name}: no requests")));
-    }
-    let mut out = Vec::with_capacity(rows.len());
-    let mut last = 0.0f64;
-    for (i, r) in rows.iter().enumerate() {
-        let bad = |why: &str| {
-            let mut t = r.to_string();
-            t.truncate(80);
-            UsageError(format!("--workload-file: {name}: row {i}: {why}: {t}"))
-        };
-        let a = r
-            .as_array()
-            .ok_or_else(|| bad("expected [arrival_s, prompt, output]"))?;
-        if a.len() < 3 || a.len() > 4 {
-            return Err(bad("expected 3 or 4 elements"));
-        }
-        let arrival = a[0]
-            .as_f64()
-            .filter(|x| x.is_finite() && *x >= 0.0)
-            .ok_or_else(|| bad("arrival must be a number >= 0"))?;
-        let len = |v: &Value, what: &str| -> Result<u32, UsageError> {
-            match v.as_f64() {
-                Some(x) if x >= 1.0 && x.fract() == 0.0 && x <= u32::MAX as f64 => Ok(x as u32),
-                _ => Err(bad(&format!("{what} must be a whole number >= 1"))),
+/// The trace's rows as requests (rid = row index); a row with 0 prompt or output tokens is an
+/// error naming its line.
+pub fn to_requests(name: &str, t: &Trace) -> Result<Vec<GenRequest>, UsageError> {
+    t.rows
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            if r.prompt_len == 0 || r.output_len == 0 || r.prompt_len > u32::MAX as u64 || r.output_len > u32::MAX as u64 {
+                return Err(UsageError(format!(
+                    "{name}:{}: row {i}: prompt and output lengths must be between 1 and {}, got {} and {}",
+                    r.line,
+                    u32::MAX,
+                    r.prompt_len,
+                    r.output_len
+                )));
             }
-        };
-        let prompt = len(&a[1], "prompt length")?;
-        let output = len(&a[2], "output length")?;
-        if arrival < last {
-            return Err(bad("arrivals must not decrease"));
-        }
-        last = arrival;
-        out.push(GenRequest {
-            rid: i,
-            arrival_s: arrival,
-            prompt_len: prompt,
-            output_len: output,
-        });
-    }
-    Ok(out)
+            Ok(GenRequest { rid: i, arrival_s: r.arrival_s, prompt_len: r.prompt_len as u32, output_len: r.output_len as u32 })
+        })
+        .collect()
+}
+
+/// Reads a workload file (the reference's JSON rows, arrivals kept as given).
+pub fn read(path: &Path) -> Result<Vec<GenRequest>, UsageError> {
+    let opts = ReadOptions {
+        format: Some(TraceFormat::Reference),
+        keep_hash_ids: false,
+        ..ReadOptions::default()
+    };
+    let t = disagg_trace::read_path(path, &opts)
+        .map_err(|e| UsageError(format!("--workload-file: {e}")))?;
+    to_requests(&path.display().to_string(), &t)
+        .map_err(|e| UsageError(format!("--workload-file: {}", e.0)))
 }
