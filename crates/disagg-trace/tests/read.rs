@@ -529,7 +529,7 @@ fn reference_errors() {
     assert_eq!(e.kind(), TraceErrorKind::NegativeTokens);
     assert_eq!(
         e.to_string(),
-        "r.json:3: expected non-negative prompt_len and output_len, got \"[0.2, -3, 5]\""
+        "r.json:3: row 1: expected non-negative prompt_len and output_len, got \"[0.2, -3, 5]\""
     );
 
     let e = read_str("[[0.1, 10, 5],\n [0.2, 10", "r.json", &o).unwrap_err();
