@@ -2,8 +2,11 @@
 //!
 //! `cargo run --release -p disagg-sim --example bench` runs the chapter configuration (Llama-3-8B,
 //! 1xH100 per instance, 1P1D, 8 req/s, ib-ndr, fast path) at 800, 100,000 and 1,000,000 requests,
-//! and a 2P2D run of 10,000 requests at 16 req/s. `... --example bench -- 1000000` runs one size
-//! only (so the peak RSS printed is that run's).
+//! and a 2P2D run of 10,000 requests at 16 req/s, then the hand-off options: the 100,000-request
+//! chapter run with layer-wise streaming over a fair-shared link, and a congested one (25 GbE at
+//! 11 req/s, where layer-wise transfers overlap and cost O(layers) link events each).
+//! `... --example bench -- 1000000` runs one size only (so the peak RSS printed is that run's);
+//! `... -- 100000 lwfair` the layer-wise + fair chapter run alone.
 //!
 //! Each line: wall time of generate + simulate + summarise, engine events per second of simulate,
 //! requests per second of the whole, and the process's peak RSS so far.
@@ -72,9 +75,23 @@ fn chapter(n: u64) -> Scenario {
     }
 }
 
+fn layerwise_fair(n: u64) -> Scenario {
+    Scenario {
+        send: "layerwise".into(),
+        link_sharing: "fair".into(),
+        ..chapter(n)
+    }
+}
+
 fn main() {
     let only: Option<u64> = std::env::args().nth(1).and_then(|a| a.parse().ok());
+    let lwfair = std::env::args().nth(2).is_some_and(|a| a == "lwfair");
     match only {
+        Some(n) if lwfair => bench(
+            &format!("chapter layerwise+fair, {n} req"),
+            &layerwise_fair(n),
+            1,
+        ),
         Some(n) => bench(&format!("chapter 1P1D fast, {n} req"), &chapter(n), 1),
         None => {
             bench("chapter 1P1D fast, 800 req", &chapter(800), 20);
@@ -97,6 +114,30 @@ fn main() {
                 3,
             );
             bench("chapter 1P1D fast, 100k req", &chapter(100_000), 3);
+            bench(
+                "chapter layerwise+fair, 100k req",
+                &layerwise_fair(100_000),
+                3,
+            );
+            bench(
+                "25GbE 11 req/s layerwise+fair, 100k",
+                &Scenario {
+                    link: "eth-25g".into(),
+                    rate: 11.0,
+                    ..layerwise_fair(100_000)
+                },
+                3,
+            );
+            bench(
+                "25GbE 11 req/s layerwise+fifo, 100k",
+                &Scenario {
+                    link: "eth-25g".into(),
+                    rate: 11.0,
+                    link_sharing: "fifo".into(),
+                    ..layerwise_fair(100_000)
+                },
+                3,
+            );
             bench("chapter 1P1D fast, 1M req", &chapter(1_000_000), 1);
         }
     }

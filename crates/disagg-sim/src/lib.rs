@@ -17,6 +17,7 @@
 
 pub use disagg_model::pymath;
 pub mod engine;
+pub mod link;
 pub mod metrics;
 pub mod observer;
 pub mod presets;
@@ -34,10 +35,14 @@ pub use observer::{
     TransferEvent,
 };
 pub use pyrand::{poisson_workload, GenRequest, LengthDist, PyRandom};
-pub use scenario::{Mode, Pool, Role, Scenario, SimConfig, WorkloadSpec};
+pub use scenario::{
+    FirstToken, HandoffOptions, LinkSharing, LinkTopology, Mode, Pool, ReserveKvOn, Role, Scenario,
+    SimConfig, WorkloadSpec,
+};
 pub use search::{analytic_capacity, max_sustainable_rate, Analytic, SustainableRate};
 pub use serving::{
-    simulate, simulate_observed, InstanceResult, InstanceStats, LinkStats, RequestRecord, RunResult,
+    simulate, simulate_observed, InstanceResult, InstanceStats, LinkResult, LinkStats,
+    RequestRecord, RunResult,
 };
 pub use stats::{Dist, P50P99};
 pub use trace::ChromeTrace;

@@ -7,7 +7,7 @@
 use serde::Serialize;
 
 use crate::pymath::Fsum;
-use crate::scenario::{Mode, Role, SimConfig};
+use crate::scenario::{FirstToken, HandoffOptions, Mode, Role, SimConfig};
 use crate::search::{analytic_capacity, Analytic};
 use crate::serving::{Req, RunResult};
 use crate::stats::{dist, p50_p99, weighted, Dist, P50P99};
@@ -57,6 +57,32 @@ pub struct LinkSummary {
     pub compress_at: Option<String>,
     /// Its ratio, if any.
     pub compression_ratio: Option<f64>,
+}
+
+/// One KV link's load.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LinkLoad {
+    /// `kv-link`, `kv-link-p<i>` or `kv-link-p<i>-d<j>`.
+    pub name: String,
+    /// `busy / (channels x horizon)`.
+    pub utilisation: f64,
+    /// Channel-seconds used, s.
+    pub busy_s: f64,
+    /// Bytes on the wire.
+    pub bytes: f64,
+    /// Transfers.
+    pub transfers: u64,
+}
+
+/// Time hand-offs waited for decode memory (`--reserve-kv-on transfer`).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct MemWaitSummary {
+    /// Hand-offs that reserved decode memory.
+    pub handoffs: u64,
+    /// Total wait, s.
+    pub total_s: f64,
+    /// Per hand-off (all of them, warm-up included, like `handoff_s`), s.
+    pub per_handoff: Dist,
 }
 
 /// Energy totals (simulator.md §5.7).
@@ -127,18 +153,26 @@ pub struct InstanceSummary {
     pub kv_capacity_tokens: u64,
 }
 
-/// Per-stage values in stage order.
+/// Per-stage values in stage order. Times before the first token (layer-wise transfers start
+/// during the prefill step) count as prefill, so the stages still add up to E2E: with `ft` the
+/// first token, `c(x) = max(x, ft)`, `m` the time decode memory was reserved (`ft` unless
+/// `--reserve-kv-on transfer`) and `g` the link start, `kv_wait = c(g) - c(m)`,
+/// `kv_transfer = kv_ready - c(g)`, and the wait for decode memory after the first token,
+/// `c(m) - ft`, is charged to `decode_queue` (it is waiting for the decode instance, as it is in
+/// `decode_queue` when the KV is reserved at admission). With the defaults these are the
+/// reference's definitions.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct Stages {
     /// Arrival to prefill batch.
     pub prefill_queue: f64,
     /// Prefill step.
     pub prefill: f64,
-    /// First token to link grant.
+    /// First token (or decode memory reserved) to link start.
     pub kv_wait: f64,
-    /// Link grant to KV ready.
+    /// Link start (or first token, if later) to KV ready.
     pub kv_transfer: f64,
-    /// KV ready (or first token) to decode admission.
+    /// KV ready (or first token) to decode admission, plus any wait for decode memory after the
+    /// first token.
     pub decode_queue: f64,
     /// Decode admission to finish.
     pub decode: f64,
@@ -217,6 +251,11 @@ pub struct Summary {
     pub schema_version: u32,
     /// `disagg` or `colocated`.
     pub mode: Mode,
+    /// The first token TTFT, TPOT and ITL are measured from: `prefill` (end of the prefill step,
+    /// the reference) or `decode` (decode admission after the KV landed).
+    pub first_token: FirstToken,
+    /// The hand-off options of the run.
+    pub options: HandoffOptions,
     /// Pools, when a per-pool device or device count was given.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pools: Option<Pools>,
@@ -234,6 +273,8 @@ pub struct Summary {
     pub e2e_s: Dist,
     /// Hand-off latency `kv_ready - first_token` over all requests with a hand-off, s.
     pub handoff_s: P50P99,
+    /// Waits for decode memory before the transfer (`--reserve-kv-on transfer`; else `null`).
+    pub decode_mem_wait_s: Option<MemWaitSummary>,
     /// Measured requests meeting both SLOs.
     pub slo_met: u64,
     /// `slo_met / measured`.
@@ -244,12 +285,14 @@ pub struct Summary {
     pub throughput_tok_s: f64,
     /// Finished requests / horizon.
     pub throughput_rps: f64,
-    /// `link busy / (channels x horizon)`.
+    /// `link busy / (channels x links x horizon)` (every link).
     pub link_busy: f64,
     /// `(link J + transit J) / max(1, transfers)`.
     pub link_j_per_request: f64,
     /// Link totals.
     pub link: LinkSummary,
+    /// Each link's load (one entry for the shared link).
+    pub links: Vec<LinkLoad>,
     /// Total J / output tokens of finished requests.
     pub j_per_token: f64,
     /// Output tokens / total J.
@@ -280,25 +323,40 @@ pub struct Summary {
 impl Req {
     #[inline]
     fn stages(&self) -> [f64; 6] {
+        let ft = self.first_token;
         let handoff = if self.kv_ready.is_nan() {
-            self.first_token
+            ft
         } else {
             self.kv_ready
         };
         let mut s = [
             self.prefill_start - self.arrival,
-            self.first_token - self.prefill_start,
+            ft - self.prefill_start,
             0.0,
             0.0,
             0.0,
             0.0,
         ];
+        // Decode memory reserved, clamped to the first token (`ft` without a reservation).
+        let m = if self.kv_mem.is_nan() || self.kv_mem < ft {
+            ft
+        } else {
+            self.kv_mem
+        };
         if !self.kv_start.is_nan() {
-            s[2] = self.kv_start - self.first_token;
-            s[3] = self.kv_ready - self.kv_start;
+            let g = if self.kv_start < ft {
+                ft
+            } else {
+                self.kv_start
+            };
+            s[2] = g - m;
+            s[3] = self.kv_ready - g;
         }
         if !self.decode_start.is_nan() {
             s[4] = self.decode_start - handoff;
+            if m != ft {
+                s[4] += m - ft;
+            }
             s[5] = self.finish - self.decode_start;
         }
         s
@@ -347,18 +405,19 @@ impl RunResult {
 }
 
 #[inline]
-fn tpot(r: &Req) -> Option<f64> {
+fn tpot(r: &Req, conv: FirstToken) -> Option<f64> {
     if r.output < 2 {
         None
     } else {
-        Some((r.finish - r.first_token) / (r.output - 1) as f64)
+        Some((r.finish - r.emitted(conv)) / (r.output - 1) as f64)
     }
 }
 
 #[inline]
 fn meets_slo(r: &Req, cfg: &SimConfig) -> bool {
-    r.first_token - r.arrival <= cfg.ttft_slo_s
-        && match tpot(r) {
+    let conv = cfg.handoff.first_token;
+    r.emitted(conv) - r.arrival <= cfg.ttft_slo_s
+        && match tpot(r, conv) {
             None => true,
             Some(t) => t <= cfg.tpot_slo_s,
         }
@@ -370,17 +429,18 @@ fn summarise(res: &RunResult) -> Summary {
     let h = res.horizon;
     let (done, cut) = done_order(reqs, cfg.warmup_frac);
     let steady = &done[cut..];
+    let conv = cfg.handoff.first_token;
 
     let ttft: Vec<f64> = steady
         .iter()
         .map(|&i| {
             let r = &reqs[i as usize];
-            r.first_token - r.arrival
+            r.emitted(conv) - r.arrival
         })
         .collect();
     let tpots: Vec<f64> = steady
         .iter()
-        .filter_map(|&i| tpot(&reqs[i as usize]))
+        .filter_map(|&i| tpot(&reqs[i as usize], conv))
         .collect();
     let e2e: Vec<f64> = steady
         .iter()
@@ -407,7 +467,8 @@ fn summarise(res: &RunResult) -> Summary {
         .iter()
         .map(|i| (i.name.clone(), i.stats.busy_s / h))
         .collect();
-    let link_util = res.link.busy_s / (cfg.link.channels as f64 * h);
+    let n_links = res.links.len().max(1) as u64;
+    let link_util = res.link.busy_s / ((cfg.link.channels as u64 * n_links) as f64 * h);
     util.push(("kv-link".into(), link_util));
 
     // Stages.
@@ -587,6 +648,35 @@ fn summarise(res: &RunResult) -> Summary {
         compression_ratio: tr.map(|t| t.compression.ratio),
     };
 
+    let links = res
+        .links
+        .iter()
+        .map(|l| LinkLoad {
+            name: l.name.clone(),
+            utilisation: l.busy_s / (cfg.link.channels as f64 * h),
+            busy_s: l.busy_s,
+            bytes: l.bytes,
+            transfers: l.transfers,
+        })
+        .collect();
+    let decode_mem_wait_s = (cfg.handoff.reserve_kv_on == crate::scenario::ReserveKvOn::Transfer)
+        .then(|| {
+            let waits: Vec<f64> = reqs
+                .iter()
+                .filter(|r| !r.kv_mem.is_nan())
+                .map(|r| r.kv_mem - r.kv_req)
+                .collect();
+            let mut acc = Fsum::new();
+            for &w in &waits {
+                acc.add(w);
+            }
+            MemWaitSummary {
+                handoffs: waits.len() as u64,
+                total_s: acc.value(),
+                per_handoff: dist(&waits),
+            }
+        });
+
     let pools = cfg.heterogeneous.then(|| Pools {
         prefill: cfg.pool_labels[0].clone(),
         decode: cfg.pool_labels[1].clone(),
@@ -595,6 +685,8 @@ fn summarise(res: &RunResult) -> Summary {
     Summary {
         schema_version: SCHEMA_VERSION,
         mode: cfg.mode,
+        first_token: conv,
+        options: cfg.handoff,
         pools,
         horizon_s: h,
         requests: RequestCounts {
@@ -607,6 +699,7 @@ fn summarise(res: &RunResult) -> Summary {
         itl_s: itl,
         e2e_s: e2e_d,
         handoff_s: p50_p99(&handoffs),
+        decode_mem_wait_s,
         slo_met: met,
         slo_attainment: if steady.is_empty() {
             f64::NAN
@@ -623,6 +716,7 @@ fn summarise(res: &RunResult) -> Summary {
         link_busy: link_util,
         link_j_per_request: (lk.energy_j + lk.transit_j) / lk.transfers.max(1) as f64,
         link,
+        links,
         j_per_token: if out_tokens > 0 {
             total / out_tokens as f64
         } else {
@@ -672,7 +766,7 @@ fn itl_dist(res: &RunResult, steady: &[u32]) -> Dist {
         let e = &res.step_ends[r.dinst as usize];
         let adm = r.adm as usize;
         let fin = adm + r.output as usize - 2;
-        firsts.push(e[adm] - r.first_token);
+        firsts.push(e[adm] - r.emitted(res.cfg.handoff.first_token));
         if fin > adm {
             let d = &mut diff[r.dinst as usize];
             d[adm + 1] += 1;

@@ -51,14 +51,15 @@ pub struct StepEvent {
     pub tokens: u64,
 }
 
-/// A KV transfer that just ended.
+/// A KV transfer that just ended (its KV landed).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TransferEvent {
     /// Request id.
     pub rid: usize,
-    /// Channel grant time, s.
+    /// Start: channel grant time (FIFO links) or the time it joined a fair-shared link, s.
     pub start: f64,
-    /// Transfer time, s.
+    /// Transfer time, s: the reference's `latency + bytes / bandwidth` for a whole-cache transfer
+    /// over FIFO channels, otherwise KV landed minus `start`.
     pub dur: f64,
     /// Bytes on the wire.
     pub wire_bytes: f64,
@@ -86,10 +87,14 @@ pub struct Sample<'a> {
     pub t: f64,
     /// Requests in the system (arrived, not finished or rejected).
     pub in_system: i64,
-    /// Transfers waiting for a link channel.
+    /// Transfers waiting for a link channel (every link).
     pub link_queue: usize,
-    /// Link channels in use.
+    /// Link channels in use (fair-shared links: transfers with bytes to send), every link.
     pub link_busy: u32,
+    /// Wire bytes of started transfers not yet through their link, every link.
+    pub link_bytes_in_flight: f64,
+    /// Hand-offs waiting for decode memory (`--reserve-kv-on transfer`).
+    pub decode_mem_wait: usize,
     /// Per-instance state, instance list order.
     pub instances: &'a [InstanceSample],
 }
@@ -132,6 +137,10 @@ pub struct SampleRow {
     pub link_queue: usize,
     /// Channels in use.
     pub link_busy: u32,
+    /// Wire bytes in flight.
+    pub link_bytes_in_flight: f64,
+    /// Hand-offs waiting for decode memory.
+    pub decode_mem_wait: usize,
     /// Per instance (instance order).
     pub instances: Vec<InstanceSample>,
 }
@@ -158,6 +167,8 @@ impl Observer for TimeSeries {
             in_system: s.in_system,
             link_queue: s.link_queue,
             link_busy: s.link_busy,
+            link_bytes_in_flight: s.link_bytes_in_flight,
+            decode_mem_wait: s.decode_mem_wait,
             instances: s.instances.to_vec(),
         });
     }

@@ -3,6 +3,7 @@
 
 use disagg_model::{
     Catalogue, CompressAt, CostModel, CostOptions, Device, Error, KvTransit, Link, ModelSpec,
+    SendMode,
 };
 use serde::{Deserialize, Serialize};
 
@@ -16,6 +17,8 @@ pub const MAX_INSTANCES: u32 = 1024;
 pub const MAX_CHANNELS: u32 = 4096;
 /// Largest number of devices per instance.
 pub const MAX_DEVICES: u32 = 1024;
+/// Largest number of KV links (`--link-topology per-pair`: prefill x decode instances).
+pub const MAX_LINKS: u32 = 65_536;
 
 /// One simulation, as the reference CLI describes it. Field names are the CLI flags with `-` → `_`;
 /// every default is the reference default (simulator.md §7.1).
@@ -81,6 +84,23 @@ pub struct Scenario {
     pub kv_compress_at: String,
     /// `--prefill-lm-head`: `all` or `last` (`None`: the model's own, `all`).
     pub prefill_lm_head: Option<String>,
+    /// `--send`: `whole` (the reference: the KV leaves after the whole prefill step) or `layerwise`
+    /// (each layer's slice leaves as soon as that layer is done).
+    pub send: String,
+    /// `--link-sharing`: `fifo` (the reference: C independent FIFO channels) or `fair` (the
+    /// transfers in flight share the link's bandwidth equally).
+    pub link_sharing: String,
+    /// `--link-topology`: `shared` (the reference: one link for every hand-off), `per-prefill` (one
+    /// link per prefill instance) or `per-pair` (one link per prefill-decode pair).
+    pub link_topology: String,
+    /// `--reserve-kv-on`: `arrival` (the reference: decode admission reserves the KV after it has
+    /// landed) or `transfer` (a decode instance reserves it before the transfer starts).
+    pub reserve_kv_on: String,
+    /// `--first-token`: `prefill` (the reference: the first token is out at the end of prefill) or
+    /// `decode` (the decode instance emits it when it admits the request, after the KV landed).
+    /// A no-op in colocated mode, where the instance that prefills also decodes. The other four
+    /// hand-off options are refused in colocated mode unless at their defaults.
+    pub first_token: String,
 }
 
 impl Default for Scenario {
@@ -115,8 +135,103 @@ impl Default for Scenario {
             kv_compress: None,
             kv_compress_at: "transit".into(),
             prefill_lm_head: None,
+            send: "whole".into(),
+            link_sharing: "fifo".into(),
+            link_topology: "shared".into(),
+            reserve_kv_on: "arrival".into(),
+            first_token: "prefill".into(),
         }
     }
+}
+
+macro_rules! option_enum {
+    ($(#[$m:meta])* $name:ident, $flag:literal, { $($(#[$vm:meta])* $var:ident = $s:literal),+ $(,)? }) => {
+        $(#[$m])*
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        pub enum $name {
+            $($(#[$vm])* #[serde(rename = $s)] $var),+
+        }
+        impl $name {
+            /// Accepted names (the first is the reference's default).
+            pub const NAMES: &'static [&'static str] = &[$($s),+];
+            /// The option's CLI flag.
+            pub const FLAG: &'static str = $flag;
+            /// Parses a name; the error names the flag and lists the valid names.
+            pub fn parse(s: &str) -> Result<Self, Error> {
+                match s {
+                    $($s => Ok($name::$var),)+
+                    other => Err(Error::unknown($flag, other, Self::NAMES.iter().copied())),
+                }
+            }
+            /// The canonical name.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$var => $s),+
+                }
+            }
+        }
+    };
+}
+
+option_enum!(
+    /// How transfers share a KV link (`--link-sharing`).
+    LinkSharing, "--link-sharing", {
+        /// C independent FIFO channels (the reference).
+        #[default]
+        Fifo = "fifo",
+        /// Processor sharing: the transfers with bytes to send split the link's bandwidth equally.
+        Fair = "fair",
+    }
+);
+
+option_enum!(
+    /// Which hand-offs share a KV link (`--link-topology`).
+    LinkTopology, "--link-topology", {
+        /// One link for everything (the reference).
+        #[default]
+        Shared = "shared",
+        /// One link per prefill instance (its NIC).
+        PerPrefill = "per-prefill",
+        /// One link per prefill-decode pair.
+        PerPair = "per-pair",
+    }
+);
+
+option_enum!(
+    /// When the decode side reserves a request's KV (`--reserve-kv-on`).
+    ReserveKvOn, "--reserve-kv-on", {
+        /// At decode admission, after the KV landed (the reference).
+        #[default]
+        Arrival = "arrival",
+        /// Before the transfer starts, on the decode instance it goes to.
+        Transfer = "transfer",
+    }
+);
+
+option_enum!(
+    /// Which first token TTFT and TPOT are measured from (`--first-token`).
+    FirstToken, "--first-token", {
+        /// The end of the prefill step (the reference).
+        #[default]
+        Prefill = "prefill",
+        /// Decode admission after the KV landed (llm-d, Dynamo).
+        Decode = "decode",
+    }
+);
+
+/// The five hand-off options, resolved (echoed in the summary as `options`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct HandoffOptions {
+    /// `--send`.
+    pub send: SendMode,
+    /// `--link-sharing`.
+    pub link_sharing: LinkSharing,
+    /// `--link-topology`.
+    pub link_topology: LinkTopology,
+    /// `--reserve-kv-on`.
+    pub reserve_kv_on: ReserveKvOn,
+    /// `--first-token`.
+    pub first_token: FirstToken,
 }
 
 /// Serving mode.
@@ -257,6 +372,9 @@ pub struct SimConfig {
     /// The cost model of `device` x `devices_per_instance` with the global cap and no DVFS, used by the
     /// analytic capacity bounds (simulator.md §5.9); `None` if the model does not fit there.
     pub base_cost: Option<CostModel>,
+    /// The hand-off options (layer-wise streaming, link sharing and topology, decode-side
+    /// reservation, TTFT convention).
+    pub handoff: HandoffOptions,
     /// The scenario this was built from.
     pub scenario: Scenario,
 }
@@ -277,6 +395,19 @@ impl SimConfig {
     /// Total number of instances.
     pub fn instance_count(&self) -> usize {
         self.pools.iter().map(|p| p.instances).sum()
+    }
+    /// Number of KV links the topology gives (0 in colocated mode).
+    pub fn link_count(&self) -> usize {
+        if self.mode != Mode::Disagg {
+            return 0;
+        }
+        let p = self.prefill_pool().map_or(0, |x| x.instances);
+        let d = self.decode_pool().map_or(0, |x| x.instances);
+        match self.handoff.link_topology {
+            LinkTopology::Shared => 1,
+            LinkTopology::PerPrefill => p,
+            LinkTopology::PerPair => p * d,
+        }
     }
     /// Generates this configuration's workload.
     pub fn generate_workload(&self) -> Vec<GenRequest> {
@@ -313,6 +444,26 @@ impl SimConfig {
         }
         if !(self.warmup_frac >= 0.0 && self.warmup_frac <= 1.0) {
             return Err(Error::invalid("config", "warmup_frac must be in [0, 1]"));
+        }
+        if self.mode == Mode::Colocated {
+            let d = HandoffOptions::default();
+            let h = self.handoff;
+            if h.send != d.send
+                || h.link_sharing != d.link_sharing
+                || h.link_topology != d.link_topology
+                || h.reserve_kv_on != d.reserve_kv_on
+            {
+                return Err(Error::invalid(
+                    "config",
+                    "the KV hand-off options need disaggregated mode",
+                ));
+            }
+        }
+        if self.link_count() > MAX_LINKS as usize {
+            return Err(Error::invalid(
+                "--link-topology",
+                format!("{} links; at most {MAX_LINKS}", self.link_count()),
+            ));
         }
         Ok(())
     }
@@ -450,6 +601,11 @@ impl Scenario {
                 "kv-compress" => s.kv_compress = Some(value),
                 "kv-compress-at" => s.kv_compress_at = value,
                 "prefill-lm-head" => s.prefill_lm_head = Some(value),
+                "send" => s.send = value,
+                "link-sharing" => s.link_sharing = value,
+                "link-topology" => s.link_topology = value,
+                "reserve-kv-on" => s.reserve_kv_on = value,
+                "first-token" => s.first_token = value,
                 _ => return Err(Error::invalid(name, "unknown option")),
             }
         }
@@ -615,6 +771,52 @@ impl Scenario {
             }
         };
 
+        let handoff = self.handoff_options()?;
+        if mode == Mode::Colocated {
+            let d = HandoffOptions::default();
+            for (flag, given, default) in [
+                ("--send", handoff.send.as_str(), d.send.as_str()),
+                (
+                    LinkSharing::FLAG,
+                    handoff.link_sharing.as_str(),
+                    d.link_sharing.as_str(),
+                ),
+                (
+                    LinkTopology::FLAG,
+                    handoff.link_topology.as_str(),
+                    d.link_topology.as_str(),
+                ),
+                (
+                    ReserveKvOn::FLAG,
+                    handoff.reserve_kv_on.as_str(),
+                    d.reserve_kv_on.as_str(),
+                ),
+            ] {
+                if given != default {
+                    return Err(Error::invalid(
+                        flag,
+                        format!(
+                            "'{given}' shapes the prefill-to-decode KV hand-off: disaggregated \
+                             mode only (colocated mode has no KV link)"
+                        ),
+                    ));
+                }
+            }
+        }
+        if handoff.link_topology == LinkTopology::PerPair
+            && self.prefill as u64 * self.decode as u64 > MAX_LINKS as u64
+        {
+            return Err(Error::invalid(
+                "--link-topology",
+                format!(
+                    "per-pair gives {} x {} = {} links; at most {MAX_LINKS}",
+                    self.prefill,
+                    self.decode,
+                    self.prefill as u64 * self.decode as u64
+                ),
+            ));
+        }
+
         let heterogeneous = self.prefill_device.is_some()
             || self.decode_device.is_some()
             || self.prefill_devices_per_instance.is_some()
@@ -752,7 +954,21 @@ impl Scenario {
             power_cap_w: self.power_cap,
             workload: self.workload_spec(),
             base_cost,
+            handoff,
             scenario: self.clone(),
+        })
+    }
+
+    /// The five hand-off options, parsed (errors name the flag and list the valid names).
+    pub fn handoff_options(&self) -> Result<HandoffOptions, Error> {
+        Ok(HandoffOptions {
+            send: SendMode::parse(&self.send).map_err(|_| {
+                Error::unknown("--send", &self.send, SendMode::NAMES.iter().copied())
+            })?,
+            link_sharing: LinkSharing::parse(&self.link_sharing)?,
+            link_topology: LinkTopology::parse(&self.link_topology)?,
+            reserve_kv_on: ReserveKvOn::parse(&self.reserve_kv_on)?,
+            first_token: FirstToken::parse(&self.first_token)?,
         })
     }
 }

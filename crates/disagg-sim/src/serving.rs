@@ -1,6 +1,30 @@
 //! The serving model (simulator.md §1–§3): requests, prefill/decode/colocated instances as explicit
-//! state machines, routers, the KV link, and the end of the run. It drives the generic
-//! [`EventQueue`] and asks the cost model how long each step and transfer takes.
+//! state machines, routers, the KV hand-off, and the end of the run. It drives the generic
+//! [`EventQueue`] and asks the cost model how long each step and transfer takes; how bytes move on
+//! a link is the link model's business ([`crate::link`]).
+//!
+//! # The hand-off (disaggregated mode)
+//!
+//! A hand-off starts at the first token (`--send whole`, the reference) or, layer-wise, when the
+//! first layer's slices of its prefill batch are ready (`start + T / L`; one event per batch). Then:
+//!
+//! 1. `--reserve-kv-on transfer`: it waits, FIFO with head-of-line blocking, until a decode
+//!    instance has `prompt + output` tokens of KV free, and reserves them on the least-loaded such
+//!    instance (load = queue + running + hand-offs already bound for it; first minimum). The queue
+//!    is served whenever a decode instance frees KV. The wait is `kv_reserved - handoff_start`.
+//!    `--link-topology per-pair` (with `--reserve-kv-on arrival`): the decode instance is chosen the
+//!    same way, without the memory condition.
+//! 2. The transfer goes to its link: the shared one, its prefill instance's (`per-prefill`), or its
+//!    prefill-decode pair's (`per-pair`). `kv_start` is when the link starts it (FIFO: channel
+//!    grant; fair: at once).
+//! 3. When its KV has landed (`kv_ready`) it joins the decode instance it is bound to, or the one
+//!    the reference router picks then (least queue + running, first minimum). With the KV reserved
+//!    at transfer, decode admission needs only a batch slot.
+//!
+//! With every option at its default this is the reference's event sequence, bit for bit.
+//! Events per request stay bounded: O(1) for FIFO links (grant, end, release, plus one first-slice
+//! event per layer-wise batch); fair links add O(1) per transfer while transfers do not overlap and
+//! O(layers) per layer-wise transfer when they do (see [`crate::link`]).
 //!
 //! Requests live in a `Vec` indexed by rid; events carry indices; nothing is shared, so a run is
 //! `Send`. Inter-token latencies are not stored per request: every decode-side instance keeps the end
@@ -11,14 +35,17 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
-use disagg_model::{transfer, Bound, CompressAt, CostModel, Error, KvTransit, PyNum, StepCost};
+use disagg_model::{
+    transfer, Bound, CompressAt, CostModel, Error, KvTransit, PyNum, SendMode, StepCost,
+};
 
 use crate::engine::EventQueue;
+use crate::link::{LayerPlan, LinkEv, LinkModel, Note, Sharing, Tagged, XferSpec};
 use crate::observer::{
     InstanceInfo, InstanceSample, Observer, Sample, StepEvent, StepKind, TransferEvent,
 };
 use crate::pyrand::GenRequest;
-use crate::scenario::{Mode, Role, SimConfig};
+use crate::scenario::{LinkSharing, LinkTopology, Mode, ReserveKvOn, Role, SimConfig};
 
 /// "Not stamped" (Python `None`) inside the engine.
 const UNSET: f64 = f64::NAN;
@@ -34,12 +61,20 @@ pub(crate) struct Req {
     pub kv_ready: f64,
     pub decode_start: f64,
     pub finish: f64,
+    /// The hand-off started: it asked for decode memory or the link (first token; layer-wise: the
+    /// first slice ready).
+    pub kv_req: f64,
+    /// Decode memory reserved (`--reserve-kv-on transfer` only).
+    pub kv_mem: f64,
     /// Index of the first decode step it takes part in, in its decode-side instance's step list.
     pub adm: u64,
     pub prompt: u32,
     pub output: u32,
     /// Decode-side instance (decode pool index, or colocated index) whose steps it took part in.
     pub dinst: u32,
+    /// Decode instance chosen when the hand-off started (per-pair links, or reservation at
+    /// transfer), else `NO_INST`.
+    pub dtarget: u32,
 }
 
 /// Step accounting of one instance (simulator.md §5.4, §5.7). Every accumulator is a plain
@@ -119,16 +154,17 @@ impl InstanceStats {
     }
 }
 
-/// KV link totals (simulator.md §2.3).
+/// KV link totals over every link (simulator.md §2.3).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct LinkStats {
-    /// Sum of transfer times, s.
+    /// Channel-seconds used, s: the sum of transfer times (FIFO: how long each held its channel;
+    /// fair sharing: each transfer's stream time at one channel's full rate).
     pub busy_s: f64,
     /// Bytes on the wire.
     pub bytes: f64,
     /// Transfers completed.
     pub transfers: u64,
-    /// Sum of waits for a channel (grant − first token), s.
+    /// Sum of waits for a channel (grant − the time the transfer asked for the link), s.
     pub wait_s: f64,
     /// Link energy, J.
     pub energy_j: f64,
@@ -146,11 +182,39 @@ enum Ev {
     Wake(u32),
     StepEnd(u32),
     MacroEnd(u32, u32),
-    Grant(u32),
-    TransferEnd(u32),
-    Release,
+    /// Layer-wise: the first slice of prefill instance `p`'s batch is ready.
+    FirstSlice(u32),
+    Link(u32, LinkEv),
     Sample,
     Done,
+}
+
+impl From<Tagged> for Ev {
+    #[inline]
+    fn from((l, e): Tagged) -> Self {
+        Ev::Link(l, e)
+    }
+}
+
+/// One KV link's totals.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LinkResult {
+    /// `kv-link` (shared), `kv-link-p<i>` (per prefill instance), `kv-link-p<i>-d<j>` (per pair).
+    pub name: String,
+    /// Channel-seconds used, s.
+    pub busy_s: f64,
+    /// Bytes on the wire.
+    pub bytes: f64,
+    /// Transfers landed.
+    pub transfers: u64,
+}
+
+/// A hand-off waiting for decode memory (`--reserve-kv-on transfer`).
+#[derive(Clone, Copy, Debug)]
+struct MemWait {
+    rid: u32,
+    p: u32,
+    plan: Option<LayerPlan>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -183,6 +247,8 @@ struct PrefillInst {
     tokens: u64,
     cur: StepCost,
     step_start: f64,
+    /// Layer-wise timing of the step in flight.
+    plan: LayerPlan,
     stats: InstanceStats,
 }
 
@@ -235,11 +301,23 @@ struct ColocInst {
     stats: InstanceStats,
 }
 
+/// Every KV link and the hand-off bookkeeping around them.
 struct LinkState {
-    channels: u32,
-    in_use: u32,
-    queue: VecDeque<u32>,
+    links: Vec<LinkModel>,
     stats: LinkStats,
+    notes: Vec<Note>,
+    /// Hand-offs waiting for decode memory, FIFO.
+    mem_wait: VecDeque<MemWait>,
+    /// Per decode instance: hand-offs bound for it whose KV has not landed.
+    inbound: Vec<u32>,
+    topology: LinkTopology,
+    /// Layer-wise streaming with this many layers (`None`: whole cache).
+    layers: Option<u32>,
+    /// Reserve decode KV before the transfer.
+    reserve: bool,
+    /// Choose the decode instance when the hand-off starts.
+    preassign: bool,
+    n_decode: u32,
 }
 
 /// Population accounting and completion counts.
@@ -288,6 +366,7 @@ pub struct RunResult {
     pub(crate) step_ends: Vec<Vec<f64>>,
     pub(crate) instances: Vec<InstanceResult>,
     pub(crate) link: LinkStats,
+    pub(crate) links: Vec<LinkResult>,
     pub(crate) horizon: f64,
     pub(crate) area: f64,
     pub(crate) rejected: u64,
@@ -330,6 +409,10 @@ pub struct RequestRecord {
     pub decode_start_s: Option<f64>,
     /// Finished.
     pub finish_s: Option<f64>,
+    /// The hand-off started: first token, or (layer-wise) its first slice ready.
+    pub handoff_start_s: Option<f64>,
+    /// Decode memory reserved for it (`--reserve-kv-on transfer`).
+    pub kv_reserved_s: Option<f64>,
 }
 
 #[inline]
@@ -362,9 +445,14 @@ impl RunResult {
     pub fn events(&self) -> u64 {
         self.events
     }
-    /// KV link totals.
+    /// KV link totals (every link).
     pub fn link(&self) -> &LinkStats {
         &self.link
+    }
+    /// Each KV link's totals (link order: one shared link, one per prefill instance, or one per
+    /// prefill-decode pair with the decode index running fastest).
+    pub fn links(&self) -> &[LinkResult] {
+        &self.links
     }
     /// Per-instance totals, instance list order.
     pub fn instances(&self) -> &[InstanceResult] {
@@ -392,6 +480,8 @@ impl RunResult {
             kv_ready_s: opt(r.kv_ready),
             decode_start_s: opt(r.decode_start),
             finish_s: opt(r.finish),
+            handoff_start_s: opt(r.kv_req),
+            kv_reserved_s: opt(r.kv_mem),
         }
     }
     /// Every request's stamps, rid order.
@@ -445,7 +535,7 @@ impl RunResult {
         let s = r.adm as usize;
         let fin = s + r.output as usize - 2;
         let mut v = Vec::with_capacity(fin - s + 1);
-        v.push(e[s] - r.first_token);
+        v.push(e[s] - r.emitted(self.cfg.handoff.first_token));
         for j in s + 1..=fin {
             v.push(e[j] - e[j - 1]);
         }
@@ -481,6 +571,34 @@ struct Sim<'a, O: Observer> {
     max_prefill_tokens: u64,
     max_batch: usize,
     overhead: f64,
+}
+
+/// The name of link `i` of `cfg`'s topology.
+pub(crate) fn link_name(cfg: &SimConfig, i: usize) -> String {
+    match cfg.handoff.link_topology {
+        LinkTopology::Shared => "kv-link".to_string(),
+        LinkTopology::PerPrefill => format!("kv-link-p{i}"),
+        LinkTopology::PerPair => {
+            let d = cfg.decode_pool().map_or(1, |p| p.instances.max(1));
+            format!("kv-link-p{}-d{}", i / d, i % d)
+        }
+    }
+}
+
+impl Req {
+    /// The first token as TTFT and TPOT count it: the end of prefill, or (`--first-token decode`)
+    /// the decode admission of a request that was handed off.
+    #[inline]
+    pub(crate) fn emitted(&self, conv: crate::scenario::FirstToken) -> f64 {
+        match conv {
+            crate::scenario::FirstToken::Decode
+                if !self.kv_ready.is_nan() && !self.decode_start.is_nan() =>
+            {
+                self.decode_start
+            }
+            _ => self.first_token,
+        }
+    }
 }
 
 fn new_decode() -> DecodeInst {
@@ -557,10 +675,13 @@ impl<'a, O: Observer> Sim<'a, O> {
                 kv_ready: UNSET,
                 decode_start: UNSET,
                 finish: UNSET,
+                kv_req: UNSET,
+                kv_mem: UNSET,
                 adm: 0,
                 prompt: w.prompt_len,
                 output: w.output_len,
                 dinst: NO_INST,
+                dtarget: NO_INST,
             })
             .collect();
         let pp = cfg.prefill_pool();
@@ -584,6 +705,7 @@ impl<'a, O: Observer> Sim<'a, O> {
                 tokens: 0,
                 cur: NO_COST,
                 step_start: 0.0,
+                plan: LayerPlan::new(0.0, 0.0, 1),
                 stats: InstanceStats::default(),
             })
             .collect();
@@ -613,6 +735,11 @@ impl<'a, O: Observer> Sim<'a, O> {
         let endpoint = transit.filter(|t| t.at == CompressAt::Endpoint);
         let n_inst = n_p + n_d + n_c;
         let sampling = obs.wants_samples();
+        let ho = cfg.handoff;
+        let sharing = match ho.link_sharing {
+            LinkSharing::Fifo => Sharing::Fifo,
+            LinkSharing::Fair => Sharing::Fair,
+        };
         Sim {
             cfg,
             q: EventQueue::new(),
@@ -629,10 +756,20 @@ impl<'a, O: Observer> Sim<'a, O> {
             decode,
             coloc,
             link: LinkState {
-                channels: cfg.link.channels,
-                in_use: 0,
-                queue: VecDeque::new(),
+                links: (0..cfg.link_count())
+                    .map(|_| LinkModel::new(sharing, cfg.link.channels))
+                    .collect(),
                 stats: LinkStats::default(),
+                notes: Vec::new(),
+                mem_wait: VecDeque::new(),
+                inbound: vec![0; n_d],
+                topology: ho.link_topology,
+                layers: (ho.send == SendMode::Layerwise)
+                    .then(|| cfg.model.n_layers.clamp(1, u32::MAX as u64) as u32),
+                reserve: ho.reserve_kv_on == ReserveKvOn::Transfer,
+                preassign: ho.reserve_kv_on == ReserveKvOn::Transfer
+                    || ho.link_topology == LinkTopology::PerPair,
+                n_decode: n_d as u32,
             },
             obs,
             scratch: Vec::new(),
@@ -705,9 +842,11 @@ impl<'a, O: Observer> Sim<'a, O> {
                 Ev::Wake(g) => self.on_wake(g),
                 Ev::StepEnd(g) => self.on_step_end(g),
                 Ev::MacroEnd(g, epoch) => self.on_macro_end(g, epoch),
-                Ev::Grant(rid) => self.on_grant(rid),
-                Ev::TransferEnd(rid) => self.on_transfer_end(rid),
-                Ev::Release => self.try_grant(),
+                Ev::FirstSlice(p) => self.on_first_slice(p as usize),
+                Ev::Link(l, e) => {
+                    self.link.links[l as usize].on_event(l, e, &mut self.q, &mut self.link.notes);
+                    self.take_notes();
+                }
                 Ev::Sample => {
                     self.take_sample();
                     self.q.schedule_in(self.cfg.sample_dt_s, Ev::Sample);
@@ -760,6 +899,21 @@ impl<'a, O: Observer> Sim<'a, O> {
             step_ends,
             instances,
             link: self.link.stats,
+            links: self
+                .link
+                .links
+                .iter()
+                .enumerate()
+                .map(|(i, l)| {
+                    let t = l.totals();
+                    LinkResult {
+                        name: link_name(self.cfg, i),
+                        busy_s: t.busy_s,
+                        bytes: t.bytes,
+                        transfers: t.transfers,
+                    }
+                })
+                .collect(),
             horizon,
             area: self.books.area,
             rejected: self.books.n_rejected,
@@ -801,11 +955,15 @@ impl<'a, O: Observer> Sim<'a, O> {
             };
             k += 1;
         }
+        let now = self.q.now();
+        let links = &self.link.links;
         let s = Sample {
-            t: self.q.now(),
+            t: now,
             in_system: self.books.in_system,
-            link_queue: self.link.queue.len(),
-            link_busy: self.link.in_use,
+            link_queue: links.iter().map(|l| l.waiting()).sum(),
+            link_busy: links.iter().map(|l| l.in_flight()).sum(),
+            link_bytes_in_flight: links.iter().map(|l| l.bytes_in_flight(now)).sum(),
+            decode_mem_wait: self.link.mem_wait.len(),
             instances: &self.samples,
         };
         self.obs.sample(&s);
@@ -978,12 +1136,22 @@ impl<'a, O: Observer> Sim<'a, O> {
         inst.step_start = now;
         inst.tokens = tokens;
         inst.busy = true;
+        if let Some(layers) = self.link.layers {
+            // Layer-wise: the hand-offs start when the first layer's slices are ready (scheduled
+            // before the step end, so that with one layer it still comes first).
+            if inst.batch.iter().any(|&r| reqs[r as usize].output > 1) {
+                inst.plan = LayerPlan::new(now, cost.time_s, layers);
+                self.q
+                    .schedule_in(cost.time_s / layers as f64, Ev::FirstSlice(p as u32));
+            }
+        }
         self.q.schedule_in(cost.time_s, Ev::StepEnd(p as u32));
     }
 
     fn prefill_step_end(&mut self, p: usize) {
         let now = self.q.now();
         let p_idle = self.p_idle;
+        let layerwise = self.link.layers.is_some();
         {
             let Sim {
                 prefill,
@@ -1011,7 +1179,7 @@ impl<'a, O: Observer> Sim<'a, O> {
                 r.first_token = now;
                 if r.output <= 1 {
                     finish(reqs, books, q, obs, rid, now);
-                } else {
+                } else if !layerwise {
                     scratch.push(rid);
                 }
             }
@@ -1021,42 +1189,152 @@ impl<'a, O: Observer> Sim<'a, O> {
         self.prefill_body(p);
         for k in 0..self.scratch.len() {
             let rid = self.scratch[k];
-            self.link.queue.push_back(rid);
-            self.try_grant();
+            self.start_handoff(rid, p as u32, None);
         }
     }
 
-    // ── KV link (§2.3) ───────────────────────────────────────────────────
-
-    /// SimPy's `_trigger_put`: examine the queue head once; grant it if a channel is free.
-    fn try_grant(&mut self) {
-        if self.link.in_use < self.link.channels {
-            if let Some(rid) = self.link.queue.pop_front() {
-                self.link.in_use += 1;
-                self.q.schedule_in(0.0, Ev::Grant(rid));
+    /// Layer-wise: the first slices of prefill instance `p`'s batch are ready; its hand-offs start
+    /// in batch order.
+    fn on_first_slice(&mut self, p: usize) {
+        let plan = self.prefill[p].plan;
+        self.scratch.clear();
+        for &rid in &self.prefill[p].batch {
+            if self.reqs[rid as usize].output > 1 {
+                self.scratch.push(rid);
             }
         }
+        for k in 0..self.scratch.len() {
+            let rid = self.scratch[k];
+            self.start_handoff(rid, p as u32, Some(plan));
+        }
     }
 
-    fn on_grant(&mut self, rid: u32) {
+    // ── hand-off and KV links (§2.3) ─────────────────────────────────────
+
+    /// Decode router: the first instance with the least queue + running (+ hand-offs already bound
+    /// for it, which is 0 unless decode instances are chosen at hand-off start), among those that
+    /// have `room` free KV tokens if given (§2.1).
+    fn pick_decode(&self, room: Option<u64>) -> Option<usize> {
+        let cap = self.kv_cap0;
+        let mut best = None;
+        let mut best_load = usize::MAX;
+        for (k, d) in self.decode.iter().enumerate() {
+            if let Some(need) = room {
+                if d.kv_used + need > cap {
+                    continue;
+                }
+            }
+            let l = d.queue.len() + d.n_running + self.link.inbound[k] as usize;
+            if l < best_load {
+                best_load = l;
+                best = Some(k);
+            }
+        }
+        best
+    }
+
+    /// A hand-off starts now: reserve decode memory if asked to (or wait for it), choose the decode
+    /// instance if the topology needs it, then submit the transfer to its link.
+    fn start_handoff(&mut self, rid: u32, p: u32, plan: Option<LayerPlan>) {
         let now = self.q.now();
-        let r = &mut self.reqs[rid as usize];
-        r.kv_start = now;
-        self.link.stats.wait_s += now - r.first_token;
+        self.reqs[rid as usize].kv_req = now;
+        if self.link.reserve {
+            self.link.mem_wait.push_back(MemWait { rid, p, plan });
+            if self.link.mem_wait.len() == 1 {
+                self.serve_mem_waiters();
+            }
+        } else if self.link.preassign {
+            let d = self.pick_decode(None).expect("a decode instance");
+            self.bind(rid, d);
+            self.submit_link(rid, p, plan);
+        } else {
+            self.submit_link(rid, p, plan);
+        }
+    }
+
+    /// Binds `rid`'s hand-off to decode instance `d`.
+    #[inline]
+    fn bind(&mut self, rid: u32, d: usize) {
+        self.reqs[rid as usize].dtarget = d as u32;
+        self.link.inbound[d] += 1;
+    }
+
+    /// Serves the hand-offs waiting for decode memory, FIFO with head-of-line blocking: the head
+    /// goes to the least-loaded decode instance that can hold its prompt + output.
+    fn serve_mem_waiters(&mut self) {
+        let now = self.q.now();
+        while let Some(&w) = self.link.mem_wait.front() {
+            let need = self.need(w.rid);
+            let Some(d) = self.pick_decode(Some(need)) else {
+                break;
+            };
+            self.link.mem_wait.pop_front();
+            self.decode[d].kv_used += need;
+            self.reqs[w.rid as usize].kv_mem = now;
+            self.bind(w.rid, d);
+            self.submit_link(w.rid, w.p, w.plan);
+        }
+    }
+
+    fn submit_link(&mut self, rid: u32, p: u32, plan: Option<LayerPlan>) {
+        let r = &self.reqs[rid as usize];
+        let l = match self.link.topology {
+            LinkTopology::Shared => 0,
+            LinkTopology::PerPrefill => p,
+            LinkTopology::PerPair => p * self.link.n_decode + r.dtarget,
+        };
         let x = transfer(
             &self.cfg.model,
             &self.cfg.link,
             self.transit,
             r.prompt as u64,
         );
-        self.q.schedule_in(x.time_s, Ev::TransferEnd(rid));
+        let spec = XferSpec {
+            rid,
+            fixed_s: x.fixed_s,
+            stream_s: x.stream_s,
+            time_s: x.time_s,
+            wire_bytes: x.wire_bytes,
+            plan,
+        };
+        self.link.links[l as usize].submit(l, spec, &mut self.q, &mut self.link.notes);
+        self.take_notes();
     }
 
-    fn on_transfer_end(&mut self, rid: u32) {
+    /// Acts on what the links reported.
+    fn take_notes(&mut self) {
+        if self.link.notes.is_empty() {
+            return;
+        }
+        let mut notes = std::mem::take(&mut self.link.notes);
+        for n in notes.drain(..) {
+            match n {
+                Note::Started { rid } => self.on_kv_start(rid),
+                Note::Landed {
+                    rid,
+                    start,
+                    busy_s,
+                    dur_s,
+                } => self.on_kv_landed(rid, start, busy_s, dur_s),
+            }
+        }
+        self.link.notes = notes;
+    }
+
+    fn on_kv_start(&mut self, rid: u32) {
         let now = self.q.now();
-        // Release the channel (the Release event grants the next head at this same time).
-        self.link.in_use -= 1;
-        self.q.schedule_in(0.0, Ev::Release);
+        let r = &mut self.reqs[rid as usize];
+        r.kv_start = now;
+        let asked = if r.kv_mem.is_nan() {
+            r.kv_req
+        } else {
+            r.kv_mem
+        };
+        self.link.stats.wait_s += now - asked;
+    }
+
+    fn on_kv_landed(&mut self, rid: u32, start: f64, busy_s: f64, dur_s: f64) {
+        let now = self.q.now();
         let r = &mut self.reqs[rid as usize];
         let x = transfer(
             &self.cfg.model,
@@ -1065,7 +1343,7 @@ impl<'a, O: Observer> Sim<'a, O> {
             r.prompt as u64,
         );
         let st = &mut self.link.stats;
-        st.busy_s += x.time_s;
+        st.busy_s += busy_s;
         st.bytes += x.wire_bytes;
         st.transfers += 1;
         st.energy_j += x.link_j;
@@ -1075,25 +1353,22 @@ impl<'a, O: Observer> Sim<'a, O> {
             st.transit_bound += x.transit_bound as u64;
         }
         r.kv_ready = now;
-        let start = r.kv_start;
+        let target = r.dtarget;
         self.obs.transfer(&TransferEvent {
             rid: rid as usize,
             start,
-            dur: x.time_s,
+            dur: dur_s,
             wire_bytes: x.wire_bytes,
             kv_bytes: x.kv_bytes,
         });
-        // Decode router: first instance with the least queue + running (§2.1).
-        let mut best = 0;
-        let mut best_load = usize::MAX;
-        for (k, d) in self.decode.iter().enumerate() {
-            let l = d.queue.len() + d.n_running;
-            if l < best_load {
-                best_load = l;
-                best = k;
-            }
-        }
-        self.submit_decode(best, rid);
+        let d = if target != NO_INST {
+            self.link.inbound[target as usize] -= 1;
+            target as usize
+        } else {
+            // Decode router: first instance with the least queue + running (§2.1).
+            self.pick_decode(None).expect("a decode instance")
+        };
+        self.submit_decode(d, rid);
     }
 
     // ── decode (§2.5, §2.6) ──────────────────────────────────────────────
@@ -1110,8 +1385,9 @@ impl<'a, O: Observer> Sim<'a, O> {
         let now = self.q.now();
         let need_one = self.need_one;
         let cap = self.kv_cap0;
+        let reserved = self.link.reserve;
         let inst = &mut self.decode[d];
-        // Admit FIFO with head-of-line blocking.
+        // Admit FIFO with head-of-line blocking (KV reserved at transfer: a batch slot suffices).
         while let Some(&h) = inst.queue.front() {
             if inst.running.len() >= self.max_batch {
                 break;
@@ -1122,11 +1398,13 @@ impl<'a, O: Observer> Sim<'a, O> {
             } else {
                 r.prompt as u64 + r.output as u64
             };
-            if inst.kv_used + need > cap {
-                break;
+            if !reserved {
+                if inst.kv_used + need > cap {
+                    break;
+                }
+                inst.kv_used += need;
             }
             inst.queue.pop_front();
-            inst.kv_used += need;
             r.decode_start = now;
             r.adm = inst.step_end.len() as u64;
             r.dinst = d as u32;
@@ -1196,12 +1474,16 @@ impl<'a, O: Observer> Sim<'a, O> {
             inst.n_running = inst.running.len();
         }
         self.plain_body(d);
+        if !self.link.mem_wait.is_empty() {
+            self.serve_mem_waiters();
+        }
     }
 
     fn fast_body(&mut self, d: usize) {
         let now = self.q.now();
         let need_one = self.need_one;
         let cap = self.kv_cap0;
+        let reserved = self.link.reserve;
         let inst = &mut self.decode[d];
         while let Some(&h) = inst.queue.front() {
             if inst.n_running >= self.max_batch {
@@ -1213,11 +1495,13 @@ impl<'a, O: Observer> Sim<'a, O> {
             } else {
                 r.prompt as u64 + r.output as u64
             };
-            if inst.kv_used + need > cap {
-                break;
+            if !reserved {
+                if inst.kv_used + need > cap {
+                    break;
+                }
+                inst.kv_used += need;
             }
             inst.queue.pop_front();
-            inst.kv_used += need;
             r.decode_start = now;
             r.adm = inst.step_end.len() as u64;
             r.dinst = d as u32;
@@ -1334,6 +1618,9 @@ impl<'a, O: Observer> Sim<'a, O> {
             }
         }
         self.fast_body(d);
+        if !self.link.mem_wait.is_empty() {
+            self.serve_mem_waiters();
+        }
     }
 
     // ── colocated (§2.7) ─────────────────────────────────────────────────

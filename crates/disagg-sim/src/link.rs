@@ -1,0 +1,1276 @@
+//! The KV link models: the only place that knows how bytes flow. The serving model submits a
+//! transfer ([`XferSpec`]: its latency, its stream time at one channel's full rate, its wire bytes
+//! and, when the cache leaves layer by layer, the timing of the prefill step that produces it), and
+//! hears back twice through [`Note`]s: when the transfer starts (`kv_start`) and when its last byte
+//! has landed on the decode side (`kv_ready`). In between, the link model schedules its own events
+//! ([`LinkEv`]) on the engine's queue.
+//!
+//! # FIFO channels (`fifo`, the reference)
+//!
+//! C independent channels and one FIFO queue (simulator.md §2.3). A transfer waits for a free
+//! channel, is granted it (`kv_start` = grant time `g`), holds it until its KV has landed, then
+//! releases it; the next waiting transfer is granted at the release time. A whole-cache transfer
+//! holds its channel for `fixed_s + stream_s` (the reference's `t = latency + bytes / bandwidth`).
+//! Channel busy time is the holding time. Events per transfer: grant, end, release (O(1)).
+//!
+//! # Fair sharing (`fair`, processor sharing)
+//!
+//! All transfers with bytes ready to send share the link's bandwidth equally: with `n` of them on a
+//! link of C channels each runs at `min(1, C / n)` of one channel's bandwidth, so the link's total
+//! rate `min(n, C)` channel-rates never exceeds its capacity of C channels. A transfer's work is
+//! its `stream_s` (seconds at one channel's full rate); rates are recomputed at every start, finish
+//! and (layer-wise) slice arrival. Its `fixed_s` latency is a pipeline delay added once, after its
+//! last byte is through, and uses no bandwidth: `kv_ready = last byte + fixed_s`. `kv_start` is the
+//! time it joins the link (there is no channel to wait for). Busy time is channel-seconds of
+//! bandwidth used, i.e. the transfers' summed `stream_s`, so utilisation = busy / (C x horizon) is
+//! the fraction of capacity used. Implementation: a virtual clock `V` with `dV/dt = min(1, C/n)`;
+//! a transfer with `b` work left finishes when `V` reaches `V(now) + b` (a heap of those virtual
+//! finish times).
+//!
+//! A transfer that arrives on an empty link runs alone ("solo") and is timed in closed form (the
+//! FIFO formulas below); if another transfer joins before it is through, its progress so far is
+//! worked out exactly and it joins the sharing set. On an uncongested link this costs O(1) events
+//! per transfer; once transfers overlap, a layer-wise transfer costs O(layers) events (one per
+//! slice arrival, one per time its ready bytes run out).
+//!
+//! # Layer-wise streaming
+//!
+//! The prefill step of duration `T` (overhead and any GPU compression pass included) runs its `L`
+//! layers in equal shares: layer `l`'s slice of every prompt in the batch (`stream_s / L` of work) is
+//! ready at `start + (l * T) / L` (`l < L`) and the last at the step's end. A layer-wise transfer
+//! starts (asks for the link) when its first slice is ready, and can only send bytes that are
+//! ready: under FIFO it holds its granted channel through gaps in production; under fair sharing it
+//! is in the sharing set only while it has ready bytes (it leaves when they run out and rejoins at
+//! the next slice's arrival).
+//!
+//! A transfer alone on its channel (FIFO) or link (solo) granted at `g` (at least the first
+//! slice's ready time `r1`) sends its last byte at `max(g + stream, end + stream / L)` (slices are
+//! sent back to back, so the maximum over slices is reached at the first or the last), so with
+//! `d = g - r1`
+//!
+//! ```text
+//! kv_ready = end + (fixed + max(stream / L, (stream + d) - (T * (L - 1)) / L))
+//! ```
+//!
+//! With `d = 0` (an idle link) the bracket is the chapter's closed form
+//! [`disagg_model::layerwise_exposed`] evaluated with its own operation order, so
+//! `kv_ready == first_token + layerwise_exposed(fixed, stream, T, L)` bit for bit.
+
+use std::cmp::{Ordering, Reverse};
+use std::collections::{BinaryHeap, VecDeque};
+
+use crate::engine::EventQueue;
+
+/// How transfers share a link.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sharing {
+    /// C independent FIFO channels (the reference).
+    Fifo,
+    /// Processor sharing of C channels' bandwidth.
+    Fair,
+}
+
+/// When the slices of a layer-wise transfer are ready: the prefill step that produces them.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LayerPlan {
+    /// Step start, s.
+    pub start: f64,
+    /// Step duration `T`, s.
+    pub step_s: f64,
+    /// Step end as the engine computes it (`start + T`), s: the first-token time.
+    pub end: f64,
+    /// Layers `L` (at least 1).
+    pub layers: u32,
+}
+
+impl LayerPlan {
+    /// The plan of a step starting at `start` that lasts `step_s`.
+    pub fn new(start: f64, step_s: f64, layers: u32) -> Self {
+        LayerPlan {
+            start,
+            step_s,
+            end: start + step_s,
+            layers: layers.max(1),
+        }
+    }
+
+    /// When slice `k` (1-based) is ready: `start + (k * T) / L`, the last one at `end`.
+    #[inline]
+    pub fn slice_ready(&self, k: u32) -> f64 {
+        if k >= self.layers {
+            self.end
+        } else {
+            self.start + (k as f64 * self.step_s) / self.layers as f64
+        }
+    }
+
+    /// When the first slice is ready (`start + T / L`; the step end if `L = 1`).
+    #[inline]
+    pub fn first_ready(&self) -> f64 {
+        self.slice_ready(1)
+    }
+
+    /// Number of slices ready at `t`.
+    pub fn ready_at(&self, t: f64) -> u32 {
+        let l = self.layers;
+        let est = ((t - self.start) * l as f64 / self.step_s).floor();
+        let mut k = if est.is_nan() || est < 0.0 {
+            0
+        } else if est >= l as f64 {
+            l
+        } else {
+            est as u32
+        };
+        while k < l && self.slice_ready(k + 1) <= t {
+            k += 1;
+        }
+        while k > 0 && self.slice_ready(k) > t {
+            k -= 1;
+        }
+        k
+    }
+
+    /// Time from the step's end to the landing of a `stream_s` + `fixed_s` transfer that has a
+    /// channel (or the whole link) to itself from `g`:
+    /// `fixed + max(stream / L, (stream + (g - r1)) - (T * (L - 1)) / L)`.
+    #[inline]
+    pub fn solo_exposed(&self, fixed_s: f64, stream_s: f64, g: f64) -> f64 {
+        fixed_s + self.solo_tail(stream_s, g)
+    }
+
+    /// The last byte's time after the step's end (the bracket of [`LayerPlan::solo_exposed`]).
+    #[inline]
+    pub fn solo_tail(&self, stream_s: f64, g: f64) -> f64 {
+        let l = self.layers as f64;
+        let d = g - self.first_ready();
+        let d = if d > 0.0 { d } else { 0.0 };
+        (stream_s / l).max((stream_s + d) - (self.step_s * (self.layers - 1) as f64) / l)
+    }
+}
+
+/// One transfer, as the serving model hands it to a link.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct XferSpec {
+    /// Request id (echoed in the notes).
+    pub rid: u32,
+    /// Latency added once, s (link latency plus any in-link stage latency).
+    pub fixed_s: f64,
+    /// Work at one channel's full rate, s.
+    pub stream_s: f64,
+    /// `fixed_s + stream_s` as the cost model computes it (the reference's transfer time).
+    pub time_s: f64,
+    /// Bytes on the wire.
+    pub wire_bytes: f64,
+    /// Layer-wise: the prefill step that produces the slices. `None`: the whole cache is ready.
+    pub plan: Option<LayerPlan>,
+}
+
+/// A link's own events (scheduled on the engine's queue wrapped in the caller's event type).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LinkEv {
+    /// FIFO: a channel is granted to slot.
+    Grant(u32),
+    /// FIFO: slot's KV has landed; its channel is released.
+    End(u32),
+    /// FIFO: examine the queue head after a release.
+    Release,
+    /// Fair: the next completion or slice arrival (stale if the epoch moved on).
+    Wake(u32),
+    /// Fair: slot's KV has landed (its last byte plus the latency).
+    Land(u32),
+}
+
+/// What a link tells the serving model.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Note {
+    /// The transfer of `rid` started (channel granted, or joined the sharing set) now.
+    Started {
+        /// Request id.
+        rid: u32,
+    },
+    /// The KV of `rid` has landed now.
+    Landed {
+        /// Request id.
+        rid: u32,
+        /// When it started, s.
+        start: f64,
+        /// Channel-seconds it used (FIFO: holding time; fair: its stream work).
+        busy_s: f64,
+        /// Transfer duration to report, s (FIFO whole-cache: the reference's transfer time;
+        /// otherwise landing minus start).
+        dur_s: f64,
+    },
+}
+
+/// Totals of one link.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct LinkTotals {
+    /// Channel-seconds used, s.
+    pub busy_s: f64,
+    /// Bytes on the wire of landed transfers.
+    pub bytes: f64,
+    /// Transfers landed.
+    pub transfers: u64,
+}
+
+/// A fixed-size record store with reuse.
+#[derive(Clone, Debug)]
+struct Slab<T> {
+    items: Vec<T>,
+    free: Vec<u32>,
+}
+
+impl<T> Slab<T> {
+    fn new() -> Self {
+        Slab {
+            items: Vec::new(),
+            free: Vec::new(),
+        }
+    }
+    #[inline]
+    fn alloc(&mut self, x: T) -> u32 {
+        match self.free.pop() {
+            Some(i) => {
+                self.items[i as usize] = x;
+                i
+            }
+            None => {
+                self.items.push(x);
+                (self.items.len() - 1) as u32
+            }
+        }
+    }
+    #[inline]
+    fn release(&mut self, i: u32) {
+        self.free.push(i);
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct FifoSlot {
+    spec: XferSpec,
+    start: f64,
+    live: bool,
+}
+
+/// C FIFO channels.
+#[derive(Clone, Debug)]
+struct Fifo {
+    channels: u32,
+    in_use: u32,
+    queue: VecDeque<u32>,
+    slots: Slab<FifoSlot>,
+}
+
+/// A heap key: `(value, version, slot)` ordered by value, then version (deterministic).
+#[derive(Clone, Copy, Debug)]
+struct Key {
+    x: f64,
+    ver: u64,
+    slot: u32,
+}
+impl PartialEq for Key {
+    fn eq(&self, o: &Self) -> bool {
+        self.cmp(o) == Ordering::Equal
+    }
+}
+impl Eq for Key {}
+impl PartialOrd for Key {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Key {
+    fn cmp(&self, o: &Self) -> Ordering {
+        self.x
+            .total_cmp(&o.x)
+            .then(self.ver.cmp(&o.ver))
+            .then(self.slot.cmp(&o.slot))
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct FairSlot {
+    spec: XferSpec,
+    /// Join time.
+    start: f64,
+    /// Slices counted as ready (whole cache: 1 of 1).
+    k: u32,
+    /// Slices in all.
+    n_slices: u32,
+    /// Work per slice.
+    w: f64,
+    /// Virtual finish time of its ready bytes (valid while `active`).
+    f: f64,
+    /// Version of its live heap entry.
+    ver: u64,
+    /// In the sharing set (has ready bytes).
+    active: bool,
+    /// Bytes through, waiting for the latency to land.
+    landing: bool,
+    live: bool,
+}
+
+/// Processor sharing of C channels.
+#[derive(Clone, Debug)]
+struct Fair {
+    cap: f64,
+    /// Virtual time: service received by each active transfer since the origin.
+    v: f64,
+    t_last: f64,
+    /// Active transfers (ready bytes), solo excluded.
+    n: u32,
+    /// Transfers with bytes still to send (solo included).
+    flows: u32,
+    solo: Option<u32>,
+    solo_done: f64,
+    solo_land: f64,
+    heap: BinaryHeap<Reverse<Key>>,
+    pend: BinaryHeap<Reverse<Key>>,
+    epoch: u32,
+    wake_ps: bool,
+    wake_f: f64,
+    ver: u64,
+    slots: Slab<FairSlot>,
+}
+
+#[derive(Clone, Debug)]
+enum Kind {
+    Fifo(Fifo),
+    Fair(Fair),
+}
+
+/// One link: C channels of one catalogue link, shared FIFO or fair.
+#[derive(Clone, Debug)]
+pub struct LinkModel {
+    kind: Kind,
+    totals: LinkTotals,
+}
+
+/// The caller's event type must carry `(link index, LinkEv)`.
+pub type Tagged = (u32, LinkEv);
+
+impl LinkModel {
+    /// A link of `channels` channels.
+    pub fn new(sharing: Sharing, channels: u32) -> Self {
+        let kind = match sharing {
+            Sharing::Fifo => Kind::Fifo(Fifo {
+                channels,
+                in_use: 0,
+                queue: VecDeque::new(),
+                slots: Slab::new(),
+            }),
+            Sharing::Fair => Kind::Fair(Fair {
+                cap: channels as f64,
+                v: 0.0,
+                t_last: 0.0,
+                n: 0,
+                flows: 0,
+                solo: None,
+                solo_done: 0.0,
+                solo_land: 0.0,
+                heap: BinaryHeap::new(),
+                pend: BinaryHeap::new(),
+                epoch: 0,
+                wake_ps: false,
+                wake_f: 0.0,
+                ver: 0,
+                slots: Slab::new(),
+            }),
+        };
+        LinkModel {
+            kind,
+            totals: LinkTotals::default(),
+        }
+    }
+
+    /// Totals so far.
+    pub fn totals(&self) -> &LinkTotals {
+        &self.totals
+    }
+
+    /// Transfers waiting for a channel (fair: 0).
+    pub fn waiting(&self) -> usize {
+        match &self.kind {
+            Kind::Fifo(f) => f.queue.len(),
+            Kind::Fair(_) => 0,
+        }
+    }
+
+    /// Transfers moving bytes now (FIFO: channels in use; fair: transfers with ready bytes).
+    pub fn in_flight(&self) -> u32 {
+        match &self.kind {
+            Kind::Fifo(f) => f.in_use,
+            Kind::Fair(f) => f.n + f.solo.is_some() as u32,
+        }
+    }
+
+    /// Total rate now, in channel rates (never above the channel count).
+    pub fn total_rate(&self) -> f64 {
+        match &self.kind {
+            Kind::Fifo(f) => f.in_use as f64,
+            Kind::Fair(f) => {
+                if f.solo.is_some() {
+                    1.0
+                } else {
+                    f.n as f64 * f.rate()
+                }
+            }
+        }
+    }
+
+    /// Wire bytes of started transfers not yet through the link at `now` (FIFO: the whole of every
+    /// transfer holding a channel; fair: what each has left to send).
+    pub fn bytes_in_flight(&self, now: f64) -> f64 {
+        match &self.kind {
+            Kind::Fifo(f) => f
+                .slots
+                .items
+                .iter()
+                .filter(|s| s.live && !s.start.is_nan())
+                .map(|s| s.spec.wire_bytes)
+                .sum(),
+            Kind::Fair(f) => {
+                let mut total = 0.0;
+                for (i, s) in f.slots.items.iter().enumerate() {
+                    if !s.live || s.landing {
+                        continue;
+                    }
+                    let done = if f.solo == Some(i as u32) {
+                        solo_progress(s, now).1
+                    } else {
+                        let v = if f.n > 0 {
+                            f.v + (now - f.t_last) * f.rate()
+                        } else {
+                            f.v
+                        };
+                        let ready = s.k as f64 * s.w;
+                        if s.active {
+                            ready - (s.f - v).max(0.0)
+                        } else {
+                            ready
+                        }
+                    };
+                    let total_w = s.n_slices as f64 * s.w;
+                    let left = (total_w - done).max(0.0);
+                    if total_w > 0.0 {
+                        total += s.spec.wire_bytes * (left / total_w);
+                    }
+                }
+                total
+            }
+        }
+    }
+
+    /// Submits a transfer now (`q.now()`); `l` is this link's index (echoed in its events).
+    pub fn submit<E: From<Tagged>>(
+        &mut self,
+        l: u32,
+        spec: XferSpec,
+        q: &mut EventQueue<E>,
+        notes: &mut Vec<Note>,
+    ) {
+        match &mut self.kind {
+            Kind::Fifo(f) => {
+                let s = f.slots.alloc(FifoSlot {
+                    spec,
+                    start: f64::NAN,
+                    live: true,
+                });
+                f.queue.push_back(s);
+                f.try_grant(l, q);
+            }
+            Kind::Fair(f) => f.submit(l, spec, q, notes),
+        }
+    }
+
+    /// Handles one of this link's events.
+    pub fn on_event<E: From<Tagged>>(
+        &mut self,
+        l: u32,
+        ev: LinkEv,
+        q: &mut EventQueue<E>,
+        notes: &mut Vec<Note>,
+    ) {
+        let totals = &mut self.totals;
+        match &mut self.kind {
+            Kind::Fifo(f) => f.on_event(l, ev, q, notes, totals),
+            Kind::Fair(f) => f.on_event(l, ev, q, notes, totals),
+        }
+    }
+}
+
+impl Fifo {
+    /// SimPy's `_trigger_put`: examine the queue head once; grant it if a channel is free.
+    #[inline]
+    fn try_grant<E: From<Tagged>>(&mut self, l: u32, q: &mut EventQueue<E>) {
+        if self.in_use < self.channels {
+            if let Some(s) = self.queue.pop_front() {
+                self.in_use += 1;
+                q.schedule_in(0.0, E::from((l, LinkEv::Grant(s))));
+            }
+        }
+    }
+
+    fn on_event<E: From<Tagged>>(
+        &mut self,
+        l: u32,
+        ev: LinkEv,
+        q: &mut EventQueue<E>,
+        notes: &mut Vec<Note>,
+        totals: &mut LinkTotals,
+    ) {
+        match ev {
+            LinkEv::Grant(s) => {
+                let now = q.now();
+                let slot = &mut self.slots.items[s as usize];
+                slot.start = now;
+                notes.push(Note::Started { rid: slot.spec.rid });
+                let sp = slot.spec;
+                match sp.plan {
+                    None => q.schedule_in(sp.time_s, E::from((l, LinkEv::End(s)))),
+                    Some(p) => {
+                        let end = p.end + p.solo_exposed(sp.fixed_s, sp.stream_s, now);
+                        q.schedule_at(end, E::from((l, LinkEv::End(s))));
+                    }
+                }
+            }
+            LinkEv::End(s) => {
+                let now = q.now();
+                // Release the channel (the Release event grants the next head at this same time).
+                self.in_use -= 1;
+                q.schedule_in(0.0, E::from((l, LinkEv::Release)));
+                let slot = &mut self.slots.items[s as usize];
+                slot.live = false;
+                let sp = slot.spec;
+                let busy = match sp.plan {
+                    None => sp.time_s,
+                    Some(_) => now - slot.start,
+                };
+                totals.busy_s += busy;
+                totals.bytes += sp.wire_bytes;
+                totals.transfers += 1;
+                notes.push(Note::Landed {
+                    rid: sp.rid,
+                    start: slot.start,
+                    busy_s: busy,
+                    dur_s: busy,
+                });
+                self.slots.release(s);
+            }
+            LinkEv::Release => self.try_grant(l, q),
+            LinkEv::Wake(_) | LinkEv::Land(_) => unreachable!("fair-link event on a FIFO link"),
+        }
+    }
+}
+
+/// Progress of a solo transfer (alone on the link at full rate since it joined) at `now`:
+/// `(slices ready, work sent)`, by walking its slices (used once, when another transfer joins).
+fn solo_progress(s: &FairSlot, now: f64) -> (u32, f64) {
+    let Some(p) = s.spec.plan else {
+        let sent = (now - s.start).clamp(0.0, s.w);
+        return (1, sent);
+    };
+    let l = s.n_slices;
+    let mut k = p.ready_at(s.start).max(1);
+    let mut t = s.start;
+    let mut sent = 0.0;
+    loop {
+        let ready = k as f64 * s.w;
+        let next = if k < l {
+            p.slice_ready(k + 1)
+        } else {
+            f64::INFINITY
+        };
+        let drain = t + (ready - sent);
+        if drain <= next && drain <= now {
+            sent = ready;
+            if next <= now {
+                t = next;
+                k += 1;
+            } else {
+                break;
+            }
+        } else if next <= now {
+            sent += next - t;
+            t = next;
+            k += 1;
+        } else {
+            sent += now - t;
+            break;
+        }
+    }
+    (k, sent.min(k as f64 * s.w))
+}
+
+impl Fair {
+    #[inline]
+    fn rate(&self) -> f64 {
+        let n = self.n as f64;
+        if n <= self.cap {
+            1.0
+        } else {
+            self.cap / n
+        }
+    }
+
+    #[inline]
+    fn advance(&mut self, now: f64) {
+        if self.n > 0 {
+            self.v += (now - self.t_last) * self.rate();
+        }
+        self.t_last = now;
+    }
+
+    #[inline]
+    fn next_ver(&mut self) -> u64 {
+        self.ver += 1;
+        self.ver
+    }
+
+    fn push_active(&mut self, s: u32) {
+        let ver = self.next_ver();
+        let slot = &mut self.slots.items[s as usize];
+        slot.ver = ver;
+        let f = slot.f;
+        self.heap.push(Reverse(Key { x: f, ver, slot: s }));
+    }
+
+    fn push_pend(&mut self, s: u32) {
+        let slot = &self.slots.items[s as usize];
+        if slot.k < slot.n_slices {
+            let p = slot.spec.plan.expect("a multi-slice transfer has a plan");
+            let t = p.slice_ready(slot.k + 1);
+            let ver = slot.k as u64 + 1;
+            self.pend.push(Reverse(Key { x: t, ver, slot: s }));
+        }
+    }
+
+    fn submit<E: From<Tagged>>(
+        &mut self,
+        l: u32,
+        spec: XferSpec,
+        q: &mut EventQueue<E>,
+        notes: &mut Vec<Note>,
+    ) {
+        let now = q.now();
+        let (n_slices, w) = match spec.plan {
+            Some(p) => (p.layers, spec.stream_s / p.layers as f64),
+            None => (1, spec.stream_s),
+        };
+        let s = self.slots.alloc(FairSlot {
+            spec,
+            start: now,
+            k: 0,
+            n_slices,
+            w,
+            f: 0.0,
+            ver: 0,
+            active: false,
+            landing: false,
+            live: true,
+        });
+        notes.push(Note::Started { rid: spec.rid });
+        if let Some(s0) = self.solo {
+            if now >= self.solo_done {
+                // Its last byte is through at this very time (its wake is still queued).
+                self.retire_solo(l, s0, now, q);
+            }
+        }
+        if self.flows == 0 {
+            // Alone: closed form.
+            self.flows = 1;
+            self.solo = Some(s);
+            let (done, land) = match spec.plan {
+                None => (now + spec.stream_s, now + spec.time_s),
+                Some(p) => {
+                    let tail = p.solo_tail(spec.stream_s, now);
+                    (p.end + tail, p.end + (spec.fixed_s + tail))
+                }
+            };
+            self.solo_done = done;
+            self.solo_land = land;
+            self.epoch = self.epoch.wrapping_add(1);
+            self.wake_ps = false;
+            q.schedule_at(done, E::from((l, LinkEv::Wake(self.epoch))));
+            return;
+        }
+        self.advance(now);
+        if let Some(s0) = self.solo.take() {
+            self.unsolo(l, s0, now, q);
+        }
+        let k0 = match spec.plan {
+            Some(p) => p.ready_at(now).max(1),
+            None => 1,
+        };
+        self.flows += 1;
+        let v = self.v;
+        let slot = &mut self.slots.items[s as usize];
+        slot.k = k0;
+        slot.f = v + k0 as f64 * w;
+        slot.active = true;
+        self.n += 1;
+        self.push_active(s);
+        self.push_pend(s);
+        self.reschedule(l, q);
+    }
+
+    /// The solo transfer `s` has sent its last byte: it lands after its latency, at the time
+    /// worked out when it started.
+    fn retire_solo<E: From<Tagged>>(&mut self, l: u32, s: u32, now: f64, q: &mut EventQueue<E>) {
+        self.solo = None;
+        self.flows -= 1;
+        self.slots.items[s as usize].landing = true;
+        q.schedule_at(self.solo_land, E::from((l, LinkEv::Land(s))));
+        if self.flows == 0 {
+            self.v = 0.0;
+            self.t_last = now;
+        }
+        // Its pending wake (if any) is stale from now on.
+        self.epoch = self.epoch.wrapping_add(1);
+    }
+
+    /// The solo transfer `s` stops being alone at `now`: work out what it has sent and put it in
+    /// the sharing set (the caller has advanced the clock; `n` is 0 here).
+    fn unsolo<E: From<Tagged>>(&mut self, l: u32, s: u32, now: f64, q: &mut EventQueue<E>) {
+        let slot = self.slots.items[s as usize];
+        let (k, sent) = solo_progress(&slot, now);
+        let backlog = k as f64 * slot.w - sent;
+        if k >= slot.n_slices && backlog <= 0.0 {
+            // Its bytes are through (rounding): it lands on time.
+            self.solo = Some(s);
+            self.retire_solo(l, s, now, q);
+            return;
+        }
+        let v = self.v;
+        let sl = &mut self.slots.items[s as usize];
+        sl.k = k;
+        if backlog > 0.0 {
+            sl.f = v + backlog;
+            sl.active = true;
+            self.n += 1;
+            self.push_active(s);
+        } else {
+            sl.active = false;
+        }
+        self.push_pend(s);
+    }
+
+    fn reschedule<E: From<Tagged>>(&mut self, l: u32, q: &mut EventQueue<E>) {
+        // Drop stale heap tops.
+        while let Some(Reverse(k)) = self.heap.peek() {
+            let sl = &self.slots.items[k.slot as usize];
+            if sl.live && sl.active && sl.ver == k.ver {
+                break;
+            }
+            self.heap.pop();
+        }
+        let (t_ps, f) = match (self.n > 0, self.heap.peek()) {
+            (true, Some(Reverse(k))) => (self.t_last + (k.x - self.v) / self.rate(), k.x),
+            _ => (f64::INFINITY, 0.0),
+        };
+        let t_pend = self.pend.peek().map_or(f64::INFINITY, |Reverse(k)| k.x);
+        let t = t_ps.min(t_pend);
+        if t.is_finite() {
+            self.epoch = self.epoch.wrapping_add(1);
+            self.wake_ps = t_ps <= t_pend;
+            self.wake_f = f;
+            q.schedule_at(t, E::from((l, LinkEv::Wake(self.epoch))));
+        }
+    }
+
+    fn on_event<E: From<Tagged>>(
+        &mut self,
+        l: u32,
+        ev: LinkEv,
+        q: &mut EventQueue<E>,
+        notes: &mut Vec<Note>,
+        totals: &mut LinkTotals,
+    ) {
+        let now = q.now();
+        match ev {
+            LinkEv::Wake(e) => {
+                if e != self.epoch {
+                    return;
+                }
+                if let Some(s) = self.solo {
+                    // The solo transfer's last byte is through.
+                    self.retire_solo(l, s, now, q);
+                    return;
+                }
+                self.advance(now);
+                if self.wake_ps && self.wake_f > self.v {
+                    self.v = self.wake_f;
+                }
+                // Transfers whose ready bytes are through.
+                while let Some(Reverse(k)) = self.heap.peek().copied() {
+                    let sl = &self.slots.items[k.slot as usize];
+                    if !(sl.live && sl.active && sl.ver == k.ver) {
+                        self.heap.pop();
+                        continue;
+                    }
+                    if k.x > self.v {
+                        break;
+                    }
+                    self.heap.pop();
+                    self.n -= 1;
+                    let sl = &mut self.slots.items[k.slot as usize];
+                    sl.active = false;
+                    if sl.k >= sl.n_slices {
+                        sl.landing = true;
+                        self.flows -= 1;
+                        let fixed = sl.spec.fixed_s;
+                        q.schedule_in(fixed, E::from((l, LinkEv::Land(k.slot))));
+                    }
+                }
+                // Slices that became ready.
+                while let Some(Reverse(k)) = self.pend.peek().copied() {
+                    if k.x > now {
+                        break;
+                    }
+                    self.pend.pop();
+                    let v = self.v;
+                    let sl = &mut self.slots.items[k.slot as usize];
+                    debug_assert!(sl.live && sl.k as u64 + 1 == k.ver);
+                    sl.k += 1;
+                    if sl.active {
+                        sl.f += sl.w;
+                    } else {
+                        sl.f = v + sl.w;
+                        sl.active = true;
+                        self.n += 1;
+                    }
+                    self.push_active(k.slot);
+                    self.push_pend(k.slot);
+                }
+                if self.flows == 0 {
+                    self.v = 0.0;
+                    self.heap.clear();
+                }
+                self.reschedule(l, q);
+            }
+            LinkEv::Land(s) => {
+                let sl = &mut self.slots.items[s as usize];
+                sl.live = false;
+                let sp = sl.spec;
+                let start = sl.start;
+                totals.busy_s += sp.stream_s;
+                totals.bytes += sp.wire_bytes;
+                totals.transfers += 1;
+                notes.push(Note::Landed {
+                    rid: sp.rid,
+                    start,
+                    busy_s: sp.stream_s,
+                    dur_s: now - start,
+                });
+                self.slots.release(s);
+            }
+            LinkEv::Grant(_) | LinkEv::End(_) | LinkEv::Release => {
+                unreachable!("FIFO-link event on a fair link")
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pyrand::PyRandom;
+
+    #[derive(Clone, Copy, Debug)]
+    enum TEv {
+        Link(u32, LinkEv),
+        Arrive(u32),
+    }
+    impl From<Tagged> for TEv {
+        fn from((l, e): Tagged) -> Self {
+            TEv::Link(l, e)
+        }
+    }
+
+    fn spec(rid: u32, stream: f64, fixed: f64, plan: Option<LayerPlan>) -> XferSpec {
+        XferSpec {
+            rid,
+            fixed_s: fixed,
+            stream_s: stream,
+            time_s: fixed + stream,
+            wire_bytes: stream * 1e9,
+            plan,
+        }
+    }
+
+    /// Drives one link over `arrivals` (time, spec), returning per rid (start, landed) and
+    /// checking the capacity invariant after every event.
+    fn drive(link: &mut LinkModel, cap: f64, arrivals: &[(f64, XferSpec)]) -> Vec<(f64, f64)> {
+        let mut q: EventQueue<TEv> = EventQueue::new();
+        let mut notes = Vec::new();
+        let mut out = vec![(f64::NAN, f64::NAN); arrivals.len()];
+        if !arrivals.is_empty() {
+            q.schedule_at(arrivals[0].0, TEv::Arrive(0));
+        }
+        while let Some((t, ev)) = q.pop() {
+            match ev {
+                TEv::Arrive(i) => {
+                    link.submit(0, arrivals[i as usize].1, &mut q, &mut notes);
+                    if (i as usize) + 1 < arrivals.len() {
+                        q.schedule_at(arrivals[i as usize + 1].0, TEv::Arrive(i + 1));
+                    }
+                }
+                TEv::Link(l, e) => link.on_event(l, e, &mut q, &mut notes),
+            }
+            let r = link.total_rate();
+            assert!(r <= cap + 1e-12, "total rate {r} above capacity {cap}");
+            assert!(link.bytes_in_flight(t) >= 0.0);
+            for n in notes.drain(..) {
+                match n {
+                    Note::Started { rid } => out[rid as usize].0 = t,
+                    Note::Landed { rid, .. } => out[rid as usize].1 = t,
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn two_equal_transfers_on_a_fair_link_finish_together_at_twice_the_wire_time() {
+        let s = 0.004;
+        let lat = 1e-5;
+        for c in [1u32, 2, 3] {
+            let mut link = LinkModel::new(Sharing::Fair, c);
+            let out = drive(
+                &mut link,
+                c as f64,
+                &[(1.0, spec(0, s, lat, None)), (1.0, spec(1, s, lat, None))],
+            );
+            let want = if c == 1 {
+                1.0 + 2.0 * s + lat
+            } else {
+                1.0 + s + lat
+            };
+            for (st, end) in &out {
+                assert_eq!(*st, 1.0);
+                assert!((end - want).abs() <= 1e-15, "{c}: {end} vs {want}");
+            }
+            assert_eq!(out[0].1, out[1].1);
+            let t = link.totals();
+            assert_eq!(t.transfers, 2);
+            assert!((t.busy_s - 2.0 * s).abs() < 1e-18);
+        }
+        // One joining halfway: the first has s/2 left at half rate; both then share.
+        let mut link = LinkModel::new(Sharing::Fair, 1);
+        let out = drive(
+            &mut link,
+            1.0,
+            &[
+                (0.0, spec(0, 1.0, 0.0, None)),
+                (0.5, spec(1, 1.0, 0.0, None)),
+            ],
+        );
+        assert!((out[0].1 - 1.5).abs() < 1e-12, "{:?}", out);
+        assert!((out[1].1 - 2.0).abs() < 1e-12, "{:?}", out);
+    }
+
+    #[test]
+    fn solo_layerwise_matches_the_closed_form_on_both_link_models() {
+        for (stream, step) in [
+            (0.0859, 0.059),
+            (0.0054, 0.059),
+            (0.2, 0.01),
+            (0.059, 0.059),
+        ] {
+            for layers in [1u32, 2, 32, 80] {
+                let p = LayerPlan::new(3.0, step, layers);
+                let want =
+                    p.end + disagg_model::layerwise_exposed(2e-5, stream, step, layers as u64);
+                for sharing in [Sharing::Fifo, Sharing::Fair] {
+                    let mut link = LinkModel::new(sharing, 1);
+                    let out = drive(
+                        &mut link,
+                        1.0,
+                        &[(p.first_ready(), spec(0, stream, 2e-5, Some(p)))],
+                    );
+                    assert_eq!(out[0].1, want, "{sharing:?} {stream} {step} {layers}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn fair_layerwise_only_sends_ready_bytes() {
+        // Two layer-wise transfers of the same batch on a fast link: each slice goes out as soon
+        // as it is ready, so both land one shared slice after the step's end.
+        let p = LayerPlan::new(0.0, 1.0, 4);
+        let mut link = LinkModel::new(Sharing::Fair, 1);
+        let out = drive(
+            &mut link,
+            1.0,
+            &[
+                (p.first_ready(), spec(0, 0.4, 0.0, Some(p))),
+                (p.first_ready(), spec(1, 0.4, 0.0, Some(p))),
+            ],
+        );
+        // Each slice is 0.1 of work; two share: 0.2 after each slice's arrival.
+        for (_, end) in &out {
+            assert!((end - 1.2).abs() < 1e-12, "{out:?}");
+        }
+        // A whole-cache transfer next to a layer-wise one takes the bandwidth the layer-wise one
+        // cannot use: between slices it runs at full rate.
+        let p = LayerPlan::new(0.0, 1.0, 2);
+        let mut link = LinkModel::new(Sharing::Fair, 1);
+        let out = drive(
+            &mut link,
+            1.0,
+            &[
+                (0.5, spec(0, 0.2, 0.0, Some(p))),
+                (0.5, spec(1, 1.0, 0.0, None)),
+            ],
+        );
+        // 0.5-0.7: both share (0.1 each); layer-wise drained, whole alone 0.7-1.0 (0.3 more,
+        // 0.4 sent); 1.0-1.2 share again (layer-wise slice 2 done at 1.2, whole at 0.5 sent);
+        // whole alone for its last 0.5 → 1.7.
+        assert!((out[0].1 - 1.2).abs() < 1e-12, "{out:?}");
+        assert!((out[1].1 - 1.7).abs() < 1e-12, "{out:?}");
+    }
+
+    /// Mean and the standard error of the mean by batch means (`nb` batches).
+    fn mean_se(x: &[f64], nb: usize) -> (f64, f64) {
+        let n = x.len() / nb * nb;
+        let m = x[..n].iter().sum::<f64>() / n as f64;
+        let bs = n / nb;
+        let bm: Vec<f64> = (0..nb)
+            .map(|b| x[b * bs..(b + 1) * bs].iter().sum::<f64>() / bs as f64)
+            .collect();
+        let var = bm.iter().map(|v| (v - m) * (v - m)).sum::<f64>() / (nb - 1) as f64;
+        (m, (var / nb as f64).sqrt())
+    }
+
+    fn poisson(n: usize, rate: f64, seed: u64) -> Vec<f64> {
+        let mut rng = PyRandom::new(seed);
+        let mut t = 0.0;
+        (0..n)
+            .map(|_| {
+                t += rng.expovariate(rate);
+                t
+            })
+            .collect()
+    }
+
+    /// Under Poisson arrivals of equal transfers (service s = 1 s at one channel) at load
+    /// rho = 0.6, the fair link is M/D/1-PS: mean time in system s / (1 - rho) = 2.5 s
+    /// (insensitive to the service distribution). 200,000 transfers after a 2,000 warm-up; the
+    /// standard error is estimated by 40 batch means (about 0.008 s here) and the test allows
+    /// 4 standard errors.
+    #[test]
+    fn fair_link_is_m_g_1_ps() {
+        let (n, rho, s) = (200_000, 0.6, 1.0);
+        let times = poisson(n, rho / s, 7);
+        let arr: Vec<(f64, XferSpec)> = times
+            .iter()
+            .enumerate()
+            .map(|(i, &t)| (t, spec(i as u32, s, 0.0, None)))
+            .collect();
+        let mut link = LinkModel::new(Sharing::Fair, 1);
+        let out = drive(&mut link, 1.0, &arr);
+        let sojourn: Vec<f64> = out[2000..]
+            .iter()
+            .zip(&times[2000..])
+            .map(|((_, end), t)| end - t)
+            .collect();
+        let (m, se) = mean_se(&sojourn, 40);
+        let want = s / (1.0 - rho);
+        assert!(se > 0.0 && se < 0.05, "standard error {se}");
+        assert!((m - want).abs() <= 4.0 * se, "mean {m} vs {want} (se {se})");
+        // Work conservation: the link is busy exactly the total work.
+        let t = link.totals();
+        assert_eq!(t.transfers, n as u64);
+        assert!((t.busy_s - n as f64 * s).abs() < 1e-6 * n as f64);
+        // Two channels at the same per-channel load: each of n transfers gets min(1, 2/n) of a
+        // channel, a symmetric (Kelly) queue, so insensitive: its mean time in system is the
+        // M/M/2 one, s (1 + C / (c - a)) with a = 1.2 offered channels and Erlang C = 0.45 the
+        // probability of waiting: 1.5625 s.
+        let times2 = poisson(n, 2.0 * rho / s, 8);
+        let arr2: Vec<(f64, XferSpec)> = times2
+            .iter()
+            .enumerate()
+            .map(|(i, &t)| (t, spec(i as u32, s, 0.0, None)))
+            .collect();
+        let mut link2 = LinkModel::new(Sharing::Fair, 2);
+        let out2 = drive(&mut link2, 2.0, &arr2);
+        let soj2: Vec<f64> = out2[2000..]
+            .iter()
+            .zip(&times2[2000..])
+            .map(|((_, end), t)| end - t)
+            .collect();
+        let (m2, se2) = mean_se(&soj2, 40);
+        let (a, c) = (2.0 * rho, 2.0);
+        let erlang_c = (a * a / 2.0 * c / (c - a)) / (1.0 + a + a * a / 2.0 * c / (c - a));
+        let want2 = s * (1.0 + erlang_c / (c - a));
+        assert_eq!(want2, 1.5625);
+        assert!(
+            (m2 - want2).abs() <= 4.0 * se2,
+            "two channels: mean {m2} vs {want2} (se {se2})"
+        );
+    }
+
+    /// FIFO with one channel and equal transfers is M/D/1: mean wait rho s / (2 (1 - rho)) =
+    /// 0.75 s at rho = 0.6, s = 1 s. Same sample design as the PS test (4 batch-means standard
+    /// errors, about 0.006 s here).
+    #[test]
+    fn fifo_link_is_m_d_1() {
+        let (n, rho, s) = (200_000, 0.6, 1.0);
+        let times = poisson(n, rho / s, 11);
+        let lat = 0.0;
+        let arr: Vec<(f64, XferSpec)> = times
+            .iter()
+            .enumerate()
+            .map(|(i, &t)| (t, spec(i as u32, s, lat, None)))
+            .collect();
+        let mut link = LinkModel::new(Sharing::Fifo, 1);
+        let out = drive(&mut link, 1.0, &arr);
+        let waits: Vec<f64> = out[2000..]
+            .iter()
+            .zip(&times[2000..])
+            .map(|((start, _), t)| start - t)
+            .collect();
+        let (m, se) = mean_se(&waits, 40);
+        let want = rho * s / (2.0 * (1.0 - rho));
+        assert!(se > 0.0 && se < 0.05, "standard error {se}");
+        assert!(
+            (m - want).abs() <= 4.0 * se,
+            "mean wait {m} vs {want} (se {se})"
+        );
+        // Every transfer holds its channel exactly s.
+        for ((st, end), _) in out.iter().zip(&times) {
+            assert_eq!(*end, st + s);
+        }
+    }
+
+    /// The fair link against a brute-force fluid simulation in 4 us steps, on random mixes of
+    /// layer-wise and whole-cache transfers joining at random times, on one and two channels:
+    /// every landing time agrees to within 50 steps.
+    #[test]
+    fn fair_link_matches_a_brute_force_fluid_simulation() {
+        let mut rng = PyRandom::new(42);
+        for trial in 0..24 {
+            let c = 1 + trial % 2;
+            let n = 3 + (trial % 5) as usize;
+            let mut arr: Vec<(f64, XferSpec)> = (0..n)
+                .map(|i| {
+                    let work = 0.02 + 0.3 * rng.random();
+                    if rng.random() < 0.6 {
+                        let layers = [2u32, 3, 4, 8][(rng.random() * 4.0) as usize];
+                        let p =
+                            LayerPlan::new(0.5 * rng.random(), 0.05 + 0.4 * rng.random(), layers);
+                        let join = p.first_ready()
+                            + if rng.random() < 0.3 {
+                                0.05 * rng.random()
+                            } else {
+                                0.0
+                            };
+                        (join, spec(i as u32, work, 0.0, Some(p)))
+                    } else {
+                        (0.6 * rng.random(), spec(i as u32, work, 0.0, None))
+                    }
+                })
+                .collect();
+            arr.sort_by(|a, b| a.0.total_cmp(&b.0));
+            for (i, a) in arr.iter_mut().enumerate() {
+                a.1.rid = i as u32;
+            }
+            let mut link = LinkModel::new(Sharing::Fair, c);
+            let out = drive(&mut link, c as f64, &arr);
+            // Brute force: per transfer, the breakpoints (time, ready work) of its ready bytes.
+            let dt = 4e-6;
+            let steps: Vec<Vec<(f64, f64)>> = arr
+                .iter()
+                .map(|&(j, sp)| match sp.plan {
+                    None => vec![(j, sp.stream_s)],
+                    Some(p) => {
+                        let w = sp.stream_s / p.layers as f64;
+                        let k0 = p.ready_at(j);
+                        let mut v = vec![(j, k0 as f64 * w)];
+                        for k in k0 + 1..=p.layers {
+                            v.push((p.slice_ready(k), k as f64 * w));
+                        }
+                        v
+                    }
+                })
+                .collect();
+            let total: Vec<f64> = steps.iter().map(|v| v.last().unwrap().1).collect();
+            let mut next = vec![0usize; n];
+            let mut ready = vec![0.0; n];
+            let mut sent = vec![0.0; n];
+            let mut done = vec![f64::NAN; n];
+            let mut left = n;
+            let mut t = 0.0;
+            let mut active = Vec::with_capacity(n);
+            while left > 0 {
+                for i in 0..n {
+                    while next[i] < steps[i].len() && steps[i][next[i]].0 <= t {
+                        ready[i] = steps[i][next[i]].1;
+                        next[i] += 1;
+                    }
+                }
+                active.clear();
+                active.extend((0..n).filter(|&i| done[i].is_nan() && ready[i] - sent[i] > 1e-12));
+                let rate = (c as f64 / active.len().max(1) as f64).min(1.0);
+                t += dt;
+                for &i in &active {
+                    sent[i] = (sent[i] + rate * dt).min(ready[i]);
+                    if sent[i] >= total[i] - 1e-12 {
+                        done[i] = t;
+                        left -= 1;
+                    }
+                }
+                assert!(t < 100.0);
+            }
+            for i in 0..n {
+                assert!(
+                    (out[i].1 - done[i]).abs() <= 50.0 * dt,
+                    "trial {trial} transfer {i}: {} vs brute force {}",
+                    out[i].1,
+                    done[i]
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn zero_work_transfers_land_after_their_latency() {
+        let p = LayerPlan::new(1.0, 0.5, 4);
+        for sharing in [Sharing::Fifo, Sharing::Fair] {
+            let mut link = LinkModel::new(sharing, 1);
+            let out = drive(
+                &mut link,
+                1.0,
+                &[
+                    (p.first_ready(), spec(0, 0.0, 1e-5, Some(p))),
+                    (2.0, spec(1, 0.0, 1e-5, None)),
+                    (2.0, spec(2, 0.0, 1e-5, None)),
+                ],
+            );
+            for (st, end) in &out {
+                assert!(
+                    end >= st && *end - st <= 0.5 + 1e-5 + 1e-12,
+                    "{sharing:?} {out:?}"
+                );
+            }
+            assert_eq!(link.totals().transfers, 3);
+            assert_eq!(link.totals().bytes, 0.0);
+        }
+    }
+
+    #[test]
+    fn layer_plan_slices() {
+        let p = LayerPlan::new(10.0, 0.064, 32);
+        assert_eq!(p.slice_ready(32), p.end);
+        assert_eq!(p.first_ready(), 10.0 + 0.064 / 32.0);
+        assert_eq!(p.ready_at(10.0), 0);
+        assert_eq!(p.ready_at(p.first_ready()), 1);
+        assert_eq!(p.ready_at(p.end), 32);
+        assert_eq!(p.ready_at(1e9), 32);
+        for k in 1..32 {
+            assert_eq!(p.ready_at(p.slice_ready(k)), k);
+        }
+    }
+}
