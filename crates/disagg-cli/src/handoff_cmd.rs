@@ -2,7 +2,8 @@
 
 use clap::Args;
 use disagg_model::{
-    handoff, Catalogue, CompressAt, CostModel, CostOptions, Handoff, KvTransit, Link, SendMode,
+    handoff_shared, Catalogue, CompressAt, CostModel, CostOptions, Handoff, KvTransit, Link,
+    SendMode, Sharing,
 };
 use serde_json::{json, Map, Value};
 
@@ -44,6 +45,13 @@ pub struct HandoffArgs {
     /// Devices per prefill instance (tensor parallel, treated as one bigger device).
     #[arg(long, default_value_t = 1, value_name = "N", value_parser = crate::custom::count, allow_negative_numbers = true)]
     devices_per_instance: u64,
+    /// How concurrent hand-offs share the link: fifo (channels, first come first served) or fair
+    /// (processor sharing).
+    #[arg(long, default_value = "fifo", value_name = "fifo|fair")]
+    link_sharing: String,
+    /// Hand-offs of this size leaving at once (a prefill batch): times are for the last of them.
+    #[arg(long, default_value_t = 1, value_name = "N", value_parser = crate::custom::count, allow_negative_numbers = true)]
+    concurrent: u64,
     /// One row per link in the catalogue (the chapter's link table).
     #[arg(long)]
     all_links: bool,
@@ -110,6 +118,14 @@ pub fn run(a: HandoffArgs, cat: Catalogue) -> CmdResult {
     let model = a.model_flags.resolve(&a.model, &cat)?;
     let device = a.device_flags.resolve(&a.prefill_device, &cat)?;
     let send = SendMode::parse(&a.send).map_err(|e| UsageError(format!("--send: {e}")))?;
+    let sharing =
+        Sharing::parse(&a.link_sharing).map_err(|e| UsageError(format!("--link-sharing: {e}")))?;
+    if a.concurrent > 65_536 {
+        return Err(UsageError(format!(
+            "--concurrent: at most 65536, got {}",
+            a.concurrent
+        )));
+    }
     let compress_at =
         CompressAt::parse(&a.compress_at).map_err(|e| UsageError(format!("--compress-at: {e}")))?;
     let transit = transit_for(&cat, &model, &a.compression, compress_at, a.kv_keep)
@@ -149,7 +165,15 @@ pub fn run(a: HandoffArgs, cat: Catalogue) -> CmdResult {
     let results: Vec<(Link, Handoff)> = links
         .into_iter()
         .map(|l| {
-            let h = handoff(&r.cost, &l, r.transit.as_ref(), r.send, a.prompt_tokens);
+            let h = handoff_shared(
+                &r.cost,
+                &l,
+                r.transit.as_ref(),
+                r.send,
+                a.prompt_tokens,
+                sharing,
+                a.concurrent as u32,
+            );
             (l, h)
         })
         .collect();
@@ -167,6 +191,8 @@ pub fn run(a: HandoffArgs, cat: Catalogue) -> CmdResult {
         top.insert("compression".into(), json!(comp_key));
         top.insert("compress_at".into(), json!(r.compress_at.as_str()));
         top.insert("send".into(), json!(r.send.as_str()));
+        top.insert("link_sharing".into(), json!(sharing.as_str()));
+        top.insert("concurrent".into(), json!(a.concurrent));
         top.insert("prefill_device".into(), json!(r.cost.device.key));
         top.insert("devices_per_instance".into(), json!(a.devices_per_instance));
         if a.all_links {

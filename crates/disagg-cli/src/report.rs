@@ -36,7 +36,25 @@ pub fn text(s: &Summary) -> String {
             p.prefill, p.decode
         );
     }
-    let _ = writeln!(o, "latency (ms)       mean      p50      p90      p99");
+    let opts = &s.options;
+    let beyond: Vec<String> = [
+        ("send", opts.send.as_str(), "whole"),
+        ("link-sharing", opts.link_sharing.as_str(), "fifo"),
+        ("link-topology", opts.link_topology.as_str(), "shared"),
+        ("reserve-kv-on", opts.reserve_kv_on.as_str(), "arrival"),
+    ]
+    .iter()
+    .filter(|(_, v, d)| v != d)
+    .map(|(k, v, _)| format!("{k} {v}"))
+    .collect();
+    if !beyond.is_empty() {
+        let _ = writeln!(o, "hand-off     {}", beyond.join("   "));
+    }
+    let _ = writeln!(
+        o,
+        "latency (ms)       mean      p50      p90      p99   (first token from {})",
+        s.first_token.as_str()
+    );
     for (k, d) in [
         ("ttft", &s.ttft_s),
         ("tpot", &s.tpot_s),
@@ -131,6 +149,31 @@ pub fn text(s: &Summary) -> String {
             ms8(s.handoff_s.p50).trim(),
             ms8(s.handoff_s.p99).trim(),
             s.link_j_per_request
+        );
+    }
+    if s.links.len() > 1 {
+        let busiest = s
+            .links
+            .iter()
+            .max_by(|a, b| a.utilisation.total_cmp(&b.utilisation));
+        if let Some(b) = busiest {
+            let _ = writeln!(
+                o,
+                "kv links     {} links, busiest {} {}",
+                s.links.len(),
+                b.name,
+                pct0(b.utilisation)
+            );
+        }
+    }
+    if let Some(w) = &s.decode_mem_wait_s {
+        let _ = writeln!(
+            o,
+            "decode mem   {} hand-offs waited {:.1} s for decode KV memory in all; per hand-off p50 {} ms p99 {} ms",
+            w.handoffs,
+            w.total_s,
+            ms8(w.per_handoff.p50).trim(),
+            ms8(w.per_handoff.p99).trim()
         );
     }
     let capped: Vec<String> = s
@@ -247,6 +290,43 @@ pub fn side_by_side(names: &[&str], runs: &[&Summary]) -> String {
             let _ = write!(o, " {:>26}", f(s));
         }
         o.push('\n');
+    }
+    o
+}
+
+/// One row per run: what the hand-off does to the latencies and the SLOs.
+pub fn variants_table(names: &[&str], runs: &[&Summary]) -> String {
+    let mut o = String::new();
+    let w = names.iter().map(|n| n.len()).max().unwrap_or(9).max(9);
+    let ms = |x: f64| {
+        if x.is_nan() {
+            "-".to_string()
+        } else {
+            fixed(1e3 * x, 1)
+        }
+    };
+    let _ = writeln!(
+        o,
+        "{:<w$}  {:>14} {:>13} {:>13} {:>9} {:>10} {:>9}",
+        "variant", "hand-off p99", "TTFT p99", "TPOT p99", "SLO met", "link busy", "J/token"
+    );
+    let _ = writeln!(
+        o,
+        "{:<w$}  {:>14} {:>13} {:>13} {:>9} {:>10} {:>9}",
+        "", "(ms)", "(ms)", "(ms)", "(%)", "(%)", ""
+    );
+    for (n, s) in names.iter().zip(runs) {
+        let _ = writeln!(
+            o,
+            "{:<w$}  {:>14} {:>13} {:>13} {:>9} {:>10} {:>9}",
+            n,
+            ms(s.handoff_s.p99),
+            ms(s.ttft_s.p99),
+            ms(s.tpot_s.p99),
+            fixed(100.0 * s.slo_attainment, 1),
+            fixed(100.0 * s.link_busy, 1),
+            format!("{:.3}", s.j_per_token)
+        );
     }
     o
 }

@@ -169,6 +169,10 @@ pub fn run(a: RunArgs, cat: &Catalogue) -> CmdResult {
 pub struct CompareArgs {
     #[command(flatten)]
     pub sc: ScenarioFlags,
+    /// Instead of colocated against disaggregated, compare the scenario with variants of it, one
+    /// column each: `--variant send=layerwise --variant link_sharing=fair,link_channels=2`.
+    #[arg(long, value_name = "NAME=VALUE,...", conflicts_with = "sweep_rate")]
+    pub variant: Vec<String>,
     /// One row per rate (each mode at each rate, same lengths).
     #[arg(long, value_name = "R", num_args = 1.., allow_negative_numbers = true)]
     pub sweep_rate: Option<Vec<f64>>,
@@ -190,6 +194,9 @@ fn with_mode(s: &Scenario, mode: &str) -> Scenario {
 
 pub fn compare(a: CompareArgs, cat: &Catalogue) -> CmdResult {
     let base = a.sc.scenario()?;
+    if !a.variant.is_empty() {
+        return compare_variants(&a, &base, cat);
+    }
     let rates: Vec<f64> = match &a.sweep_rate {
         Some(r) => {
             if r.is_empty() {
@@ -305,6 +312,55 @@ pub fn compare(a: CompareArgs, cat: &Catalogue) -> CmdResult {
     Ok(())
 }
 
+fn compare_variants(a: &CompareArgs, base: &Scenario, cat: &Catalogue) -> CmdResult {
+    let mut cols: Vec<(String, Scenario)> = vec![("reference".to_string(), base.clone())];
+    for v in &a.variant {
+        cols.push((v.clone(), crate::sweep_cmd::apply_variant(base, v)?));
+    }
+    let mut cfgs = Vec::new();
+    for (name, sc) in &cols {
+        let cfg = sc
+            .build(cat)
+            .map_err(|e| UsageError(format!("--variant {name}: {e}")))?;
+        cfgs.push(cfg);
+    }
+    if let Some(d) = &a.plot {
+        plots::prepare_dir(d)?;
+    }
+    let mut sums = Vec::new();
+    let mut lats = Vec::new();
+    for ((name, _), cfg) in cols.iter().zip(&cfgs) {
+        let run = simulate(cfg, &cfg.generate_workload())?;
+        if a.plot.is_some() && cols.len() <= 12 {
+            lats.push(plots::Latencies::of(name, &run));
+        }
+        sums.push(run.summary());
+    }
+    if a.json {
+        let runs: Vec<serde_json::Value> = cols
+            .iter()
+            .zip(&sums)
+            .map(|((n, sc), s)| json!({"variant": n, "scenario": sc, "summary": s}))
+            .collect();
+        let doc =
+            json!({"schema_version": disagg_sim::SCHEMA_VERSION, "tool": "disagg", "runs": runs});
+        println!("{}", serde_json::to_string_pretty(&doc).expect("json"));
+    } else {
+        let names: Vec<&str> = cols.iter().map(|(n, _)| n.as_str()).collect();
+        let refs: Vec<&Summary> = sums.iter().collect();
+        print!("{}", report::variants_table(&names, &refs));
+    }
+    if let Some(dir) = &a.plot {
+        let mut written = Vec::new();
+        plots::cdfs(dir, &lats, (base.ttft_slo, base.tpot_slo), &mut written)?;
+        let named: Vec<(String, &Summary)> =
+            cols.iter().map(|(n, _)| n.clone()).zip(&sums).collect();
+        plots::stages(dir, &named, &mut written)?;
+        plots::report(&written);
+    }
+    Ok(())
+}
+
 #[derive(Args, Debug)]
 pub struct PresetsArgs {
     /// Print JSON (each preset's full scenario).
@@ -331,7 +387,7 @@ pub fn presets(a: PresetsArgs) -> CmdResult {
             group = p.group;
             println!("{group}");
         }
-        println!("  {:<22} {}", p.name, p.about);
+        println!("  {:<26} {}", p.name, p.about);
     }
     println!("\nrun one with: disagg run --preset NAME");
     Ok(())

@@ -94,6 +94,38 @@ pub struct ScenarioFlags {
     /// Where to compress: transit (in the link) or endpoint (on the prefill GPU) [transit].
     #[arg(long, value_name = "WHERE", help_heading = "Pools and link")]
     pub kv_compress_at: Option<String>,
+    /// How the KV cache leaves prefill: whole (after the step, the reference) or layerwise (each
+    /// layer's slice as soon as that layer is done) [whole].
+    #[arg(
+        long,
+        value_name = "whole|layerwise",
+        help_heading = "Beyond the reference"
+    )]
+    pub send: Option<String>,
+    /// fifo (C independent FIFO channels, the reference) or fair (processor sharing: active
+    /// transfers split the bandwidth equally) [fifo].
+    #[arg(long, value_name = "fifo|fair", help_heading = "Beyond the reference")]
+    pub link_sharing: Option<String>,
+    /// shared (one link for everything, the reference), per-prefill (one per prefill instance:
+    /// its NIC) or per-pair (one per prefill-decode pair) [shared].
+    #[arg(long, value_name = "TOPOLOGY", help_heading = "Beyond the reference")]
+    pub link_topology: Option<String>,
+    /// When decode KV memory is reserved: arrival (when the KV lands, the reference) or transfer
+    /// (before the transfer starts, so decode memory throttles hand-offs) [arrival].
+    #[arg(
+        long,
+        value_name = "arrival|transfer",
+        help_heading = "Beyond the reference"
+    )]
+    pub reserve_kv_on: Option<String>,
+    /// Who emits the first token: prefill (at the end of prefill, DistServe's accounting, the
+    /// reference) or decode (after the KV lands, llm-d/Dynamo: the hand-off shows in TTFT) [prefill].
+    #[arg(
+        long,
+        value_name = "prefill|decode",
+        help_heading = "Beyond the reference"
+    )]
+    pub first_token: Option<String>,
     /// Poisson arrival rate, requests/s [4].
     #[arg(
         long,
@@ -258,7 +290,12 @@ impl ScenarioFlags {
             output_cv,
             ttft_slo,
             tpot_slo,
-            seed
+            seed,
+            send,
+            link_sharing,
+            link_topology,
+            reserve_kv_on,
+            first_token
         );
         set_opt!(
             prefill_device,

@@ -134,6 +134,27 @@ fn valid_axes(base: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// `base` with `NAME=VALUE[,NAME=VALUE...]` applied (names are scenario keys, values typed like
+/// the field), for `--variant`.
+pub fn apply_variant(base: &Scenario, spec: &str) -> Result<Scenario, UsageError> {
+    let mut v = serde_json::to_value(base).expect("scenario");
+    for pair in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (name, val) = pair
+            .split_once('=')
+            .ok_or_else(|| UsageError(format!("--variant: expected NAME=VALUE, got '{pair}'")))?;
+        let name = name.trim().replace('-', "_");
+        if v.get(&name).is_none() {
+            return Err(UsageError(format!(
+                "--variant: unknown option '{name}'; valid: {}",
+                valid_axes(&v).join(", ")
+            )));
+        }
+        let typed_val = typed(&v, &name, val);
+        v.as_object_mut().expect("object").insert(name, typed_val);
+    }
+    serde_json::from_value(v).map_err(|e| UsageError(format!("--variant {spec}: {e}")))
+}
+
 /// Converts a CLI string to the JSON type of the scenario field it sets.
 fn typed(base: &Value, name: &str, raw: &str) -> Value {
     let raw = raw.trim();
@@ -389,7 +410,7 @@ struct RunRow {
 
 fn value_text(v: &Value) -> String {
     match v {
-                Value::String(s) => s.clone(),
+        Value::String(s) => s.clone(),
         Value::Null => "none".into(),
         Value::Number(n) => match n.as_f64() {
             Some(f) if f.fract() == 0.0 && f.abs() < 1e15 => format!("{}", f as i64),

@@ -439,3 +439,67 @@ fn more_compression_formats() {
     ]);
     assert_eq!(v["compression_ratio"].as_f64(), Some(10240.0 / 5122.0));
 }
+
+#[test]
+fn concurrent_hand_offs_share_the_link() {
+    // Two hand-offs at once on one 25 GbE channel: fair sharing lands both at twice the wire
+    // time (+ latency); FIFO lands the second after two whole transfers.
+    let v = ok_json(&[
+        "handoff",
+        "--concurrent",
+        "2",
+        "--link-sharing",
+        "fair",
+        "--json",
+    ]);
+    assert_eq!(
+        v["transfer_s"].as_f64(),
+        Some(20e-6 + 2.0 * (268435456.0 / 3.125e9))
+    );
+    assert_eq!(v["link_sharing"], "fair");
+    let v = ok_json(&["handoff", "--concurrent", "2", "--json"]);
+    assert_eq!(v["transfer_s"].as_f64(), Some(2.0 * 0.08591934592));
+    // Two channels: the pair goes side by side either way.
+    let v = ok_json(&[
+        "handoff",
+        "--concurrent",
+        "2",
+        "--link-channels",
+        "2",
+        "--link-sharing",
+        "fair",
+        "--json",
+    ]);
+    assert_eq!(v["transfer_s"].as_f64(), Some(0.08591934592));
+    // Layer-wise, FIFO: the second waits for the first to land, then sends all of its KV.
+    let one = ok_json(&["handoff", "--send", "layerwise", "--json"]);
+    let two = ok_json(&[
+        "handoff",
+        "--send",
+        "layerwise",
+        "--concurrent",
+        "2",
+        "--json",
+    ]);
+    let e1 = one["exposed_s"].as_f64().unwrap();
+    // (stream + wait) - (L-1)/L * T, with wait = e1 + (L-1)/L * T: equal up to rounding.
+    let want = 20e-6 + (268435456.0 / 3.125e9 + e1);
+    let got = two["exposed_s"].as_f64().unwrap();
+    assert!(((got - want) / want).abs() < 1e-15, "{got} vs {want}");
+    // --concurrent 1 is the plain calculator.
+    let plain = ok_json(&["handoff", "--json"]);
+    let c1 = ok_json(&[
+        "handoff",
+        "--concurrent",
+        "1",
+        "--link-sharing",
+        "fair",
+        "--json",
+    ]);
+    assert_eq!(plain["exposed_s"], c1["exposed_s"]);
+    bad(
+        &["handoff", "--link-sharing", "polite"],
+        &["polite", "fair"],
+    );
+    bad(&["handoff", "--concurrent", "0"], &["--concurrent"]);
+}

@@ -205,3 +205,110 @@ pub fn handoff(
         transit_bound: x.transit_bound,
     }
 }
+
+/// How concurrent hand-offs share a link in the calculator (the simulator's `--link-sharing`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Sharing {
+    /// Independent FIFO channels, first come first served (the reference).
+    #[default]
+    Fifo,
+    /// Processor sharing: the active transfers split the bandwidth equally.
+    Fair,
+}
+
+impl Sharing {
+    /// Accepted names.
+    pub const NAMES: [&'static str; 2] = ["fifo", "fair"];
+    /// Parses `fifo` or `fair`.
+    pub fn parse(s: &str) -> Result<Self, Error> {
+        match s {
+            "fifo" => Ok(Sharing::Fifo),
+            "fair" => Ok(Sharing::Fair),
+            _ => Err(Error::unknown("link sharing", s, Self::NAMES)),
+        }
+    }
+    /// The canonical name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Sharing::Fifo => "fifo",
+            Sharing::Fair => "fair",
+        }
+    }
+}
+
+/// Time left after the prefill for a layer-wise transfer granted `wait_s` after its first slice
+/// was ready: `fixed + max(stream / L, (stream + wait) - (prefill * (L - 1)) / L)`; with
+/// `wait_s = 0` this is [`layerwise_exposed`] bit for bit.
+pub fn layerwise_exposed_after(
+    fixed_s: f64,
+    stream_s: f64,
+    prefill_s: f64,
+    layers: u64,
+    wait_s: f64,
+) -> f64 {
+    let l = layers as f64;
+    fixed_s + (stream_s / l).max((stream_s + wait_s) - (prefill_s * (layers - 1) as f64) / l)
+}
+
+/// [`handoff`] for `concurrent` identical prompts prefilled together and handed off at once over
+/// one link: the times are those of the last of them. FIFO: each holds one of the link's
+/// channels from its grant to its landing, so the k-th waits for the `ceil(k / channels) - 1`
+/// before it on its channel. Fair: all share the bandwidth, each at `min(1, channels / n)` of a
+/// channel, and land together. With `concurrent = 1` this is [`handoff`].
+pub fn handoff_shared(
+    prefill: &CostModel,
+    link: &Link,
+    transit: Option<&KvTransit>,
+    send: SendMode,
+    prompt_tokens: u64,
+    sharing: Sharing,
+    concurrent: u32,
+) -> Handoff {
+    let mut h = handoff(prefill, link, transit, send, prompt_tokens);
+    if concurrent <= 1 {
+        return h;
+    }
+    let x = transfer(&prefill.model, link, transit, prompt_tokens);
+    let layers = prefill.model.n_layers;
+    let c = link.channels.max(1) as f64;
+    let n = concurrent as f64;
+    match sharing {
+        Sharing::Fair => {
+            let stream = x.stream_s * (n / c).max(1.0);
+            h.transfer_s = x.fixed_s + stream;
+            h.exposed_s = match send {
+                SendMode::Whole => h.transfer_s,
+                SendMode::Layerwise => layerwise_exposed(x.fixed_s, stream, h.prefill_s, layers),
+            };
+        }
+        Sharing::Fifo => {
+            let rounds = (concurrent as u64).div_ceil(link.channels.max(1) as u64);
+            match send {
+                SendMode::Whole => {
+                    h.transfer_s = rounds as f64 * x.time_s;
+                    h.exposed_s = h.transfer_s;
+                }
+                SendMode::Layerwise => {
+                    // Relative to the end of prefill; the first slice is ready T/L after its start.
+                    let first_ready = -(h.prefill_s * (layers - 1) as f64) / layers as f64;
+                    let mut landed = f64::NEG_INFINITY;
+                    for k in 0..rounds {
+                        let wait = if k == 0 { 0.0 } else { landed - first_ready };
+                        landed = layerwise_exposed_after(
+                            x.fixed_s,
+                            x.stream_s,
+                            h.prefill_s,
+                            layers,
+                            wait,
+                        );
+                    }
+                    h.exposed_s = landed;
+                    h.transfer_s = rounds as f64 * x.time_s;
+                }
+            }
+        }
+    }
+    h.link_capacity_rps = link.channels as f64 / x.time_s;
+    h
+}

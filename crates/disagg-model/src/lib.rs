@@ -14,4 +14,7 @@ pub use catalogue::{
 };
 pub use cost::{Bound, CostModel, CostOptions, PyNum, RawStep, StepCost};
 pub use error::Error;
-pub use handoff::{handoff, layerwise_exposed, transfer, Handoff, SendMode, Transfer};
+pub use handoff::{
+    handoff, handoff_shared, layerwise_exposed, layerwise_exposed_after, transfer, Handoff, SendMode,
+    Sharing, Transfer,
+};

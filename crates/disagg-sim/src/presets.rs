@@ -158,6 +158,77 @@ pub fn all() -> Vec<Preset> {
             ..base()
         },
     });
+    let beyond: [(&str, &str, Scenario); 5] = [
+        (
+            "eth25g-14rps-layerwise",
+            "25 GbE at 14 req/s, KV streamed layer by layer",
+            Scenario {
+                send: "layerwise".into(),
+                ..Scenario {
+                    link: "eth-25g".into(),
+                    rate: 14.0,
+                    ..base()
+                }
+            },
+        ),
+        (
+            "eth25g-14rps-fair",
+            "25 GbE at 14 req/s, the link shared fairly (processor sharing) instead of FIFO",
+            Scenario {
+                link_sharing: "fair".into(),
+                ..Scenario {
+                    link: "eth-25g".into(),
+                    rate: 14.0,
+                    ..base()
+                }
+            },
+        ),
+        (
+            "eth25g-14rps-per-pair-2d",
+            "25 GbE at 14 req/s, two decode instances, one link per prefill-decode pair",
+            Scenario {
+                link_topology: "per-pair".into(),
+                decode: 2,
+                ..Scenario {
+                    link: "eth-25g".into(),
+                    rate: 14.0,
+                    ..base()
+                }
+            },
+        ),
+        (
+            "eth25g-14rps-reserve",
+            "25 GbE at 14 req/s, decode KV reserved when the transfer starts (vLLM)",
+            Scenario {
+                reserve_kv_on: "transfer".into(),
+                ..Scenario {
+                    link: "eth-25g".into(),
+                    rate: 14.0,
+                    ..base()
+                }
+            },
+        ),
+        (
+            "eth25g-14rps-decode-ttft",
+            "25 GbE at 14 req/s, first token from decode after the KV lands (llm-d, Dynamo)",
+            Scenario {
+                first_token: "decode".into(),
+                ..Scenario {
+                    link: "eth-25g".into(),
+                    rate: 14.0,
+                    ..base()
+                }
+            },
+        ),
+    ];
+    for (name, about, scenario) in beyond {
+        v.push(Preset {
+            name,
+            group: "beyond the reference, 25 GbE at 14 req/s",
+            about,
+            scenario,
+        });
+    }
     v
 }
 
