@@ -60,6 +60,15 @@ fn cases() -> Vec<Case> {
             scenario: chapter(100_000),
         },
         Case {
+            name: "layerwise-fair-100k",
+            about: "chapter config, layer-wise streaming and fair link sharing, 100,000 requests",
+            scenario: Scenario {
+                send: "layerwise".into(),
+                link_sharing: "fair".into(),
+                ..chapter(100_000)
+            },
+        },
+        Case {
             name: "chapter-1m",
             about: "chapter config, 1,000,000 requests",
             scenario: chapter(1_000_000),

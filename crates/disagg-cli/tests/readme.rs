@@ -96,3 +96,37 @@ fn readme_plots_are_current() {
     }
     let _ = std::fs::remove_dir_all(&out);
 }
+
+#[test]
+fn readme_beyond_table_is_current() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
+        .expect("README.md");
+    let args = [
+        "compare",
+        "--preset",
+        "eth25g-14rps",
+        "--variant",
+        "send=layerwise",
+        "--variant",
+        "link_sharing=fair",
+        "--variant",
+        "decode=2",
+        "--variant",
+        "link_topology=per-pair,decode=2",
+        "--variant",
+        "reserve_kv_on=transfer",
+        "--variant",
+        "first_token=decode",
+        "--variant",
+        "kv_compress=fp8",
+        "--variant",
+        "send=layerwise,kv_compress=fp8",
+    ];
+    let out = Command::new(env!("CARGO_BIN_EXE_disagg"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let got = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(block(&readme, "beyond"), got.trim_end());
+}
