@@ -1,11 +1,8 @@
 //! `disagg handoff`: the chapter's calculator as a command.
 
 use clap::Args;
-use disagg_model::{
-    handoff_shared, Catalogue, CompressAt, CostModel, CostOptions, Handoff, KvTransit, Link,
-    SendMode, Sharing,
-};
-use serde_json::{json, Map, Value};
+use disagg_model::calc::{evaluate, transit_for, HandoffRow, HandoffSpec};
+use disagg_model::{Catalogue, CompressAt, SendMode};
 
 use crate::custom::{DeviceFlags, LinkFlags, ModelFlags};
 use crate::format as f;
@@ -66,154 +63,58 @@ pub struct HandoffArgs {
     device_flags: DeviceFlags,
 }
 
-struct Resolved {
-    cost: CostModel,
-    transit: Option<KvTransit>,
-    send: SendMode,
-    compress_at: CompressAt,
-}
-
-fn transit_for(
-    cat: &Catalogue,
-    model: &disagg_model::ModelSpec,
-    key: &str,
-    at: CompressAt,
-    keep: Option<f64>,
-) -> Result<Option<KvTransit>, UsageError> {
-    let mut c = cat.compression(key)?.for_model(model);
-    if let Some(k) = keep {
-        if c.key != "freq-keep-k" {
-            return Err(UsageError(format!(
-                "--kv-keep: only applies to --compression freq-keep-k, not '{}'",
-                c.key
-            )));
+/// Respells an option named by its snake_case key as the flag (`send` -> `--send`).
+pub fn flag_error(e: disagg_model::Error) -> UsageError {
+    match e {
+        disagg_model::Error::Invalid { what, why }
+            if what.chars().all(|c| c.is_ascii_lowercase() || c == '_') =>
+        {
+            UsageError(format!("--{}: {why}", what.replace('_', "-")))
         }
-        if k > 1.0 {
-            return Err(UsageError(format!("--kv-keep: must be in (0, 1], got {k}")));
-        }
-        c.ratio = 1.0 / k;
+        other => UsageError(other.to_string()),
     }
-    Ok(if c.key == "none" {
-        None
-    } else {
-        Some(KvTransit::new(c, at))
-    })
-}
-
-fn row_json(link: &Link, h: &Handoff) -> Map<String, Value> {
-    let mut m = Map::new();
-    m.insert("link".into(), json!(link.key));
-    m.insert("link_name".into(), json!(link.name));
-    m.insert("link_bandwidth_bps".into(), json!(link.bandwidth_bps));
-    m.insert("link_latency_s".into(), json!(link.latency_s));
-    m.insert("link_pj_per_bit".into(), json!(link.pj_per_bit));
-    m.insert("link_channels".into(), json!(link.channels));
-    if let Value::Object(r) = serde_json::to_value(h).expect("plain struct") {
-        m.extend(r);
-    }
-    m
 }
 
 pub fn run(a: HandoffArgs, cat: Catalogue) -> CmdResult {
+    let spec = HandoffSpec {
+        model: a.model.clone(),
+        prompt_tokens: a.prompt_tokens,
+        link: a.link.clone(),
+        link_channels: a.link_channels,
+        compression: a.compression.clone(),
+        compress_at: a.compress_at.clone(),
+        kv_keep: a.kv_keep,
+        send: a.send.clone(),
+        link_sharing: a.link_sharing.clone(),
+        concurrent: a.concurrent,
+        prefill_device: a.prefill_device.clone(),
+        devices_per_instance: a.devices_per_instance,
+        all_links: a.all_links,
+    };
     let model = a.model_flags.resolve(&a.model, &cat)?;
     let device = a.device_flags.resolve(&a.prefill_device, &cat)?;
-    let send = SendMode::parse(&a.send).map_err(|e| UsageError(format!("--send: {e}")))?;
-    let sharing =
-        Sharing::parse(&a.link_sharing).map_err(|e| UsageError(format!("--link-sharing: {e}")))?;
-    if a.concurrent > 65_536 {
-        return Err(UsageError(format!(
-            "--concurrent: at most 65536, got {}",
-            a.concurrent
-        )));
-    }
-    let compress_at =
-        CompressAt::parse(&a.compress_at).map_err(|e| UsageError(format!("--compress-at: {e}")))?;
-    let transit = transit_for(&cat, &model, &a.compression, compress_at, a.kv_keep)
-        .map_err(|e| UsageError(format!("--compression: {}", e.0)))?;
-    if transit.is_some() && model.kv_bytes != 2.0 {
-        return Err(UsageError(format!(
-            "--compression: KV compression starts from a BF16 cache (2 bytes per value); this model \
-             stores {} bytes per value",
-            model.kv_bytes
-        )));
-    }
-    let cost = CostModel::new(
-        &model,
-        &device,
-        a.devices_per_instance as u32,
-        CostOptions::default(),
-    )?;
-    let r = Resolved {
-        cost,
-        transit,
-        send,
-        compress_at,
-    };
-    let mut links: Vec<Link> = if a.all_links {
-        let mut v = cat.links.clone();
-        v.sort_by(|x, y| y.bandwidth_bps.total_cmp(&x.bandwidth_bps));
-        v
+    let link = if a.all_links {
+        None
     } else {
-        vec![a.link_flags.resolve(&a.link, &cat)?]
+        Some(a.link_flags.resolve(&a.link, &cat)?)
     };
-    if let Some(c) = a.link_channels {
-        for l in &mut links {
-            l.channels = c as u32;
-            l.validate()?;
-        }
-    }
-    let results: Vec<(Link, Handoff)> = links
-        .into_iter()
-        .map(|l| {
-            let h = handoff_shared(
-                &r.cost,
-                &l,
-                r.transit.as_ref(),
-                r.send,
-                a.prompt_tokens,
-                sharing,
-                a.concurrent as u32,
-            );
-            (l, h)
-        })
-        .collect();
-
-    let comp_key = r
-        .transit
-        .as_ref()
-        .map_or("none", |t| t.compression.key.as_str());
+    let doc = evaluate(&cat, &spec, Some(model.clone()), Some(device.clone()), link)
+        .map_err(flag_error)?;
     if a.json {
-        let mut top = Map::new();
-        top.insert("schema_version".into(), json!(1));
-        top.insert("model".into(), json!(r.cost.model.key));
-        top.insert("model_name".into(), json!(r.cost.model.name));
-        top.insert("prompt_tokens".into(), json!(a.prompt_tokens));
-        top.insert("compression".into(), json!(comp_key));
-        top.insert("compress_at".into(), json!(r.compress_at.as_str()));
-        top.insert("send".into(), json!(r.send.as_str()));
-        top.insert("link_sharing".into(), json!(sharing.as_str()));
-        top.insert("concurrent".into(), json!(a.concurrent));
-        top.insert("prefill_device".into(), json!(r.cost.device.key));
-        top.insert("devices_per_instance".into(), json!(a.devices_per_instance));
-        if a.all_links {
-            let rows: Vec<Value> = results
-                .iter()
-                .map(|(l, h)| Value::Object(row_json(l, h)))
-                .collect();
-            top.insert("rows".into(), Value::Array(rows));
-        } else {
-            let (l, h) = &results[0];
-            top.extend(row_json(l, h));
-        }
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&Value::Object(top)).expect("json")
-        );
+        println!("{}", serde_json::to_string_pretty(&doc).expect("json"));
         return Ok(());
     }
-
-    let m = &r.cost.model;
-    let comp_text = match &r.transit {
+    let transit = transit_for(
+        &cat,
+        &model,
+        &a.compression,
+        CompressAt::parse(&doc.compress_at).map_err(flag_error)?,
+        a.kv_keep,
+    )
+    .map_err(flag_error)?;
+    let send = SendMode::parse(&doc.send).map_err(flag_error)?;
+    let m = &model;
+    let comp_text = match &transit {
         None => "no compression".to_string(),
         Some(t) => format!(
             "{} compressed {}",
@@ -225,7 +126,7 @@ pub fn run(a: HandoffArgs, cat: Catalogue) -> CmdResult {
             }
         ),
     };
-    let send_text = match r.send {
+    let send_text = match send {
         SendMode::Whole => "sent after the whole prefill",
         SendMode::Layerwise => "streamed layer by layer",
     };
@@ -234,24 +135,25 @@ pub fn run(a: HandoffArgs, cat: Catalogue) -> CmdResult {
         m.name,
         f::thousands(a.prompt_tokens),
         a.devices_per_instance,
-        r.cost.device.name,
+        device.name,
         comp_text,
         send_text
     );
-    if a.all_links {
-        print_table(&results, a.prompt_tokens, r.send);
+    if let Some(rows) = &doc.rows {
+        print_table(rows, send);
         return Ok(());
     }
-    let (l, h) = &results[0];
+    let Some(row) = &doc.row else { return Ok(()) };
+    let h = &row.handoff;
     let kib = h.kv_bytes_per_token / 1024.0;
     println!(
         "  link                   {} ({}, {} latency, {} pJ/bit, {} channel{})",
-        l.name,
-        f::gb_per_s(l.bandwidth_bps),
-        f::time(l.latency_s),
-        l.pj_per_bit,
-        l.channels,
-        if l.channels == 1 { "" } else { "s" }
+        row.link_name,
+        f::gb_per_s(row.link_bandwidth_bps),
+        f::time(row.link_latency_s),
+        row.link_pj_per_bit,
+        row.link_channels,
+        if row.link_channels == 1 { "" } else { "s" }
     );
     println!(
         "  KV to hand off         {:<12} {} B per token ({} KiB)",
@@ -302,27 +204,27 @@ pub fn run(a: HandoffArgs, cat: Catalogue) -> CmdResult {
     Ok(())
 }
 
-fn print_table(rows: &[(Link, Handoff)], prompt: u64, send: SendMode) {
+fn print_table(rows: &[HandoffRow], send: SendMode) {
     let size = rows
         .first()
-        .map(|(_, h)| f::bytes(h.kv_bytes))
+        .map(|r| f::bytes(r.handoff.kv_bytes))
         .unwrap_or_default();
     let takes = format!("{size} takes");
     let exposed = match send {
         SendMode::Whole => "exposed",
         SendMode::Layerwise => "exposed (layer-wise)",
     };
-    let _ = prompt;
     println!();
     println!(
         "{:<36} {:>12} {:>16} {:>20} {:>14} {:>12}",
         "Link", "Bandwidth", takes, exposed, "link full at", "J/hand-off"
     );
-    for (l, h) in rows {
+    for r in rows {
+        let h = &r.handoff;
         println!(
             "{:<36} {:>12} {:>16} {:>20} {:>14} {:>12}",
-            l.name,
-            f::gb_per_s(l.bandwidth_bps),
+            r.link_name,
+            f::gb_per_s(r.link_bandwidth_bps),
             f::time_1dp(h.transfer_s),
             f::time_1dp(h.exposed_s),
             f::rps(h.link_saturation_rps),

@@ -70,8 +70,26 @@ enum Command {
     List(list_cmd::ListArgs),
     /// Statistics of a request trace: rows, duration, rates, token percentiles.
     TraceStats(trace_cmd::TraceStatsArgs),
+    /// Serve the interactive page and the JSON API on this machine.
+    #[cfg(feature = "web")]
+    Serve(ServeArgs),
     /// Measure the simulator: events/s, requests/s, peak memory (whole process per case).
     Bench(bench_cmd::BenchArgs),
+}
+
+/// `disagg serve` options.
+#[cfg(feature = "web")]
+#[derive(clap::Args, Debug)]
+struct ServeArgs {
+    /// Address to listen on (127.0.0.1: this machine only).
+    #[arg(long, default_value = "127.0.0.1")]
+    host: String,
+    /// Port (0 picks a free one and prints it).
+    #[arg(long, default_value_t = 8080)]
+    port: u16,
+    /// Worker threads (0: twice the cores, at least 4).
+    #[arg(long, default_value_t = 0)]
+    threads: usize,
 }
 
 fn main() -> ExitCode {
@@ -119,6 +137,15 @@ fn main() -> ExitCode {
             Command::Plan(a) => plan_cmd::run(*a, &cat),
             Command::Bench(a) => bench_cmd::run(a, &cat),
             Command::TraceStats(a) => trace_cmd::run(a),
+            #[cfg(feature = "web")]
+            Command::Serve(a) => disagg_web::serve(disagg_web::ServeOptions {
+                host: a.host,
+                port: a.port,
+                threads: a.threads,
+                catalogue: cat,
+                ..Default::default()
+            })
+            .map_err(UsageError),
         }
     })();
     match result {

@@ -2,6 +2,7 @@
 //! of prefill/decode-disaggregated LLM serving, bit-for-bit with the reference simulator
 //! (Disaggregated_Inference_Sim). Pure functions, no I/O.
 
+pub mod calc;
 pub mod catalogue;
 pub mod cost;
 pub mod custom;
@@ -15,6 +16,6 @@ pub use catalogue::{
 pub use cost::{Bound, CostModel, CostOptions, PyNum, RawStep, StepCost};
 pub use error::Error;
 pub use handoff::{
-    handoff, handoff_shared, layerwise_exposed, layerwise_exposed_after, transfer, Handoff, SendMode,
-    Sharing, Transfer,
+    handoff, handoff_shared, layerwise_exposed, layerwise_exposed_after, transfer, Handoff,
+    SendMode, Sharing, Transfer,
 };

@@ -782,7 +782,7 @@ fn parse_reference(text: &str, ctx: &mut Ctx<'_>) -> Result<(), TraceError> {
             "no requests: the JSON array is empty".into(),
         ));
     }
-        let mut row = 0usize;
+    let mut row = 0usize;
     loop {
         let line = lc.at(b, pos);
         let rest = &text[pos..];
@@ -816,7 +816,7 @@ fn parse_reference(text: &str, ctx: &mut Ctx<'_>) -> Result<(), TraceError> {
                     Err(ctx.err(
                         TraceErrorKind::NegativeTokens,
                         line,
-                                                format!(
+                        format!(
                             "row {row}: expected non-negative prompt_len and output_len, got {}",
                             quote(row_text)
                         ),
@@ -845,7 +845,7 @@ fn parse_reference(text: &str, ctx: &mut Ctx<'_>) -> Result<(), TraceError> {
                         let bad = ctx.err(
                             TraceErrorKind::Malformed,
                             line,
-                                                        format!(
+                            format!(
                                 "row {row}: expected {REF_ROW} ({}), got {}",
                                 json_message(&e),
                                 quote(text[pos..end].trim())
@@ -871,7 +871,7 @@ fn parse_reference(text: &str, ctx: &mut Ctx<'_>) -> Result<(), TraceError> {
                 ));
             }
         };
-                pos = skip_ws(b, end);
+        pos = skip_ws(b, end);
         row += 1;
         match b.get(pos) {
             Some(b',') => pos = skip_ws(b, pos + 1),

@@ -507,7 +507,9 @@ fn reference_errors() {
     assert_eq!(e.kind(), TraceErrorKind::Malformed);
     let shown = e.to_string();
     assert!(
-        shown.starts_with("r.json:1: row 1: expected a row [arrival_seconds, prompt_len, output_len]"),
+        shown.starts_with(
+            "r.json:1: row 1: expected a row [arrival_seconds, prompt_len, output_len]"
+        ),
         "{shown}"
     );
     assert!(shown.ends_with("got \"[0.2, \\\"x\\\", 5]\""), "{shown}");

@@ -1,0 +1,973 @@
+// disagg serve: the page. Vanilla JS, inline SVG, no dependencies. Every number comes from the
+// server's exact engine (/api/handoff, /api/run, /api/sweep); this file only formats and draws.
+'use strict';
+
+(() => {
+  // ---- small helpers ------------------------------------------------------------------------
+
+  const $ = (sel, root = document) => root.querySelector(sel);
+  const esc = (s) => String(s).replace(/[&<>"']/g, (c) => ({
+    '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;',
+  }[c]));
+  const clone = (o) => JSON.parse(JSON.stringify(o));
+  const perf = window.__disagg = {
+    ready: false, runs: [], calcDraws: [], calcHits: [], sweeps: [], errors: [], prefetchIdle: false,
+  };
+
+  async function api(path, body) {
+    const init = body === undefined ? {} : {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify(body),
+    };
+    let r;
+    try {
+      r = await fetch(path, init);
+    } catch (e) {
+      return { status: 0, body: { error: 'the server cannot be reached' }, timing: null };
+    }
+    let v;
+    try { v = await r.json(); } catch (e) { v = { error: `unexpected answer (${r.status})` }; }
+    return { status: r.status, body: v, timing: r.headers.get('Server-Timing') };
+  }
+
+  // ---- number formats: the CLI's (crates/disagg-cli/src/format.rs) --------------------------
+
+  // x.toFixed(d) with Rust's rounding of exact ties (half to even on the exact binary value).
+  function toFixedRust(x, d) {
+    const s = x.toFixed(d);
+    if (Math.abs(x) >= 1e15) return s;
+    const exact = x.toFixed(Math.min(100, d + 60));
+    const rest = exact.slice(exact.indexOf('.') + 1 + d);
+    if (!/^50*$/.test(rest)) return s;
+    // A tie: toFixed rounded away from zero; keep it only if that made the last digit even.
+    const last = s.replace(/[.-]/g, '');
+    if (Number(last[last.length - 1]) % 2 === 0) return s;
+    const down = exact.slice(0, exact.indexOf('.') + (d > 0 ? 1 + d : 0));
+    return down;
+  }
+  function fixed(x, d) {
+    if (x === null || x === undefined || Number.isNaN(x)) return 'n/a';
+    if (!Number.isFinite(x)) return x > 0 ? 'inf' : '-inf';
+    const s = toFixedRust(Math.abs(x), d);
+    const [i, f] = s.split('.');
+    const int = i.replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+    const neg = x < 0 && /[1-9]/.test(s);
+    return (neg ? '-' : '') + int + (f !== undefined ? '.' + f : '');
+  }
+  const thousands = (n) => fixed(n, 0);
+  function bytes(b) {
+    const u = b >= 1e12 ? [1e12, 'TB'] : b >= 1e9 ? [1e9, 'GB'] : b >= 1e6 ? [1e6, 'MB'] : b >= 1e3 ? [1e3, 'kB'] : null;
+    return u ? `${fixed(b / u[0], 1)} ${u[1]}` : `${fixed(b, 0)} B`;
+  }
+  // The calculator's one decimal (the CLI's time_1dp): ms, or µs below 0.1 ms.
+  const time1 = (s) => (s >= 1e-4 ? `${fixed(s * 1e3, 1)} ms` : `${fixed(s * 1e6, 1)} µs`);
+  const rps = (r) => `${fixed(r, 1)} req/s`;
+  const gbps = (bps) => `${bps / 1e9} GB/s`;
+  // Latencies in the results: ms with one decimal, seconds from 10 s (the chapter's style).
+  function lat(s) {
+    if (s === null || s === undefined || !Number.isFinite(s)) return 'n/a';
+    return s >= 10 ? `${fixed(s, 1)} s` : `${fixed(s * 1e3, 1)} ms`;
+  }
+  const pct = (x) => (x === null || x === undefined || !Number.isFinite(x) ? 'n/a' : `${fixed(x * 100, 1)}%`);
+  function tickFmt(v) {
+    if (v === 0) return '0';
+    const a = Math.abs(v);
+    if (a >= 1000) return thousands(v);
+    if (a >= 1) return String(+v.toPrecision(6));
+    return String(+v.toPrecision(3));
+  }
+
+  // ---- state --------------------------------------------------------------------------------
+
+  let cat = null;
+  let presets = [];
+  const CALC_DEFAULT = {
+    model: 'llama3-8b', prompt_tokens: 2048, link: 'eth-25g', compression: 'none',
+    compress_at: 'link', send: 'whole', prefill_device: 'h100', devices_per_instance: 1,
+  };
+  const calc = { ...CALC_DEFAULT };
+  const CALC_URL = {
+    model: 'model', prompt_tokens: 'tokens', link: 'link', compression: 'comp', compress_at: 'at',
+    send: 'send', prefill_device: 'dev', devices_per_instance: 'gpus',
+  };
+
+  // Options the engine may or may not have yet: shown always, disabled when the server does not know them.
+  const OPTIONAL = {
+    send: { label: 'Send KV', options: [['whole', 'after the prefill'], ['layerwise', 'layer by layer']] },
+    link_sharing: { label: 'Link sharing', options: [['fifo', 'FIFO'], ['fair', 'fair share']] },
+    link_topology: { label: 'Links', options: [['shared', 'one shared link'], ['per-prefill', 'one per prefill instance'], ['per-pair', 'one per prefill-decode pair']] },
+    reserve_kv_on: { label: 'Reserve decode KV', options: [['arrival', 'at arrival'], ['transfer', 'before the transfer']] },
+    first_token: { label: 'TTFT until', options: [['prefill', 'prefill token'], ['decode', 'first decode step']] },
+  };
+
+  const devices = () => cat.devices.map((d) => [d.key, d.name]);
+  const FIELDS = [
+    { group: 'Workload' },
+    { k: 'model', label: 'Model', select: () => cat.models.map((m) => [m.key, m.name]) },
+    { k: 'rate', label: 'Rate (req/s)', num: { min: 0.01, step: 'any' } },
+    { k: 'requests', label: 'Requests', num: { min: 1, step: 1 } },
+    { group: 'Pools' },
+    { k: 'prefill', label: 'Prefill instances', num: { min: 1, step: 1 } },
+    { k: 'prefill_device', label: 'Prefill device', select: devices, get: (sc) => sc.prefill_device ?? sc.device },
+    { k: 'devices_per_instance', label: 'GPUs per instance', num: { min: 1, step: 1 } },
+    { k: 'decode', label: 'Decode instances', num: { min: 1, step: 1 } },
+    { k: 'decode_device', label: 'Decode device', select: devices, get: (sc) => sc.decode_device ?? sc.device },
+    { k: 'mode', label: 'Mode', select: () => [['disagg', 'disaggregated'], ['colocated', 'colocated']] },
+    { group: 'Link' },
+    { k: 'link', label: 'Link', select: () => cat.links.map((l) => [l.key, l.name.replace(' (one direction)', '')]) },
+    { k: 'link_channels', label: 'Link channels', num: { min: 1, step: 1 } },
+    { k: 'kv_compress', label: 'Compression', select: () => [['', 'off']].concat(cat.compression.filter((c) => c.key !== 'none').map((c) => [c.key, c.key])) },
+    { k: 'kv_compress_at', label: 'Compress', select: () => [['transit', 'in the link'], ['endpoint', 'on the prefill GPU']] },
+    { k: 'link_topology', optional: true },
+    { k: 'send', optional: true },
+    { k: 'link_sharing', optional: true },
+    { k: 'reserve_kv_on', optional: true },
+    { group: 'SLOs' },
+    { k: 'ttft_slo', label: 'TTFT SLO (ms)', num: { min: 1, step: 'any' }, scale: 1000 },
+    { k: 'tpot_slo', label: 'TPOT SLO (ms)', num: { min: 0.1, step: 'any' }, scale: 1000 },
+    { k: 'first_token', optional: true },
+  ];
+
+  const cfgs = {
+    a: { id: 'a', on: true, preset: 'link-ib-ndr', sc: null, seq: 0, result: null, sweep: null, err: null, retried: {} },
+    b: { id: 'b', on: true, preset: 'link-eth-25g', sc: null, seq: 0, result: null, sweep: null, err: null, retried: {} },
+  };
+  const supported = {};
+
+  // ---- calculator -----------------------------------------------------------------------------
+
+  function fillSelect(sel, opts, value) {
+    sel.innerHTML = opts.map(([v, t]) => `<option value="${esc(v)}">${esc(t)}</option>`).join('');
+    if (value !== undefined) sel.value = value;
+  }
+
+  function buildCalc() {
+    fillSelect($('#calc-model'), cat.models.map((m) => [m.key, m.name]));
+    fillSelect($('#calc-link'), cat.links.map((l) => [l.key, `${l.name.replace(' (one direction)', '')} · ${gbps(l.bandwidth_bps)}`]));
+    fillSelect($('#calc-compression'), cat.compression.map((c) => [c.key, c.key === 'none' ? 'none (BF16)' : c.key]));
+    fillSelect($('#calc-device'), devices());
+    const form = $('#calc-form');
+    form.addEventListener('submit', (e) => e.preventDefault());
+    const range = $('#calc-tokens-range');
+    const num = $('#calc-tokens');
+    range.addEventListener('input', () => {
+      num.value = range.value;
+      setCalc('prompt_tokens', Number(range.value));
+    });
+    num.addEventListener('input', () => {
+      const v = Number(num.value);
+      if (num.value === '' || !Number.isFinite(v)) return;
+      range.value = String(Math.min(Math.max(v, 256), 32768));
+      setCalc('prompt_tokens', v);
+    });
+    for (const [id, key] of [['#calc-model', 'model'], ['#calc-link', 'link'], ['#calc-compression', 'compression'],
+      ['#calc-at', 'compress_at'], ['#calc-device', 'prefill_device']]) {
+      $(id).addEventListener('change', (e) => setCalc(key, e.target.value));
+    }
+    $('#calc-gpus').addEventListener('input', (e) => {
+      if (e.target.value !== '') setCalc('devices_per_instance', Number(e.target.value));
+    });
+    for (const r of form.querySelectorAll('input[name="send"]')) {
+      r.addEventListener('change', () => { if (r.checked) setCalc('send', r.value); });
+    }
+  }
+
+  function syncCalcControls() {
+    $('#calc-model').value = calc.model;
+    $('#calc-tokens').value = String(calc.prompt_tokens);
+    $('#calc-tokens-range').value = String(Math.min(Math.max(calc.prompt_tokens, 256), 32768));
+    $('#calc-link').value = calc.link;
+    $('#calc-compression').value = calc.compression;
+    $('#calc-at').value = calc.compress_at;
+    $('#calc-device').value = calc.prefill_device;
+    $('#calc-gpus').value = String(calc.devices_per_instance);
+    for (const r of document.querySelectorAll('#calc-form input[name="send"]')) r.checked = r.value === calc.send;
+    $('#calc-at').disabled = calc.compression === 'none';
+  }
+
+  // Answers are drawn as soon as they are known. A cache of exact server answers, filled in the
+  // background for every slider position and every alternative of each menu, lets most changes
+  // redraw synchronously in the input event (the same frame); a miss asks the server and redraws
+  // on the next animation frame.
+  let calcSeq = 0;
+  let calcDrawn = 0;
+  let calcInFlight = false;
+  let calcDirty = false;
+  let calcInputAt = 0;
+  let lastCalc = null;
+  const calcCache = new Map();
+  let simBusy = 0; // simulations in flight: the background prefetch waits for them
+  const calcKey = (o) => JSON.stringify(Object.keys(CALC_DEFAULT).map((k) => o[k]));
+  const recordDraw = (t0, hit) => {
+    perf.calcDraws.push(performance.now() - t0);
+    perf.calcHits.push(hit);
+    if (perf.calcDraws.length > 500) { perf.calcDraws.shift(); perf.calcHits.shift(); }
+  };
+
+  function setCalc(key, value) {
+    calc[key] = value;
+    calcInputAt = performance.now();
+    $('#calc-at').disabled = calc.compression === 'none';
+    writeUrl();
+    const hit = calcCache.get(calcKey(calc));
+    if (hit) {
+      calcDrawn = ++calcSeq;
+      drawCalc({ status: 200, body: hit }, { ...calc });
+      recordDraw(calcInputAt, true);
+      schedulePrefetch();
+      return;
+    }
+    if (calcInFlight) { calcDirty = true; return; }
+    sendCalc();
+  }
+
+  async function sendCalc() {
+    calcInFlight = true;
+    calcDirty = false;
+    const seq = ++calcSeq;
+    const body = { ...calc };
+    const t0 = calcInputAt || performance.now();
+    const r = await api('/api/handoff', body);
+    if (r.status === 200) calcCache.set(calcKey(body), r.body);
+    calcInFlight = false;
+    if (calcDirty) sendCalc();
+    requestAnimationFrame(() => {
+      if (seq < calcDrawn) return;
+      calcDrawn = seq;
+      drawCalc(r, body);
+      recordDraw(t0, false);
+    });
+    schedulePrefetch();
+  }
+
+  // Fills the cache around the current state, nearest slider positions first, a few requests at a
+  // time; starts over whenever the state changes.
+  let prefetchTimer = null;
+  let prefetchGen = 0;
+  function schedulePrefetch() {
+    clearTimeout(prefetchTimer);
+    const gen = ++prefetchGen;
+    perf.prefetchIdle = false;
+    prefetchTimer = setTimeout(() => prefetch(gen), 250);
+  }
+  async function prefetch(gen) {
+    if (!perf.ready || simBusy > 0) { prefetchTimer = setTimeout(() => prefetch(gen), 100); return; }
+    const base = { ...calc };
+    const todo = [];
+    const range = $('#calc-tokens-range');
+    const [lo, hi, step] = [Number(range.min), Number(range.max), Number(range.step)];
+    const here = Math.min(Math.max(base.prompt_tokens, lo), hi);
+    const slots = [];
+    for (let v = lo; v <= hi; v += step) slots.push(v);
+    slots.sort((a, b) => Math.abs(a - here) - Math.abs(b - here));
+    const menus = {
+      link: cat.links.map((l) => l.key),
+      compression: cat.compression.map((c) => c.key),
+      compress_at: ['link', 'gpu'],
+      send: ['whole', 'layerwise'],
+      model: cat.models.map((m) => m.key),
+      prefill_device: cat.devices.map((d) => d.key),
+    };
+    for (const [k, vals] of Object.entries(menus)) for (const v of vals) todo.push({ ...base, [k]: v });
+    for (const v of slots) todo.push({ ...base, prompt_tokens: v });
+    if (calcCache.size + todo.length > 20000) calcCache.clear();
+    const queue = todo.filter((o) => !calcCache.has(calcKey(o)));
+    const worker = async () => {
+      while (queue.length && gen === prefetchGen && simBusy === 0) {
+        const body = queue.shift();
+        const r = await api('/api/handoff', body);
+        if (r.status === 200) calcCache.set(calcKey(body), r.body);
+      }
+    };
+    await Promise.all([worker(), worker()]);
+    if (gen !== prefetchGen) return;
+    if (queue.length) schedulePrefetch(); // paused for a simulation: resume later
+    else perf.prefetchIdle = true;
+  }
+
+  function drawCalc(r, req) {
+    const err = $('#calc-error');
+    if (r.status !== 200) {
+      err.textContent = r.body.error || `error ${r.status}`;
+      err.hidden = false;
+      return;
+    }
+    err.hidden = true;
+    const h = r.body;
+    lastCalc = { h, req };
+    $('#t-kv').textContent = bytes(h.kv_bytes);
+    $('#t-kv-s').textContent = `${thousands(h.prompt_tokens)} tokens`;
+    $('#t-wire').textContent = bytes(h.wire_bytes);
+    $('#t-wire-s').textContent = h.compression_ratio === 1 ? 'uncompressed' : `${fixed(h.compression_ratio, 2)}x smaller (${h.compression})`;
+    $('#t-transfer').textContent = time1(h.transfer_s);
+    $('#t-transfer-s').textContent = `${h.link_name.replace(' (one direction)', '')}, ${gbps(h.link_bandwidth_bps)}${h.transit_bound ? ', compressor-bound' : ''}`;
+    $('#t-prefill').textContent = time1(h.prefill_s);
+    const dev = cat.devices.find((d) => d.key === h.prefill_device);
+    $('#t-prefill-s').textContent = `${h.devices_per_instance}x ${dev ? dev.name : h.prefill_device}`;
+    $('#t-exposed').textContent = time1(h.exposed_s);
+    $('#t-full').textContent = rps(h.link_saturation_rps);
+    drawTimeline();
+  }
+
+  function drawTimeline() {
+    if (!lastCalc) return;
+    const { h } = lastCalc;
+    const box = $('#calc-chart');
+    const model = cat.models.find((m) => m.key === h.model);
+    const L = model ? model.n_layers : 1;
+    const W = Math.max(300, Math.round(box.clientWidth || 600));
+    const narrow = W < 480;
+    const H = 148;
+    const m = { l: narrow ? 64 : 92, r: 14, t: 24, b: 30 };
+    const tp = h.prefill_s;
+    // The fixed part of the transfer: link latency, plus the in-link stage's 1 µs when compressing there.
+    const fixedS = h.link_latency_s + (h.compression !== 'none' && h.compress_at === 'transit' ? 1e-6 : 0);
+    const stream = Math.max(0, h.transfer_s - fixedS);
+    const end = tp + h.exposed_s;
+    const xMax = Math.max(end, tp) * 1.04;
+    const X = (t) => m.l + (t / xMax) * (W - m.l - m.r);
+    const rowP = [m.t, 30];
+    const rowT = [m.t + 44, 30];
+    let s = '';
+    for (const t of niceTicks(0, xMax * 1e3, narrow ? 4 : 7)) {
+      const x = X(t / 1e3);
+      s += `<line class="grid-line" x1="${x}" x2="${x}" y1="${m.t - 6}" y2="${H - m.b}"/>`;
+      s += `<text class="tick" x="${x}" y="${H - m.b + 16}" text-anchor="middle">${tickFmt(t)}</text>`;
+    }
+    s += `<text class="tick" x="${W - m.r}" y="${H - 2}" text-anchor="end">ms</text>`;
+    s += `<text class="row-t" x="${m.l - 10}" y="${rowP[0] + 19}" text-anchor="end">Prefill</text>`;
+    s += `<text class="row-t" x="${m.l - 10}" y="${rowT[0] + 19}" text-anchor="end">${narrow ? 'KV' : 'KV transfer'}</text>`;
+    s += `<rect class="bar-prefill" x="${X(0)}" y="${rowP[0]}" width="${Math.max(1, X(tp) - X(0))}" height="${rowP[1]}" rx="3"/>`;
+    if (lastCalc.req.send === 'layerwise' && L > 1) {
+      const pxPerLayer = (X(tp) - X(0)) / L;
+      if (pxPerLayer >= 3) {
+        for (let i = 1; i < L; i++) {
+          const x = X((i * tp) / L);
+          s += `<line class="layer-tick" x1="${x}" x2="${x}" y1="${rowP[0]}" y2="${rowP[0] + rowP[1]}"/>`;
+        }
+      }
+      // Slice i leaves when layer i is done and the previous slice has left.
+      const slice = stream / L;
+      let t = 0;
+      let rects = '';
+      for (let i = 0; i < L; i++) {
+        const start = Math.max(((i + 1) * tp) / L, t);
+        t = start + slice;
+        const x0 = X(fixedS + start);
+        const w = Math.max(0.8, X(fixedS + t) - x0 - (X(slice) - X(0) > 3 ? 1 : 0));
+        rects += `<rect class="bar-transfer" x="${x0}" y="${rowT[0]}" width="${w}" height="${rowT[1]}"/>`;
+      }
+      s += rects;
+    } else {
+      s += `<rect class="bar-transfer" x="${X(tp)}" y="${rowT[0]}" width="${Math.max(1, X(tp + h.transfer_s) - X(tp))}" height="${rowT[1]}" rx="3"/>`;
+    }
+    // The exposed part: from the end of the prefill to the last byte.
+    const y = rowT[0] + rowT[1] + 10;
+    const x0 = X(tp);
+    const x1 = X(end);
+    s += `<line class="exposed-line" x1="${x0}" x2="${x1}" y1="${y}" y2="${y}"/>`;
+    s += `<line class="exposed-line" x1="${x0}" x2="${x0}" y1="${y - 5}" y2="${y + 5}"/>`;
+    s += `<line class="exposed-line" x1="${x1}" x2="${x1}" y1="${y - 5}" y2="${y + 5}"/>`;
+    s += `<line class="ax" x1="${x0}" x2="${x0}" y1="${m.t - 8}" y2="${rowT[0] + rowT[1]}" stroke-dasharray="3 3"/>`;
+    const label = `exposed ${time1(h.exposed_s)}`;
+    const lx = Math.min(Math.max((x0 + x1) / 2, m.l + 60), W - m.r - 60);
+    s += `<text class="exposed-t" x="${lx}" y="${m.t - 10}" text-anchor="middle">${esc(label)}</text>`;
+    const desc = `Prefill ${time1(tp)}, then the KV transfer ${lastCalc.req.send === 'layerwise' ? `in ${L} layer slices` : 'after the whole prefill'}; ${label} after the prefill.`;
+    box.innerHTML = `<svg viewBox="0 0 ${W} ${H}" width="${W}" height="${H}" role="img" aria-label="${esc(desc)}">${s}</svg>`;
+  }
+
+  // ---- charts -----------------------------------------------------------------------------------
+
+  function niceTicks(lo, hi, n) {
+    const span = hi - lo;
+    if (!(span > 0)) return [lo];
+    const raw = span / n;
+    const mag = 10 ** Math.floor(Math.log10(raw));
+    const r = raw / mag;
+    const step = (r < 1.5 ? 1 : r < 3 ? 2 : r < 7 ? 5 : 10) * mag;
+    const out = [];
+    for (let v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) out.push(+v.toPrecision(12));
+    return out;
+  }
+  function logTicks(lo, hi) {
+    const out = [];
+    for (let e = Math.floor(Math.log10(lo)); e <= Math.ceil(Math.log10(hi)); e++) {
+      for (const k of [1, 2, 5]) {
+        const v = k * 10 ** e;
+        if (v >= lo * 0.999 && v <= hi * 1.001) out.push(+v.toPrecision(6));
+      }
+    }
+    if (out.length > 8) return out.filter((v) => Math.abs(Math.log10(v) - Math.round(Math.log10(v))) < 1e-9);
+    return out;
+  }
+
+  // A line chart: o = {series: [{cls, pts: [[x, y]], dots}], xLog, xLabel, yLabel, yMin, yMax,
+  // hlines: [{y, label}], vlines: [{x}], label, yFmt}.
+  function lineChart(box, o) {
+    const W = Math.max(260, Math.round(box.clientWidth || 360));
+    const H = o.height || 210;
+    const m = { l: 46, r: 12, t: o.yLabel ? 24 : 12, b: 38 };
+    const all = o.series.flatMap((s) => s.pts).filter((p) => Number.isFinite(p[0]) && Number.isFinite(p[1]) && (!o.xLog || p[0] > 0));
+    if (!all.length) {
+      box.innerHTML = `<p class="chart-msg">${esc(o.empty || 'no data')}</p>`;
+      return;
+    }
+    let x0 = Math.min(...all.map((p) => p[0]));
+    let x1 = Math.max(...all.map((p) => p[0]));
+    for (const v of o.vlines || []) if (Number.isFinite(v.x)) { x0 = Math.min(x0, v.x); x1 = Math.max(x1, v.x); }
+    for (const v of o.xlines || []) if (Number.isFinite(v.x) && v.x > 0) { x0 = Math.min(x0, v.x); x1 = Math.max(x1, v.x); }
+    if (o.xLog) {
+      x0 /= 1.15; x1 *= 1.15;
+      if (x1 / x0 < 3) { const c = Math.sqrt(x0 * x1); x0 = c / 1.8; x1 = c * 1.8; }
+    } else {
+      if (o.xMin !== undefined) x0 = o.xMin;
+      if (x1 <= x0) x1 = x0 + 1;
+    }
+    let y0 = o.yMin ?? Math.min(...all.map((p) => p[1]));
+    let y1 = o.yMax ?? Math.max(...all.map((p) => p[1]));
+    for (const hl of o.hlines || []) if (Number.isFinite(hl.y) && o.yMax === undefined) y1 = Math.max(y1, hl.y * 1.1);
+    if (o.yMax === undefined) y1 = y1 > 0 ? y1 * 1.08 : 1;
+    if (y1 <= y0) y1 = y0 + 1;
+    const lx = (v) => (o.xLog ? Math.log10(v) : v);
+    const X = (v) => m.l + ((lx(v) - lx(x0)) / (lx(x1) - lx(x0))) * (W - m.l - m.r);
+    const Y = (v) => H - m.b - ((v - y0) / (y1 - y0)) * (H - m.t - m.b);
+    let s = '';
+    const yt = niceTicks(y0, y1, 4);
+    for (const t of yt) {
+      if (t < y0 - 1e-12 || t > y1 + 1e-12) continue;
+      s += `<line class="grid-line" x1="${m.l}" x2="${W - m.r}" y1="${Y(t)}" y2="${Y(t)}"/>`;
+      s += `<text class="tick" x="${m.l - 6}" y="${Y(t) + 4}" text-anchor="end">${(o.yFmt || tickFmt)(t)}</text>`;
+    }
+    const xt = o.xLog ? logTicks(x0, x1) : niceTicks(x0, x1, W < 340 ? 4 : 6);
+    for (const t of xt) {
+      if (t < x0 || t > x1) continue;
+      s += `<line class="ax" x1="${X(t)}" x2="${X(t)}" y1="${H - m.b}" y2="${H - m.b + 4}"/>`;
+      s += `<text class="tick" x="${X(t)}" y="${H - m.b + 16}" text-anchor="middle">${tickFmt(t)}</text>`;
+    }
+    s += `<line class="ax" x1="${m.l}" x2="${W - m.r}" y1="${H - m.b}" y2="${H - m.b}"/>`;
+    s += `<text class="ax-label" x="${(m.l + W - m.r) / 2}" y="${H - 4}" text-anchor="middle">${esc(o.xLabel)}</text>`;
+    if (o.yLabel) s += `<text class="ax-label" x="2" y="11">${esc(o.yLabel)}</text>`;
+    for (const v of o.vlines || []) {
+      if (!Number.isFinite(v.x) || v.x < x0 || v.x > x1) continue;
+      s += `<line class="now" x1="${X(v.x)}" x2="${X(v.x)}" y1="${m.t}" y2="${H - m.b}"/>`;
+    }
+    for (const v of o.xlines || []) {
+      if (!Number.isFinite(v.x) || v.x < x0 || v.x > x1) continue;
+      s += `<line class="slo" x1="${X(v.x)}" x2="${X(v.x)}" y1="${m.t}" y2="${H - m.b}"/>`;
+      s += `<text class="slo-t" x="${X(v.x) - 4}" y="${m.t + 10}" text-anchor="end">${esc(v.label)}</text>`;
+    }
+    for (const hl of o.hlines || []) {
+      if (!Number.isFinite(hl.y) || hl.y < y0 || hl.y > y1) continue;
+      s += `<line class="slo" x1="${m.l}" x2="${W - m.r}" y1="${Y(hl.y)}" y2="${Y(hl.y)}"/>`;
+      s += `<text class="slo-t" x="${W - m.r - 2}" y="${Y(hl.y) - 5}" text-anchor="end">${esc(hl.label)}</text>`;
+    }
+    for (const ser of o.series) {
+      const pts = ser.pts.filter((p) => Number.isFinite(p[0]) && Number.isFinite(p[1]) && (!o.xLog || p[0] > 0));
+      if (!pts.length) continue;
+      const d = pts.map((p, i) => `${i ? 'L' : 'M'}${X(p[0]).toFixed(1)},${Y(Math.min(Math.max(p[1], y0), y1)).toFixed(1)}`).join('');
+      s += `<path class="ln ${ser.cls}" d="${d}"/>`;
+      if (ser.dots) for (const p of pts) s += `<circle class="${ser.dots}" cx="${X(p[0]).toFixed(1)}" cy="${Y(p[1]).toFixed(1)}" r="3"/>`;
+    }
+    box.innerHTML = `<svg viewBox="0 0 ${W} ${H}" width="${W}" height="${H}" role="img" aria-label="${esc(o.label)}">${s}</svg>`;
+  }
+
+  const activeCfgs = () => ['a', 'b'].filter((id) => cfgs[id].on && cfgs[id].result);
+  const cls = (id) => `ln-${id}`;
+
+  function drawCdf(boxId, key, what, sloKey) {
+    const series = activeCfgs().map((id) => {
+      const v = cfgs[id].result.latency_samples?.[key] || [];
+      const n = v.length;
+      return { cls: cls(id), pts: v.map((x, i) => [x * 1e3, n > 1 ? (100 * i) / (n - 1) : 100]) };
+    });
+    const xlines = [];
+    if (sloKey) {
+      const slos = new Set(activeCfgs().map((id) => cfgs[id].result.scenario[sloKey]));
+      for (const v of slos) xlines.push({ x: v * 1e3, label: slos.size > 1 ? '' : 'SLO' });
+    }
+    lineChart($(boxId), {
+      series, xLog: true, xLabel: `${what} (ms, log scale)`, yLabel: '% of requests', yMin: 0, yMax: 100, xlines,
+      label: `${what} distribution of ${activeCfgs().map((id) => id.toUpperCase()).join(' and ')}`,
+      empty: 'no samples',
+    });
+  }
+
+  function mean(rows) {
+    if (!rows.length) return [];
+    return rows[0].map((_, i) => rows.reduce((a, r) => a + r[i], 0) / rows.length);
+  }
+
+  function drawUtil(id) {
+    const box = $(`#ch-util-${id}`);
+    const c = cfgs[id];
+    const se = c.result?.series;
+    if (!c.on) return;
+    if (!se) { box.innerHTML = `<p class="chart-msg">${esc(c.err ? 'no run' : 'running…')}</p>`; return; }
+    // At most ~48 points: the server's buckets averaged in groups, so the lines read as trends.
+    const g = Math.max(1, Math.ceil(se.t_s.length / 48));
+    const coarse = (v) => {
+      const out = [];
+      for (let i = 0; i < v.length; i += g) {
+        const part = v.slice(i, i + g);
+        out.push([se.t_s[i] + (part.length * se.dt_s) / 2, (100 * part.reduce((a, x) => a + x, 0)) / part.length]);
+      }
+      return out;
+    };
+    const pool = (role) => mean(se.instances.filter((i) => i.role === role).map((i) => i.busy));
+    const roles = [...new Set(se.instances.map((i) => i.role))];
+    const styles = { prefill: 'ln-thin ln-p', decode: 'ln-thin ln-d ln-dash', colocated: 'ln-thin ln-p' };
+    const lines = roles.map((role) => ({ cls: styles[role], pts: coarse(pool(role)) }));
+    lines.push({ cls: `${cls(id)}`, pts: coarse(se.link_busy) });
+    lineChart(box, {
+      series: lines, xLabel: 'simulated time (s)', yLabel: '% busy', yMin: 0, yMax: 100, xMin: 0,
+      label: `Utilisation over time of ${id.toUpperCase()}: KV link and ${roles.join(' and ')} pools`,
+    });
+    let leg = box.nextElementSibling;
+    if (!leg || !leg.classList.contains('legend')) {
+      leg = document.createElement('div');
+      leg.className = 'legend';
+      leg.setAttribute('aria-hidden', 'true');
+      box.after(leg);
+    }
+    leg.innerHTML = `<span><i class="sw sw-${id}"></i>KV link</span>` +
+      roles.map((r) => `<span><i class="sw sw-${r === 'decode' ? 'd' : 'p'}"></i>${r} pool</span>`).join('');
+  }
+
+  const SWEEP = {
+    tpot_p99_s: { label: 'TPOT p99 (ms)', scale: 1e3, slo: 'tpot_slo' },
+    ttft_p99_s: { label: 'TTFT p99 (ms)', scale: 1e3, slo: 'ttft_slo' },
+    handoff_p99_s: { label: 'hand-off p99 (ms)', scale: 1e3 },
+    slo_attainment: { label: 'SLOs met (%)', scale: 100, yMax: 100 },
+    goodput_rps: { label: 'goodput (req/s)', scale: 1 },
+    link_busy: { label: 'link busy (%)', scale: 100, yMax: 100 },
+  };
+
+  function drawSweep() {
+    const key = $('#sweep-metric').value;
+    const spec = SWEEP[key];
+    const ids = ['a', 'b'].filter((id) => cfgs[id].on && cfgs[id].sweep);
+    const series = ids.map((id) => ({
+      cls: cls(id), dots: `dot-${id}`,
+      pts: cfgs[id].sweep.runs.map((r) => [r.rate, r[key] === null ? NaN : r[key] * spec.scale]),
+    }));
+    const hlines = [];
+    if (spec.slo) {
+      const slos = new Set(ids.map((id) => cfgs[id].sweep.scenario[spec.slo]));
+      for (const v of slos) hlines.push({ y: v * 1e3, label: 'SLO' });
+    }
+    const vlines = ids.map((id) => ({ x: cfgs[id].sc.rate }));
+    lineChart($('#ch-sweep'), {
+      series, xLabel: 'request rate (req/s)', yLabel: spec.label, yMin: 0, yMax: spec.yMax, hlines, vlines, xMin: 0,
+      label: `${spec.label} against the request rate`, empty: 'sweeping…',
+      yFmt: (v) => tickFmt(v),
+    });
+  }
+
+  function drawCharts() {
+    drawCdf('#ch-ttft', 'ttft_s', 'TTFT', 'ttft_slo');
+    drawCdf('#ch-tpot', 'tpot_s', 'TPOT', 'tpot_slo');
+    drawCdf('#ch-handoff', 'handoff_s', 'hand-off', null);
+    drawUtil('a');
+    drawUtil('b');
+    drawSweep();
+  }
+
+  // ---- simulator configurations ----------------------------------------------------------------
+
+  function presetByName(name) { return presets.find((p) => p.name === name); }
+
+  function fieldHtml(id, f) {
+    const fid = `${id}-${f.k}`;
+    if (f.optional) {
+      const o = OPTIONAL[f.k];
+      return `<div class="field" data-k="${f.k}"><label for="${fid}">${esc(o.label)}</label>` +
+        `<select id="${fid}" data-k="${f.k}" aria-describedby="${fid}-note"></select>` +
+        `<span class="unsupported" id="${fid}-note"></span></div>`;
+    }
+    if (f.select) {
+      return `<div class="field"><label for="${fid}">${esc(f.label)}</label><select id="${fid}" data-k="${f.k}"></select></div>`;
+    }
+    const n = f.num;
+    return `<div class="field"><label for="${fid}">${esc(f.label)}</label>` +
+      `<input id="${fid}" data-k="${f.k}" type="number" min="${n.min}" step="${n.step}" inputmode="decimal"></div>`;
+  }
+
+  function buildConfig(id) {
+    const c = cfgs[id];
+    const form = document.createElement('form');
+    form.className = 'card config';
+    form.id = `cfg-${id}`;
+    form.setAttribute('autocomplete', 'off');
+    form.setAttribute('novalidate', '');
+    form.setAttribute('aria-labelledby', `cfg-${id}-h`);
+    let body = '';
+    let open = false;
+    for (const f of FIELDS) {
+      if (f.group) {
+        if (open) body += '</div>';
+        body += `<div class="group-label" aria-hidden="true">${esc(f.group)}</div><div class="grid3" role="group" aria-label="${esc(f.group)}">`;
+        open = true;
+      } else {
+        body += fieldHtml(id, f);
+      }
+    }
+    if (open) body += '</div>';
+    const toggle = id === 'b'
+      ? `<label class="toggle"><input type="checkbox" id="b-on" checked> compare</label>` : '';
+    form.innerHTML = `
+      <div class="config-head">
+        <span class="badge badge-${id}" aria-hidden="true">${id.toUpperCase()}</span>
+        <h3 id="cfg-${id}-h">Configuration ${id.toUpperCase()}</h3>${toggle}
+      </div>
+      <div class="config-body">
+        <div class="preset-row">
+          <div class="field"><label for="${id}-preset">Preset</label><select id="${id}-preset"></select></div>
+          <button type="submit" class="secondary" id="${id}-run">Run</button>
+        </div>
+        <p class="about" id="${id}-about"></p>
+        ${body}
+        <p class="error" id="${id}-error" role="alert" hidden></p>
+      </div>`;
+    $('#configs').appendChild(form);
+
+    const groups = [...new Set(presets.map((p) => p.group))];
+    $(`#${id}-preset`).innerHTML = groups.map((g) => `<optgroup label="${esc(g)}">` +
+      presets.filter((p) => p.group === g).map((p) => `<option value="${esc(p.name)}">${esc(p.name)}</option>`).join('') +
+      '</optgroup>').join('');
+    for (const f of FIELDS) {
+      if (!f.k) continue;
+      const el = $(`#${id}-${f.k}`);
+      if (f.optional) {
+        fillSelect(el, OPTIONAL[f.k].options);
+      } else if (f.select) {
+        fillSelect(el, f.select());
+      }
+      const ev = f.num ? 'input' : 'change';
+      el.addEventListener(ev, () => onField(id, f, el));
+    }
+    $(`#${id}-preset`).addEventListener('change', (e) => loadPreset(id, e.target.value, true));
+    form.addEventListener('submit', (e) => { e.preventDefault(); runNow(id); });
+    if (id === 'b') {
+      $('#b-on').addEventListener('change', (e) => {
+        c.on = e.target.checked;
+        applyOnOff();
+        writeUrl();
+        if (c.on) runNow('b'); else { renderResults(); drawCharts(); }
+      });
+    }
+  }
+
+  function applyOnOff() {
+    $('#cfg-b').classList.toggle('off', !cfgs.b.on);
+    document.body.classList.toggle('single', !cfgs.b.on);
+  }
+
+  function loadPreset(id, name, run) {
+    const p = presetByName(name) || presetByName('link-ib-ndr') || presets[0];
+    const c = cfgs[id];
+    c.preset = p.name;
+    c.sc = clone(p.scenario);
+    c.retried = {};
+    syncConfig(id);
+    writeUrl();
+    if (run) runNow(id);
+  }
+
+  function syncConfig(id) {
+    const c = cfgs[id];
+    $(`#${id}-preset`).value = c.preset;
+    const p = presetByName(c.preset);
+    const modified = p && JSON.stringify(p.scenario) !== JSON.stringify(c.sc);
+    $(`#${id}-about`).textContent = p ? `${p.about}${modified ? ' (modified)' : ''}` : '';
+    for (const f of FIELDS) {
+      if (!f.k) continue;
+      const el = $(`#${id}-${f.k}`);
+      if (f.optional) {
+        // An option this engine does not have: disabled and hidden (it shows up once the engine has it).
+        const ok = supported[f.k] !== false;
+        el.disabled = !ok;
+        el.closest('.field').hidden = !ok;
+        $(`#${id}-${f.k}-note`).textContent = ok ? '' : 'not in this engine yet';
+        const v = c.sc[f.k] ?? cat.scenario_defaults[f.k];
+        if (v !== undefined && ok) {
+          if (![...el.options].some((o) => o.value === v)) {
+            el.insertAdjacentHTML('beforeend', `<option value="${esc(v)}">${esc(v)}</option>`);
+          }
+          el.value = v;
+        }
+        continue;
+      }
+      const v = f.get ? f.get(c.sc) : c.sc[f.k];
+      if (f.num) {
+        if (document.activeElement !== el) el.value = v === null || v === undefined ? '' : String(+(v * (f.scale || 1)).toPrecision(12));
+      } else {
+        el.value = v === null || v === undefined ? '' : v;
+      }
+    }
+    $(`#${id}-kv_compress_at`).disabled = !c.sc.kv_compress;
+  }
+
+  let debounce = {};
+  function onField(id, f, el) {
+    const c = cfgs[id];
+    let v;
+    if (f.num) {
+      if (el.value === '') return;
+      v = Number(el.value);
+      if (!Number.isFinite(v)) return;
+      if (f.scale) v /= f.scale;
+    } else {
+      v = el.value;
+      if (f.k === 'kv_compress' && v === '') v = null;
+    }
+    c.sc[f.k] = v;
+    syncConfig(id);
+    writeUrl();
+    clearTimeout(debounce[id]);
+    debounce[id] = setTimeout(() => runNow(id), f.num ? 250 : 0);
+  }
+
+  // ---- runs ---------------------------------------------------------------------------------------
+
+  function runNow(id) {
+    clearTimeout(debounce[id]);
+    if (!cfgs[id].on) return;
+    run(id);
+  }
+
+  function showError(id, msg) {
+    const el = $(`#${id}-error`);
+    el.textContent = msg || '';
+    el.hidden = !msg;
+  }
+
+  function scenarioBody(c) {
+    const body = clone(c.sc);
+    for (const k of Object.keys(OPTIONAL)) if (supported[k] === false) delete body[k];
+    return body;
+  }
+
+  async function run(id) {
+    const c = cfgs[id];
+    const seq = ++c.seq;
+    setStatus();
+    const body = { ...scenarioBody(c), latency_samples: 400, series: true };
+    const t0 = performance.now();
+    simBusy++;
+    const r = await api('/api/run', body).finally(() => { simBusy--; });
+    const rtt = performance.now() - t0;
+    if (seq !== c.seq) return;
+    if (r.status !== 200) {
+      if (handleOptionalError(id, r)) return;
+      c.err = r.body.error || `error ${r.status}`;
+      showError(id, c.err);
+      c.result = null;
+      c.sweep = null;
+      renderResults();
+      drawCharts();
+      setStatus();
+      return;
+    }
+    c.err = null;
+    showError(id, '');
+    c.result = r.body;
+    const sim = /sim;dur=([\d.]+)/.exec(r.timing || '');
+    c.timing = { rtt, sim: sim ? Number(sim[1]) : NaN, requests: body.requests };
+    perf.runs.push({ id, requests: body.requests, rtt, sim: c.timing.sim });
+    renderResults();
+    drawCharts();
+    setStatus();
+    sweep(id, seq);
+  }
+
+  // 400 unknown field / 422 unknown value for an option the engine may not have: adapt and retry.
+  function handleOptionalError(id, r) {
+    const c = cfgs[id];
+    const field = r.body.field;
+    if (!field || !OPTIONAL[field]) return false;
+    if (r.status === 400 && /unknown field/.test(r.body.error || '')) {
+      supported[field] = false;
+      for (const k of ['a', 'b']) { delete cfgs[k].sc[field]; syncConfig(k); }
+      run(id);
+      return true;
+    }
+    const valid = /valid: (.*)$/.exec(r.body.error || '');
+    if (r.status === 422 && valid && !c.retried[field]) {
+      c.retried[field] = true;
+      const names = valid[1].split(',').map((s) => s.trim()).filter(Boolean);
+      OPTIONAL[field].options = names.map((n) => [n, n]);
+      for (const k of ['a', 'b']) {
+        fillSelect($(`#${k}-${field}`), OPTIONAL[field].options);
+        if (!names.includes(cfgs[k].sc[field])) delete cfgs[k].sc[field];
+        syncConfig(k);
+      }
+      run(id);
+      return true;
+    }
+    return false;
+  }
+
+  async function sweep(id, seq) {
+    const c = cfgs[id];
+    const rate = c.sc.rate;
+    const rates = [0.25, 0.5, 0.75, 1, 1.25, 1.5, 1.75, 2].map((k) => +(k * rate).toPrecision(6));
+    const t0 = performance.now();
+    simBusy++;
+    const r = await api('/api/sweep', { ...scenarioBody(c), rates, compact: true }).finally(() => { simBusy--; });
+    if (seq !== c.seq) return;
+    perf.sweeps.push({ id, points: rates.length, rtt: performance.now() - t0 });
+    c.sweep = r.status === 200 ? r.body : null;
+    drawSweep();
+  }
+
+  function setStatus() {
+    const parts = [];
+    for (const id of ['a', 'b']) {
+      const c = cfgs[id];
+      if (!c.on || !c.timing || !c.result) continue;
+      parts.push(`${id.toUpperCase()}: ${thousands(c.timing.requests)} requests simulated in ${fixed(c.timing.sim, 1)} ms`);
+    }
+    $('#sim-status').textContent = parts.join(' · ');
+  }
+
+  const ROWS = [
+    ['ttft_p50', 'TTFT p50', (s) => lat(s.ttft_s.p50)],
+    ['ttft_p99', 'TTFT p99', (s) => lat(s.ttft_s.p99), (s, sc) => s.ttft_s.p99 > sc.ttft_slo],
+    ['tpot_p50', 'TPOT p50', (s) => lat(s.tpot_s.p50)],
+    ['tpot_p99', 'TPOT p99', (s) => lat(s.tpot_s.p99), (s, sc) => s.tpot_s.p99 > sc.tpot_slo],
+    ['handoff_p50', 'Hand-off p50', (s) => lat(s.handoff_s.p50)],
+    ['handoff_p99', 'Hand-off p99', (s) => lat(s.handoff_s.p99)],
+    ['link_busy', 'Link busy', (s) => pct(s.link_busy), (s) => s.link_busy > 0.9],
+    ['slo_attainment', 'SLO attainment', (s) => pct(s.slo_attainment), (s) => s.slo_attainment < 0.9, true],
+    ['goodput', 'Goodput', (s) => rps(s.goodput_rps)],
+    ['j_per_token', 'Energy per token', (s) => `${fixed(s.j_per_token, 3)} J`],
+    ['hotspot', 'Hot-spot', (s) => (s.hotspot.stage ? `${s.hotspot.stage.replace('_', ' ')} · ${s.hotspot.resource}` : 'n/a')],
+  ];
+
+  function renderResults() {
+    const tb = $('#results-body');
+    for (const id of ['a', 'b']) {
+      const p = presetByName(cfgs[id].preset);
+      $(`#name-${id}`).textContent = p ? p.name + (JSON.stringify(p.scenario) !== JSON.stringify(cfgs[id].sc) ? ' *' : '') : '';
+    }
+    tb.innerHTML = ROWS.map(([key, label, f, bad, key2]) => {
+      const cells = ['a', 'b'].map((id) => {
+        const c = cfgs[id];
+        const s = c.result?.summary;
+        let v = '–';
+        let klass = 'num';
+        if (s) {
+          v = f(s);
+          if (bad) klass += bad(s, c.result.scenario) ? ' cell-bad' : key2 ? ' cell-good' : '';
+        } else if (c.err) {
+          v = 'error';
+        }
+        if (key === 'hotspot') klass += ' wrap';
+        return `<td class="${klass} col-${id}" id="r-${id}-${key}">${esc(v)}</td>`;
+      });
+      return `<tr><th scope="row">${esc(label)}</th>${cells.join('')}</tr>`;
+    }).join('');
+  }
+
+  // ---- page state in the URL --------------------------------------------------------------------
+
+  function encodeVal(v) { return v === null ? 'null' : String(v); }
+  function decodeVal(s, like) {
+    if (s === 'null') return null;
+    if (typeof like === 'number') return Number(s);
+    if (typeof like === 'boolean') return s === 'true';
+    return s;
+  }
+
+  let urlTimer = null;
+  function writeUrl() {
+    clearTimeout(urlTimer);
+    urlTimer = setTimeout(() => {
+      const q = new URLSearchParams();
+      for (const [k, short] of Object.entries(CALC_URL)) {
+        if (calc[k] !== CALC_DEFAULT[k]) q.set(short, String(calc[k]));
+      }
+      for (const id of ['a', 'b']) {
+        const c = cfgs[id];
+        if (id === 'b' && !c.on) { q.set('b', 'off'); continue; }
+        q.set(id, c.preset);
+        const base = presetByName(c.preset)?.scenario || {};
+        for (const [k, v] of Object.entries(c.sc)) {
+          if (JSON.stringify(v) !== JSON.stringify(base[k])) q.set(`${id}.${k}`, encodeVal(v));
+        }
+      }
+      const metric = $('#sweep-metric').value;
+      if (metric !== 'tpot_p99_s') q.set('sweep', metric);
+      const s = q.toString();
+      history.replaceState(null, '', `${location.pathname}${s ? `?${s}` : ''}${location.hash}`);
+    }, 60);
+  }
+
+  function readUrl() {
+    const q = new URLSearchParams(location.search);
+    for (const [k, short] of Object.entries(CALC_URL)) {
+      if (!q.has(short)) continue;
+      const v = q.get(short);
+      calc[k] = typeof CALC_DEFAULT[k] === 'number' ? Number(v) : v;
+    }
+    for (const id of ['a', 'b']) {
+      const c = cfgs[id];
+      const name = q.get(id);
+      if (id === 'b' && name === 'off') c.on = false;
+      if (name && name !== 'off' && presetByName(name)) c.preset = name;
+      c.sc = clone(presetByName(c.preset).scenario);
+      for (const [key, v] of q.entries()) {
+        if (!key.startsWith(`${id}.`)) continue;
+        const k = key.slice(2);
+        const like = c.sc[k] ?? cat.scenario_defaults[k];
+        c.sc[k] = decodeVal(v, like);
+      }
+    }
+    const metric = q.get('sweep');
+    if (metric && SWEEP[metric]) $('#sweep-metric').value = metric;
+  }
+
+  // ---- start ------------------------------------------------------------------------------------
+
+  async function main() {
+    const [c, p] = await Promise.all([api('/api/catalogue'), api('/api/presets')]);
+    if (c.status !== 200 || p.status !== 200) {
+      $('#calc-error').textContent = 'The disagg server cannot be reached.';
+      $('#calc-error').hidden = false;
+      return;
+    }
+    cat = c.body;
+    presets = p.body;
+    for (const k of Object.keys(OPTIONAL)) supported[k] = k in cat.scenario_defaults;
+    buildCalc();
+    buildConfig('a');
+    buildConfig('b');
+    readUrl();
+    syncCalcControls();
+    for (const id of ['a', 'b']) syncConfig(id);
+    $('#b-on').checked = cfgs.b.on;
+    applyOnOff();
+    $('#sweep-metric').addEventListener('change', () => { drawSweep(); writeUrl(); });
+    $('#api-example').textContent = `curl -s ${location.origin}/api/handoff -d '{"prompt_tokens": 2048, "link": "eth-25g", "send": "layerwise"}'`;
+    renderResults();
+    sendCalc();
+    await Promise.all(['a', 'b'].filter((id) => cfgs[id].on).map((id) => run(id)));
+    perf.ready = true;
+    perf.readyAt = performance.now();
+    let pending = false;
+    const ro = new ResizeObserver(() => {
+      if (pending) return;
+      pending = true;
+      requestAnimationFrame(() => { pending = false; drawTimeline(); if (cat) drawCharts(); });
+    });
+    for (const el of document.querySelectorAll('.chart-box')) ro.observe(el);
+  }
+
+  main().catch((e) => {
+    perf.errors.push(String(e && e.stack || e));
+    const el = $('#calc-error');
+    el.textContent = `Something went wrong: ${e && e.message}`;
+    el.hidden = false;
+  });
+})();

@@ -1,0 +1,329 @@
+// The page in headless Chromium, driven from the keyboard alone, at 1280 px and 390 px, plus the
+// API's speed from a client and its numbers against the CLI's. Run with run.sh (it builds first).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { repo, startServer, stopServer, launch, ready } from './lib.mjs';
+
+let server;
+let browser;
+
+before(async () => {
+  server = await startServer();
+  console.log(`server: ${server.command} at ${server.url}`);
+  browser = await launch();
+});
+
+after(async () => {
+  if (browser) await browser.close();
+  stopServer(server);
+});
+
+// A page that records console errors and uncaught exceptions.
+async function open(width, query = '') {
+  const page = await browser.context.newPage();
+  await page.setViewportSize({ width, height: 900 });
+  const errors = [];
+  page.on('console', (m) => { if (m.type() === 'error') errors.push(`console: ${m.text()}`); });
+  page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
+  const t0 = Date.now();
+  await page.goto(server.url + query);
+  await ready(page);
+  const loadMs = Date.now() - t0;
+  return { page, errors, loadMs };
+}
+
+// Presses Tab until the element with id `id` has the focus.
+async function tabTo(page, id, max = 120) {
+  for (let i = 0; i < max; i++) {
+    if (await page.evaluate(() => document.activeElement && document.activeElement.id) === id) return;
+    await page.keyboard.press('Tab');
+  }
+  throw new Error(`#${id} is not reachable with Tab`);
+}
+
+// With a <select> focused, moves to `value` with the arrow keys.
+async function arrowSelect(page, id, value) {
+  const { from, to } = await page.evaluate(([id, value]) => {
+    const el = document.getElementById(id);
+    const opts = [...el.options].map((o) => o.value);
+    return { from: el.selectedIndex, to: opts.indexOf(value) };
+  }, [id, value]);
+  assert.ok(to >= 0, `${id} has no option ${value}`);
+  const key = to > from ? 'ArrowDown' : 'ArrowUp';
+  for (let i = 0; i < Math.abs(to - from); i++) await page.keyboard.press(key);
+  assert.equal(await page.$eval(`#${id}`, (el) => el.value), value);
+}
+
+const text = (page, sel) => page.$eval(sel, (el) => el.textContent.trim());
+async function waitText(page, sel, want) {
+  try {
+    await page.waitForFunction(([sel, want]) => {
+      const el = document.querySelector(sel);
+      return el && el.textContent.trim() === want;
+    }, [sel, want], { timeout: 10000 });
+  } catch (e) {
+    throw new Error(`${sel}: wanted "${want}", shows "${await text(page, sel)}"`);
+  }
+}
+
+// The focused element (or, for the visually hidden radio buttons, its label) draws a focus ring.
+async function focusVisible(page) {
+  return page.evaluate(() => {
+    let el = document.activeElement;
+    if (el.type === 'radio' && el.labels && el.labels[0]) el = el.labels[0];
+    const s = getComputedStyle(el);
+    return s.outlineStyle !== 'none' && parseFloat(s.outlineWidth) >= 2;
+  });
+}
+
+const stats = (xs) => {
+  const v = [...xs].sort((a, b) => a - b);
+  const q = (p) => v[Math.min(v.length - 1, Math.floor(p * (v.length - 1) + 0.5))];
+  return { n: v.length, p50: q(0.5), p95: q(0.95), max: v[v.length - 1] };
+};
+const f1 = (x) => x.toFixed(1);
+
+for (const width of [1280, 390]) {
+  test(`keyboard only at ${width} px: the chapter's numbers, no console errors`, async () => {
+    const { page, errors, loadMs } = await open(width);
+    const nav = await page.evaluate(() => {
+      const n = performance.getEntriesByType('navigation')[0];
+      return { dcl: n.domContentLoadedEventEnd, load: n.loadEventEnd, ready: window.__disagg.readyAt };
+    });
+    console.log(`[${width}px] page load ${f1(nav.load)} ms (DOMContentLoaded ${f1(nav.dcl)} ms); first results `
+      + `of both configurations at ${f1(nav.ready)} ms; goto->ready ${loadMs} ms`);
+    assert.ok(nav.load < 1000, `the page loads in under 1 s (${nav.load} ms)`);
+    assert.ok(nav.ready < 1000, `first results in under 1 s (${nav.ready} ms)`);
+
+    // Every form control has a label.
+    const unlabelled = await page.evaluate(() => [...document.querySelectorAll('input, select, button')]
+      .filter((el) => !(el.labels && el.labels.length) && !el.getAttribute('aria-label')
+        && !el.getAttribute('aria-labelledby') && !(el.tagName === 'BUTTON' && el.textContent.trim()))
+      .map((el) => el.id || el.outerHTML.slice(0, 60)));
+    assert.deepEqual(unlabelled, []);
+    // Nothing wider than the screen.
+    const sw = await page.evaluate(() => document.documentElement.scrollWidth);
+    assert.ok(sw <= width, `no horizontal scrolling (${sw} > ${width})`);
+
+    // The calculator: 2,048 tokens on 25 GbE, 85.9 ms exposed.
+    await page.waitForFunction(() => window.__disagg.prefetchIdle, null, { timeout: 15000 });
+    await page.evaluate(() => document.activeElement && document.activeElement.blur());
+    await tabTo(page, 'calc-tokens');
+    assert.ok(await focusVisible(page), 'visible focus on the tokens field');
+    await page.keyboard.press('Control+A');
+    await page.keyboard.type('4096');
+    await waitText(page, '#t-kv', '536.9 MB');
+    await page.keyboard.press('Control+A');
+    await page.keyboard.type('2048');
+    await waitText(page, '#t-kv', '268.4 MB');
+    await tabTo(page, 'calc-link');
+    assert.ok(await focusVisible(page), 'visible focus on the link');
+    await arrowSelect(page, 'calc-link', 'eth-100g');
+    await waitText(page, '#t-exposed', '21.5 ms');
+    await arrowSelect(page, 'calc-link', 'eth-25g');
+    await waitText(page, '#t-exposed', '85.9 ms');
+    await waitText(page, '#t-transfer', '85.9 ms');
+    await waitText(page, '#t-prefill', '59.0 ms');
+    await waitText(page, '#t-full', '11.6 req/s');
+    // Layer by layer: 28.7 ms.
+    await tabTo(page, 'calc-send-whole');
+    assert.ok(await focusVisible(page), 'visible focus on the send switch');
+    await page.keyboard.press('ArrowRight');
+    assert.equal(await page.$eval('#calc-send-layerwise', (el) => el.checked), true);
+    await waitText(page, '#t-exposed', '28.7 ms');
+    // FP8 in the link as well: 1.363 ms, shown as 1.4 ms.
+    await tabTo(page, 'calc-compression');
+    await arrowSelect(page, 'calc-compression', 'fp8');
+    await waitText(page, '#t-exposed', '1.4 ms');
+    await waitText(page, '#t-wire', '134.2 MB');
+    // The timeline shows one slice per layer.
+    const slices = await page.$$eval('#calc-chart rect.bar-transfer', (r) => r.length);
+    assert.equal(slices, 32);
+
+    // The simulator: the §15 preset, chosen and run from the keyboard.
+    await tabTo(page, 'a-preset');
+    assert.ok(await focusVisible(page), 'visible focus on the preset');
+    await arrowSelect(page, 'a-preset', 'eth25g-14rps');
+    await tabTo(page, 'a-run');
+    await page.keyboard.press('Enter');
+    await waitText(page, '#r-a-handoff_p99', '9,657.8 ms');
+    await waitText(page, '#r-a-slo_attainment', '41.0%');
+    await waitText(page, '#r-a-link_busy', '94.0%');
+    await waitText(page, '#r-a-tpot_p99', '77.2 ms');
+    // Change a number from the keyboard: the rate, then back.
+    await tabTo(page, 'a-rate');
+    await page.keyboard.press('Control+A');
+    await page.keyboard.type('8');
+    await page.keyboard.press('Enter');
+    await waitText(page, '#r-a-tpot_p99', '11.6 ms');
+    await page.keyboard.press('Control+A');
+    await page.keyboard.type('14');
+    await page.keyboard.press('Enter');
+    await waitText(page, '#r-a-handoff_p99', '9,657.8 ms');
+    // Charts drew: CDF lines for both configurations, the utilisation and the sweep.
+    await page.waitForFunction(() => document.querySelectorAll('#ch-sweep path.ln').length === 2, null, { timeout: 10000 });
+    for (const id of ['#ch-ttft', '#ch-tpot', '#ch-handoff', '#ch-util-a', '#ch-util-b']) {
+      assert.ok(await page.$$eval(`${id} path.ln`, (p) => p.length) >= 1, `${id} has lines`);
+    }
+
+    // Configuration B off and on again, with the space bar.
+    await tabTo(page, 'b-on');
+    await page.keyboard.press('Space');
+    await page.waitForFunction(() => document.body.classList.contains('single'));
+    assert.equal(await page.$eval('#r-b-slo_attainment', (el) => el.offsetParent), null, 'B hidden');
+    await page.waitForTimeout(100);
+    assert.match(page.url(), /b=off/);
+    await page.keyboard.press('Space');
+    await page.waitForFunction(() => !document.body.classList.contains('single'));
+    await page.waitForFunction(() => /%$/.test(document.getElementById('r-b-slo_attainment').textContent.trim()));
+    // The sweep's metric, from the keyboard.
+    await tabTo(page, 'sweep-metric');
+    await arrowSelect(page, 'sweep-metric', 'slo_attainment');
+    await page.waitForFunction(() => /SLOs met/.test(document.querySelector('#ch-sweep svg').textContent));
+
+    // The state is in the URL: a new page from it shows the same view.
+    await page.waitForTimeout(150);
+    const url = page.url();
+    assert.match(url, /a=eth25g-14rps/);
+    assert.match(url, /send=layerwise/);
+    assert.match(url, /comp=fp8/);
+    assert.match(url, /sweep=slo_attainment/);
+    const again = await browser.context.newPage();
+    await again.setViewportSize({ width, height: 900 });
+    await again.goto(url);
+    await ready(again);
+    await waitText(again, '#t-exposed', '1.4 ms');
+    assert.equal(await again.$eval('#a-preset', (el) => el.value), 'eth25g-14rps');
+    await waitText(again, '#r-a-handoff_p99', '9,657.8 ms');
+    await again.close();
+
+    // Dragging the slider (an input event per frame) redraws in the same task as the event.
+    await page.waitForFunction(() => window.__disagg.prefetchIdle, null, { timeout: 15000 });
+    await page.evaluate(async () => {
+      const range = document.getElementById('calc-tokens-range');
+      for (let v = 512; v <= 16384; v += 512) {
+        range.value = String(v);
+        range.dispatchEvent(new Event('input'));
+        await new Promise((res) => requestAnimationFrame(res));
+      }
+    });
+    await waitText(page, '#t-kv', '2.1 GB');
+
+    const p = await page.evaluate(() => window.__disagg);
+    const hits = stats(p.calcDraws.filter((_, i) => p.calcHits[i]));
+    const misses = stats(p.calcDraws.filter((_, i) => !p.calcHits[i]));
+    const runs = stats(p.runs.filter((r) => r.requests === 800).map((r) => r.rtt));
+    console.log(`[${width}px] calculator input -> redrawn: ${hits.n} from the prefetched answers (p50 ${f1(hits.p50)} ms, `
+      + `max ${f1(hits.max)} ms), ${misses.n} through the server (p50 ${f1(misses.p50)} ms, max ${f1(misses.max)} ms); `
+      + `800-request run round trip in the page: p50 ${f1(runs.p50)} ms, max ${f1(runs.max)} ms (${runs.n} runs)`);
+    assert.ok(hits.n >= 32, 'the slider drag was drawn from prefetched answers');
+    assert.ok(hits.p50 < 16.7, `a prefetched change redraws within one frame (p50 ${hits.p50} ms)`);
+    assert.deepEqual(errors, []);
+    assert.deepEqual(p.errors, []);
+    await page.close();
+  });
+}
+
+test('an engine without an option: the page hides its control after a 400 "unknown field"', async () => {
+  const page = await browser.context.newPage();
+  await page.setViewportSize({ width: 1280, height: 900 });
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  // An older engine: the catalogue may announce `link_sharing` (added here if the engine lacks it),
+  // but /api/run answers 400 "unknown field" whenever a body has it.
+  await page.route('**/api/catalogue', async (route) => {
+    const res = await route.fetch();
+    const v = await res.json();
+    if (!('link_sharing' in v.scenario_defaults)) v.scenario_defaults.link_sharing = 'fifo';
+    await route.fulfill({ response: res, json: v });
+  });
+  let rejected = 0;
+  await page.route('**/api/run', async (route) => {
+    const body = JSON.parse(route.request().postData() || '{}');
+    if ('link_sharing' in body) {
+      rejected++;
+      await route.fulfill({
+        status: 400,
+        contentType: 'application/json',
+        body: JSON.stringify({ error: 'unknown field `link_sharing`, expected one of `model`, `device`', field: 'link_sharing' }),
+      });
+      return;
+    }
+    await route.continue();
+  });
+  await page.goto(server.url);
+  await page.waitForFunction(() => window.__disagg && window.__disagg.ready, null, { timeout: 15000 });
+  await page.waitForFunction(() => {
+    const el = document.getElementById('a-link_sharing');
+    return el.disabled && el.closest('.field').hidden;
+  }, null, { timeout: 10000 });
+  await waitText(page, '#a-link_sharing-note', 'not in this engine yet');
+  await page.waitForFunction(() => document.getElementById('r-a-slo_attainment').textContent.trim().endsWith('%'), null, { timeout: 10000 });
+  await page.waitForFunction(() => document.getElementById('r-b-slo_attainment').textContent.trim().endsWith('%'), null, { timeout: 10000 });
+  assert.ok(rejected >= 1, 'the "server" said 400');
+  assert.equal(await page.$eval('#a-error', (el) => el.hidden), true, 'no error left on the page');
+  // The other options still work.
+  assert.equal(await page.$eval('#a-link', (el) => el.disabled), false);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('the API from a client: 800-request runs round-trip in milliseconds', async () => {
+  const body = JSON.stringify({ preset: 'link-ib-ndr' });
+  const post = async (path, b) => {
+    const t0 = performance.now();
+    const r = await fetch(server.url.replace(/\/$/, '') + path, { method: 'POST', body: b, headers: { 'Content-Type': 'application/json' } });
+    const v = await r.json();
+    return { ms: performance.now() - t0, status: r.status, v, timing: r.headers.get('server-timing') };
+  };
+  for (let i = 0; i < 5; i++) await post('/api/run', body); // warm up
+  const rtt = [];
+  const sim = [];
+  for (let i = 0; i < 40; i++) {
+    const r = await post('/api/run', body);
+    assert.equal(r.status, 200);
+    assert.equal(r.v.summary.requests.completed, 800);
+    rtt.push(r.ms);
+    sim.push(Number(/sim;dur=([\d.]+)/.exec(r.timing)[1]));
+  }
+  const withCharts = [];
+  for (let i = 0; i < 20; i++) {
+    withCharts.push((await post('/api/run', JSON.stringify({ preset: 'eth25g-14rps', latency_samples: 400, series: true }))).ms);
+  }
+  const hand = [];
+  for (let i = 0; i < 40; i++) hand.push((await post('/api/handoff', JSON.stringify({ prompt_tokens: 1000 + i }))).ms);
+  const a = stats(rtt);
+  const s = stats(sim);
+  const c = stats(withCharts);
+  const h = stats(hand);
+  console.log(`[api] 800-request /api/run round trip: p50 ${f1(a.p50)} ms, p95 ${f1(a.p95)} ms (simulation p50 ${f1(s.p50)} ms); `
+    + `with CDF samples and series: p50 ${f1(c.p50)} ms; /api/handoff: p50 ${f1(h.p50)} ms, p95 ${f1(h.p95)} ms`);
+  assert.ok(a.p50 < 50, `an 800-request run round-trips in under 50 ms (p50 ${a.p50})`);
+});
+
+test("the API's hand-off numbers are the CLI's, key for key", { skip: !cliBinary() && 'no disagg binary built' }, async () => {
+  const cases = [
+    [{}, []],
+    [{ send: 'layerwise' }, ['--send', 'layerwise']],
+    [{ send: 'layerwise', compression: 'fp8' }, ['--send', 'layerwise', '--compression', 'fp8']],
+    [{ model: 'llama3-70b', devices_per_instance: 4, link: 'ib-ndr', compression: 'fp4-block', compress_at: 'gpu', prompt_tokens: 8191 },
+      ['--model', 'llama3-70b', '--devices-per-instance', '4', '--link', 'ib-ndr', '--compression', 'fp4-block', '--compress-at', 'gpu', '--prompt-tokens', '8191']],
+    [{ all_links: true, send: 'layerwise', compression: 'kivi2' }, ['--all-links', '--send', 'layerwise', '--compression', 'kivi2']],
+  ];
+  for (const [body, args] of cases) {
+    const r = await fetch(server.url + 'api/handoff', { method: 'POST', body: JSON.stringify(body) });
+    assert.equal(r.status, 200);
+    const api = await r.json();
+    const cli = JSON.parse(execFileSync(cliBinary(), ['handoff', ...args, '--json'], { encoding: 'utf8' }));
+    assert.deepEqual(api, cli, `handoff ${args.join(' ')}`);
+  }
+});
+
+function cliBinary() {
+  const target = process.env.CARGO_TARGET_DIR || join(repo, 'target');
+  const p = join(target, 'release', 'disagg');
+  return existsSync(p) ? p : null;
+}

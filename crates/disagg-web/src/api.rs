@@ -1,0 +1,515 @@
+//! The HTTP API without sockets: routing, the five endpoints, limits and errors.
+//!
+//! | method | path | body | answer |
+//! |---|---|---|---|
+//! | GET | `/` | | the page |
+//! | GET | `/api/catalogue` | | `disagg list --json`, plus `scenario_defaults`, `handoff_defaults`, `limits` |
+//! | GET | `/api/presets` | | `disagg presets --json` |
+//! | POST | `/api/handoff` | `disagg handoff` options | `disagg handoff --json` |
+//! | POST | `/api/run` | a `Scenario` (+ `preset`, `latency_samples`, `series`) | `disagg run --json` (+ extras) |
+//! | POST | `/api/sweep` | a `Scenario` (+ `preset`, `rates`, `compact`) | one summary per rate |
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::time::Instant;
+
+use disagg_model::calc::{self, HandoffSpec};
+use disagg_model::{Catalogue, SendMode};
+use disagg_sim::{simulate_observed, RunResult, Scenario, SimConfig, Summary};
+use serde_json::{json, Map, Value};
+
+use crate::input::{api_spelling, object, overlay, take, ApiError};
+use crate::observe::{latency_samples, quiet_time_up_panics, Deadline, Series, TimeUp};
+use crate::{page, Limits, Response};
+
+/// The API over one catalogue with one set of limits. Cheap to share between threads.
+#[derive(Clone, Debug)]
+pub struct Api {
+    catalogue: Catalogue,
+    limits: Limits,
+}
+
+type Answer = Result<(Value, Vec<(&'static str, String)>), ApiError>;
+
+impl Api {
+    /// An API over `catalogue` with `limits`.
+    pub fn new(catalogue: Catalogue, limits: Limits) -> Self {
+        quiet_time_up_panics();
+        Api { catalogue, limits }
+    }
+
+    /// The limits in force.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// Answers one request. `path` may carry a query string (ignored). Never panics: a panic
+    /// inside is a 500 with a JSON error.
+    pub fn handle(&self, method: &str, path: &str, body: &[u8]) -> Response {
+        let path = path.split(['?', '#']).next().unwrap_or("");
+        match catch_unwind(AssertUnwindSafe(|| self.route(method, path, body))) {
+            Ok(r) => r,
+            Err(p) if p.downcast_ref::<TimeUp>().is_some() => error_response(&self.time_up()),
+            Err(p) => {
+                let what = p
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| p.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "panic".into());
+                error_response(&ApiError {
+                    status: 500,
+                    ..ApiError::bad(None, format!("internal error: {what}"))
+                })
+            }
+        }
+    }
+
+    fn route(&self, method: &str, path: &str, body: &[u8]) -> Response {
+        let get = method == "GET" || method == "HEAD";
+        let post = method == "POST";
+        let api_get = |f: &dyn Fn() -> Value| -> Response {
+            if get {
+                json_response(200, &f(), Vec::new())
+            } else {
+                method_not_allowed("GET, HEAD")
+            }
+        };
+        let api_post = |f: &dyn Fn(&[u8]) -> Answer| -> Response {
+            if !post {
+                return method_not_allowed("POST");
+            }
+            if body.len() > self.limits.max_body_bytes {
+                return error_response(&self.body_too_large());
+            }
+            match f(body) {
+                Ok((v, headers)) => json_response(200, &v, headers),
+                Err(e) => error_response(&e),
+            }
+        };
+        match path {
+            "/api/catalogue" => api_get(&|| self.catalogue_json()),
+            "/api/presets" => api_get(&presets_json),
+            "/api/handoff" => api_post(&|b| self.handoff(b)),
+            "/api/run" => api_post(&|b| self.run(b)),
+            "/api/sweep" => api_post(&|b| self.sweep(b)),
+            _ => match page::asset(path) {
+                Some((content_type, text)) if get => Response {
+                    status: 200,
+                    content_type,
+                    body: text.as_bytes().to_vec(),
+                    headers: page::headers(content_type),
+                },
+                Some(_) => method_not_allowed("GET, HEAD"),
+                None => error_response(&ApiError {
+                    status: 404,
+                    ..ApiError::bad(
+                        None,
+                        format!(
+                            "no such path: {path} (the API: /api/catalogue, /api/presets, \
+                             /api/handoff, /api/run, /api/sweep)"
+                        ),
+                    )
+                }),
+            },
+        }
+    }
+
+    /// 413 for a body over `max_body_bytes` (the server also checks before reading it all).
+    pub(crate) fn body_too_large(&self) -> ApiError {
+        let max = self.limits.max_body_bytes;
+        ApiError::limit(
+            "max_body_bytes",
+            max as f64,
+            None,
+            format!("the request body is over the limit of {max} bytes (max_body_bytes)"),
+        )
+    }
+
+    fn time_up(&self) -> ApiError {
+        let s = self.limits.time_limit.as_secs_f64();
+        ApiError::limit(
+            "time_limit_s",
+            s,
+            None,
+            format!(
+                "the simulation took longer than the limit of {s} s per call (time_limit_s); \
+                 ask for fewer requests or rates"
+            ),
+        )
+    }
+
+    // ---- GET endpoints -------------------------------------------------------------------------
+
+    fn catalogue_json(&self) -> Value {
+        let cat = &self.catalogue;
+        let models: Vec<Value> = cat
+            .models
+            .iter()
+            .map(|m| {
+                let mut v = serde_json::to_value(m).expect("json");
+                let o = v.as_object_mut().expect("object");
+                o.insert("head_dim".into(), json!(m.hd()));
+                o.insert("params".into(), json!(m.params() as f64));
+                o.insert("kv_bytes_per_token".into(), json!(m.kv_bytes_per_token()));
+                o.insert("weight_bytes_total".into(), json!(m.weight_bytes_total()));
+                v
+            })
+            .collect();
+        let devices: Vec<Value> = cat
+            .devices
+            .iter()
+            .map(|d| {
+                let mut v = serde_json::to_value(d).expect("json");
+                v.as_object_mut()
+                    .expect("object")
+                    .insert("ridge_flop_per_byte".into(), json!(d.ridge_point()));
+                v
+            })
+            .collect();
+        let l = &self.limits;
+        json!({
+            "models": models,
+            "devices": devices,
+            "links": cat.links,
+            "compression": cat.compression,
+            "compress_at": [
+                {"key": "transit", "alias": "link", "description": "a stage in the link compresses at line rate (1.6 ops per line byte, 1 pJ per input bit, 1 µs)"},
+                {"key": "endpoint", "alias": "gpu", "description": "the prefill GPU compresses before sending; the pass lengthens the prefill step"}
+            ],
+            "send": SendMode::NAMES,
+            "scenario_defaults": Scenario::default(),
+            "handoff_defaults": HandoffSpec::default(),
+            "limits": {
+                "max_requests": l.max_requests,
+                "max_sweep_points": l.max_sweep_points,
+                "max_sweep_requests": l.max_sweep_requests,
+                "max_latency_samples": l.max_latency_samples,
+                "max_body_bytes": l.max_body_bytes,
+                "time_limit_s": l.time_limit.as_secs_f64(),
+            },
+        })
+    }
+
+    // ---- /api/handoff --------------------------------------------------------------------------
+
+    fn handoff(&self, body: &[u8]) -> Answer {
+        let obj = object(body)?;
+        let req: HandoffSpec = overlay(&HandoffSpec::default(), &obj)?;
+        Ok((self.handoff_json(&req)?, Vec::new()))
+    }
+
+    fn handoff_json(&self, a: &HandoffSpec) -> Result<Value, ApiError> {
+        let doc = calc::evaluate(&self.catalogue, a, None, None, None).map_err(|e| match e {
+            disagg_model::Error::Invalid { what, why } => {
+                let field = what.chars().all(|c| c.is_ascii_lowercase() || c == '_');
+                ApiError::invalid(field.then_some(what.as_str()), format!("{what}: {why}"))
+            }
+            other => ApiError::invalid(None, other.to_string()),
+        })?;
+        Ok(serde_json::to_value(&doc).expect("plain struct"))
+    }
+
+    // ---- /api/run and /api/sweep ---------------------------------------------------------------
+
+    /// The scenario of a body: `preset` (or the CLI's defaults) with the body's keys laid over it.
+    fn scenario(&self, obj: &mut Map<String, Value>) -> Result<Scenario, ApiError> {
+        let base = match take::<String>(obj, "preset", "a preset name")? {
+            Some(name) => {
+                disagg_sim::presets::find(&name)
+                    .map_err(|e| ApiError::invalid(Some("preset"), format!("preset: {e}")))?
+                    .scenario
+            }
+            None => Scenario::default(),
+        };
+        overlay(&base, obj)
+    }
+
+    fn check_requests(&self, sc: &Scenario) -> Result<(), ApiError> {
+        let max = self.limits.max_requests;
+        if sc.requests > max {
+            return Err(ApiError::limit(
+                "max_requests",
+                max as f64,
+                Some("requests"),
+                format!(
+                    "requests: {} is over the limit of {max} per run (max_requests)",
+                    sc.requests
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    fn build(&self, sc: &Scenario) -> Result<SimConfig, ApiError> {
+        sc.build(&self.catalogue).map_err(|e| {
+            let (msg, field) = api_spelling(&e.to_string());
+            ApiError::invalid(field.as_deref(), msg)
+        })
+    }
+
+    fn run(&self, body: &[u8]) -> Answer {
+        let mut obj = object(body)?;
+        let points = take::<usize>(&mut obj, "latency_samples", "a whole number of points")?;
+        let series = take::<bool>(&mut obj, "series", "a boolean")?.unwrap_or(false);
+        let sc = self.scenario(&mut obj)?;
+        let points = points.unwrap_or(0);
+        let maxp = self.limits.max_latency_samples;
+        if points > maxp {
+            return Err(ApiError::limit(
+                "max_latency_samples",
+                maxp as f64,
+                Some("latency_samples"),
+                format!(
+                    "latency_samples: {points} is over the limit of {maxp} points per metric \
+                     (max_latency_samples)"
+                ),
+            ));
+        }
+        self.check_requests(&sc)?;
+        let cfg = self.build(&sc)?;
+        let t0 = Instant::now();
+        let deadline = Deadline::new(t0 + self.limits.time_limit);
+        let workload = cfg.generate_workload();
+        let (run, series) = if series {
+            let last = workload.last().map_or(0.0, |w| w.arrival_s);
+            let mut obs = (
+                deadline,
+                Series::new(last, cfg.link.channels, cfg.sample_dt_s),
+            );
+            let run = simulate_observed(&cfg, &workload, &mut obs).map_err(engine_error)?;
+            (run, Some(obs.1))
+        } else {
+            let mut obs = deadline;
+            (
+                simulate_observed(&cfg, &workload, &mut obs).map_err(engine_error)?,
+                None,
+            )
+        };
+        let sim_ms = t0.elapsed().as_secs_f64() * 1e3;
+        let summary = run.summary();
+        let mut doc = run_json(&sc, &summary);
+        // Read through serde so that engines with and without these options both work: the
+        // first-token convention, and the number of links (one unless a link topology says more).
+        let decode_first = doc["scenario"]["first_token"].as_str() == Some("decode");
+        let links = doc["summary"]["links"].as_array().map_or(1, Vec::len);
+        let o = doc.as_object_mut().expect("object");
+        if points > 0 {
+            let samples = latency_samples(&run, points, decode_first);
+            o.insert(
+                "latency_samples".into(),
+                serde_json::to_value(samples).expect("json"),
+            );
+        }
+        if let Some(s) = series {
+            let s = s.finish(run.horizon(), links);
+            o.insert("series".into(), serde_json::to_value(s).expect("json"));
+        }
+        let total_ms = t0.elapsed().as_secs_f64() * 1e3;
+        Ok((
+            doc,
+            vec![(
+                "Server-Timing",
+                format!("sim;dur={sim_ms:.3}, total;dur={total_ms:.3}"),
+            )],
+        ))
+    }
+
+    fn sweep(&self, body: &[u8]) -> Answer {
+        let mut obj = object(body)?;
+        let rates =
+            take::<Vec<f64>>(&mut obj, "rates", "an array of numbers")?.ok_or_else(|| {
+                ApiError::invalid(
+                    Some("rates"),
+                    "rates: give the rates to run, e.g. \"rates\": [2, 4, 8]",
+                )
+            })?;
+        let compact = take::<bool>(&mut obj, "compact", "a boolean")?.unwrap_or(false);
+        let base = self.scenario(&mut obj)?;
+        let maxp = self.limits.max_sweep_points;
+        if rates.is_empty() {
+            return Err(ApiError::invalid(
+                Some("rates"),
+                "rates: give at least one rate",
+            ));
+        }
+        if rates.len() > maxp {
+            return Err(ApiError::limit(
+                "max_sweep_points",
+                maxp as f64,
+                Some("rates"),
+                format!(
+                    "rates: {} rates is over the limit of {maxp} per sweep (max_sweep_points)",
+                    rates.len()
+                ),
+            ));
+        }
+        self.check_requests(&base)?;
+        let total = base.requests.saturating_mul(rates.len() as u64);
+        let maxr = self.limits.max_sweep_requests;
+        if total > maxr {
+            return Err(ApiError::limit(
+                "max_sweep_requests",
+                maxr as f64,
+                Some("requests"),
+                format!(
+                    "requests x rates: {total} simulated requests is over the limit of {maxr} per \
+                     sweep (max_sweep_requests)"
+                ),
+            ));
+        }
+        // Validate every point before running any.
+        let mut cfgs = Vec::with_capacity(rates.len());
+        for (i, &rate) in rates.iter().enumerate() {
+            let sc = Scenario {
+                rate,
+                ..base.clone()
+            };
+            let cfg = self.build(&sc).map_err(|e| ApiError {
+                message: format!("rates[{i}] = {rate}: {}", e.message),
+                field: Some("rates".into()),
+                ..e
+            })?;
+            cfgs.push(cfg);
+        }
+        let t0 = Instant::now();
+        let summaries = run_parallel(&cfgs, t0 + self.limits.time_limit)?;
+        let sim_ms = t0.elapsed().as_secs_f64() * 1e3;
+        let runs: Vec<Value> = rates
+            .iter()
+            .zip(&summaries)
+            .map(|(&rate, s)| {
+                if compact {
+                    compact_json(rate, s)
+                } else {
+                    json!({"rate": rate, "summary": s})
+                }
+            })
+            .collect();
+        let doc = json!({
+            "schema_version": disagg_sim::SCHEMA_VERSION,
+            "tool": "disagg",
+            "version": env!("CARGO_PKG_VERSION"),
+            "scenario": base,
+            "rates": rates,
+            "runs": runs,
+        });
+        Ok((doc, vec![("Server-Timing", format!("sim;dur={sim_ms:.3}"))]))
+    }
+}
+
+/// Runs every configuration, on up to `available_parallelism` threads, before `deadline`.
+fn run_parallel(cfgs: &[SimConfig], deadline: Instant) -> Result<Vec<Summary>, ApiError> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(cfgs.len())
+        .max(1);
+    let next = AtomicUsize::new(0);
+    let one = |cfg: &SimConfig| -> Result<Summary, ApiError> {
+        let mut obs = Deadline::new(deadline);
+        let run: RunResult =
+            simulate_observed(cfg, &cfg.generate_workload(), &mut obs).map_err(engine_error)?;
+        Ok(run.summary())
+    };
+    let work = || {
+        let mut out = Vec::new();
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            if i >= cfgs.len() {
+                break out;
+            }
+            out.push((i, one(&cfgs[i])));
+        }
+    };
+    let mut results: Vec<Option<Result<Summary, ApiError>>> = vec![None; cfgs.len()];
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (1..threads).map(|_| s.spawn(work)).collect();
+        let mine = work();
+        let mut all = vec![Ok(mine)];
+        all.extend(handles.into_iter().map(|h| h.join()));
+        for r in all {
+            match r {
+                Ok(v) => {
+                    for (i, x) in v {
+                        results[i] = Some(x);
+                    }
+                }
+                // A worker thread unwound (time up, or a bug): re-raise it on this thread, where
+                // the request's catch_unwind turns it into an answer.
+                Err(p) => std::panic::resume_unwind(p),
+            }
+        }
+    });
+    results
+        .into_iter()
+        .map(|r| r.expect("every index ran"))
+        .collect()
+}
+
+fn engine_error(e: disagg_model::Error) -> ApiError {
+    let (msg, field) = api_spelling(&e.to_string());
+    ApiError::invalid(field.as_deref(), msg)
+}
+
+fn compact_json(rate: f64, s: &Summary) -> Value {
+    json!({
+        "rate": rate,
+        "completed": s.requests.completed,
+        "ttft_p50_s": s.ttft_s.p50,
+        "ttft_p99_s": s.ttft_s.p99,
+        "tpot_p50_s": s.tpot_s.p50,
+        "tpot_p99_s": s.tpot_s.p99,
+        "handoff_p50_s": s.handoff_s.p50,
+        "handoff_p99_s": s.handoff_s.p99,
+        "slo_attainment": s.slo_attainment,
+        "goodput_rps": s.goodput_rps,
+        "throughput_rps": s.throughput_rps,
+        "link_busy": s.link_busy,
+        "j_per_token": s.j_per_token,
+    })
+}
+
+/// The JSON document of one run, as `disagg run --json` prints it.
+fn run_json(scenario: &Scenario, s: &Summary) -> Value {
+    json!({
+        "schema_version": disagg_sim::SCHEMA_VERSION,
+        "tool": "disagg",
+        "version": env!("CARGO_PKG_VERSION"),
+        "scenario": scenario,
+        "summary": s,
+    })
+}
+
+fn presets_json() -> Value {
+    Value::Array(
+        disagg_sim::presets::all()
+            .iter()
+            .map(|p| json!({"name": p.name, "group": p.group, "about": p.about, "scenario": p.scenario}))
+            .collect(),
+    )
+}
+
+fn json_response(status: u16, v: &Value, mut headers: Vec<(&'static str, String)>) -> Response {
+    headers.push(("Cache-Control", "no-store".into()));
+    headers.push(("X-Content-Type-Options", "nosniff".into()));
+    let mut body = serde_json::to_vec(v).expect("json");
+    body.push(b'\n');
+    Response {
+        status,
+        content_type: "application/json",
+        body,
+        headers,
+    }
+}
+
+fn error_response(e: &ApiError) -> Response {
+    json_response(e.status, &e.to_json(), Vec::new())
+}
+
+fn method_not_allowed(allow: &'static str) -> Response {
+    let mut r = error_response(&ApiError {
+        status: 405,
+        ..ApiError::bad(None, format!("method not allowed here; use {allow}"))
+    });
+    r.headers.push(("Allow", allow.into()));
+    r
+}

@@ -1,0 +1,681 @@
+//! The API in process: every endpoint, the chapter's numbers, every error class.
+
+use std::time::Duration;
+
+use disagg_model::Catalogue;
+use disagg_web::{handle, Api, Limits, Response};
+use serde_json::{json, Value};
+
+fn call(method: &str, path: &str, body: Value) -> Response {
+    handle(method, path, body.to_string().as_bytes())
+}
+
+fn ok(method: &str, path: &str, body: Value) -> Value {
+    let r = call(method, path, body.clone());
+    assert_eq!(r.status, 200, "{method} {path} {body}: {}", r.text());
+    assert_eq!(r.content_type, "application/json");
+    serde_json::from_slice(&r.body).expect("JSON")
+}
+
+/// Expects `status` and a one-line JSON error containing every needle; returns the error object.
+fn err(method: &str, path: &str, body: &[u8], status: u16, needles: &[&str]) -> Value {
+    let r = handle(method, path, body);
+    let text = r.text();
+    assert_eq!(r.status, status, "{method} {path}: {text}");
+    assert_eq!(r.content_type, "application/json");
+    assert_eq!(text.trim_end().lines().count(), 1, "not one line: {text}");
+    let v: Value = serde_json::from_str(&text).expect("JSON error");
+    let msg = v["error"].as_str().expect("error string");
+    assert!(!msg.contains('\n'));
+    for n in needles {
+        assert!(msg.contains(n), "'{n}' not in: {msg}");
+    }
+    v
+}
+
+fn ms(v: &Value) -> String {
+    format!("{:.1}", v.as_f64().expect("number") * 1e3)
+}
+
+#[test]
+fn page_and_assets() {
+    let r = handle("GET", "/", b"");
+    assert_eq!(r.status, 200);
+    assert!(r.content_type.starts_with("text/html"));
+    assert!(r.text().contains("<html"));
+    assert!(r
+        .header("Content-Security-Policy")
+        .unwrap()
+        .contains("default-src 'self'"));
+    assert_eq!(handle("GET", "/?calc.tokens=4096", b"").status, 200);
+    assert_eq!(handle("HEAD", "/", b"").status, 200);
+    for p in ["/assets/app.js", "/assets/style.css"] {
+        let r = handle("GET", p, b"");
+        assert_eq!(r.status, 200, "{p}");
+        assert!(!r.body.is_empty());
+    }
+    let html = handle("GET", "/", b"").text();
+    assert!(
+        !html.contains("http://") && !html.contains("https://"),
+        "no remote assets"
+    );
+}
+
+#[test]
+fn catalogue_and_presets() {
+    let c = ok("GET", "/api/catalogue", Value::Null);
+    assert_eq!(c["models"][0]["key"], "llama3-8b");
+    assert_eq!(c["models"][0]["kv_bytes_per_token"], 131072.0);
+    assert!(c["devices"].as_array().unwrap().len() >= 6);
+    assert_eq!(c["links"].as_array().unwrap().len(), 9);
+    assert!(c["compression"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|x| x["key"] == "fp8"));
+    assert_eq!(c["scenario_defaults"]["model"], "llama3-70b");
+    assert_eq!(c["handoff_defaults"]["link"], "eth-25g");
+    assert_eq!(c["limits"]["max_requests"], 200000);
+    let p = ok("GET", "/api/presets", Value::Null);
+    let names: Vec<&str> = p
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["name"].as_str().unwrap())
+        .collect();
+    for n in [
+        "pools-h100-a100",
+        "link-eth-25g",
+        "eth25g-14rps",
+        "eth25g-14rps-fp8",
+    ] {
+        assert!(names.contains(&n), "{n}");
+    }
+    let e = p
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["name"] == "eth25g-14rps")
+        .unwrap();
+    assert_eq!(e["scenario"]["rate"], 14.0);
+    assert_eq!(e["scenario"]["link"], "eth-25g");
+}
+
+#[test]
+fn handoff_matches_the_chapter() {
+    // 2,048 tokens of Llama-3-8B over 25 GbE: 85.9 ms; layer by layer 28.7 ms; with FP8 in the
+    // link 1.36 ms (1.4 ms at one decimal).
+    let v = ok(
+        "POST",
+        "/api/handoff",
+        json!({"prompt_tokens": 2048, "link": "eth-25g"}),
+    );
+    assert_eq!(ms(&v["exposed_s"]), "85.9");
+    assert_eq!(ms(&v["transfer_s"]), "85.9");
+    assert_eq!(ms(&v["prefill_s"]), "59.0");
+    assert_eq!(v["kv_bytes"], 268435456.0);
+    assert_eq!(
+        format!("{:.1}", v["link_saturation_rps"].as_f64().unwrap()),
+        "11.6"
+    );
+    let v = ok(
+        "POST",
+        "/api/handoff",
+        json!({"model": "llama3-8b", "prompt_tokens": 2048, "link": "eth-25g", "send": "layerwise"}),
+    );
+    assert_eq!(ms(&v["exposed_s"]), "28.7");
+    let v = ok(
+        "POST",
+        "/api/handoff",
+        json!({"send": "layerwise", "compression": "fp8"}),
+    );
+    // In the link: the stage's 1 µs on top of the chapter's 1.36 ms (the CLI's test's expression).
+    assert_eq!(v["exposed_s"].as_f64(), Some(21e-6 + 0.04294967296 / 32.0));
+    assert_eq!(ms(&v["exposed_s"]), "1.4");
+    assert_eq!(v["compress_at"], "transit");
+    // The echoed inputs and the row, with disagg handoff --json's keys in its order.
+    let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(
+        keys,
+        [
+            "schema_version",
+            "model",
+            "model_name",
+            "prompt_tokens",
+            "compression",
+            "compress_at",
+            "send",
+            "link_sharing",
+            "concurrent",
+            "prefill_device",
+            "devices_per_instance",
+            "link",
+            "link_name",
+            "link_bandwidth_bps",
+            "link_latency_s",
+            "link_pj_per_bit",
+            "link_channels",
+            "kv_bytes_per_token",
+            "kv_bytes",
+            "wire_bytes",
+            "compression_ratio",
+            "transfer_s",
+            "prefill_s",
+            "exposed_s",
+            "link_saturation_rps",
+            "link_capacity_rps",
+            "link_energy_j",
+            "transit_energy_j",
+            "transit_bound"
+        ]
+    );
+    // An empty body is every default.
+    let r = handle("POST", "/api/handoff", b"");
+    assert_eq!(r.status, 200, "{}", r.text());
+    // Every link, fastest first.
+    let v = ok("POST", "/api/handoff", json!({"all_links": true}));
+    let rows = v["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 9);
+    assert_eq!(rows[0]["link"], "nvlink5");
+    assert_eq!(ms(&rows[8]["exposed_s"]), "85.9");
+    // The 70B on four H100s over InfiniBand, GPU compression, more channels.
+    let v = ok(
+        "POST",
+        "/api/handoff",
+        json!({"model": "llama3-70b", "prefill_device": "h100", "devices_per_instance": 4,
+               "link": "ib-ndr", "compression": "fp4-block", "compress_at": "gpu", "link_channels": 2}),
+    );
+    assert_eq!(v["kv_bytes"], 671088640.0);
+    assert_eq!(v["compress_at"], "endpoint");
+    assert_eq!(v["link_channels"], 2);
+}
+
+#[test]
+fn run_reproduces_section_15() {
+    let v = ok(
+        "POST",
+        "/api/run",
+        json!({"preset": "eth25g-14rps", "latency_samples": 500, "series": true}),
+    );
+    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["tool"], "disagg");
+    assert_eq!(v["scenario"]["rate"], 14.0);
+    let s = &v["summary"];
+    assert_eq!(s["handoff_s"]["p99"], 9.657760737543722);
+    assert_eq!(
+        format!("{:.1}", s["slo_attainment"].as_f64().unwrap() * 100.0),
+        "41.0"
+    );
+    assert_eq!(
+        format!("{:.1}", s["link_busy"].as_f64().unwrap() * 100.0),
+        "94.0"
+    );
+    assert_eq!(ms(&s["tpot_s"]["p99"]), "77.2");
+    // CDF samples: sorted, at most 500, ends kept.
+    let ls = &v["latency_samples"];
+    for k in ["ttft_s", "tpot_s", "handoff_s", "e2e_s"] {
+        let a: Vec<f64> = ls[k]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap())
+            .collect();
+        assert!(!a.is_empty() && a.len() <= 500, "{k}: {}", a.len());
+        assert!(a.windows(2).all(|w| w[0] <= w[1]), "{k} sorted");
+    }
+    samples_agree_with_summary(&v);
+    // Time series: link busy share in [0, 1], mean near the summary's.
+    let se = &v["series"];
+    let lb: Vec<f64> = se["link_busy"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect();
+    assert!(lb.len() >= 50 && lb.len() <= 400, "{}", lb.len());
+    assert!(lb.iter().all(|&x| (0.0..=1.0).contains(&x)));
+    let dt = se["dt_s"].as_f64().unwrap();
+    let busy: f64 = lb.iter().sum::<f64>() * dt;
+    let horizon = s["horizon_s"].as_f64().unwrap();
+    let frac = busy / horizon;
+    assert!(
+        (frac - s["link_busy"].as_f64().unwrap()).abs() < 0.02,
+        "{frac}"
+    );
+    assert_eq!(se["instances"].as_array().unwrap().len(), 2);
+    assert_eq!(se["instances"][0]["name"], "prefill-0");
+    assert!(!se["link_queue"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn run_defaults_and_overrides() {
+    // Nothing given: the CLI's defaults (the reference's: Llama-3-70B on 4x H100, 800 requests).
+    let v = ok("POST", "/api/run", json!({"requests": 50, "fast": true}));
+    assert_eq!(v["scenario"]["model"], "llama3-70b");
+    assert_eq!(v["summary"]["requests"]["completed"], 50);
+    assert!(v.get("latency_samples").is_none() && v.get("series").is_none());
+    // A preset with a field changed.
+    let v = ok(
+        "POST",
+        "/api/run",
+        json!({"preset": "eth25g-14rps-fp8", "requests": 200, "rate": 10}),
+    );
+    assert_eq!(v["scenario"]["kv_compress"], "fp8");
+    assert_eq!(v["scenario"]["rate"], 10.0);
+    assert_eq!(v["summary"]["link"]["compression"], "fp8");
+    // Server-Timing tells how long the simulation took.
+    let r = call("POST", "/api/run", json!({"preset": "link-ib-ndr"}));
+    assert!(r.header("Server-Timing").unwrap().starts_with("sim;dur="));
+}
+
+#[test]
+fn sweep_runs_every_rate() {
+    let v = ok(
+        "POST",
+        "/api/sweep",
+        json!({"preset": "link-eth-25g", "rates": [4, 8, 14], "requests": 400}),
+    );
+    let runs = v["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 3);
+    assert_eq!(runs[2]["rate"], 14.0);
+    assert_eq!(runs[0]["summary"]["requests"]["completed"], 400);
+    // The same as one /api/run at that rate.
+    let one = ok(
+        "POST",
+        "/api/run",
+        json!({"preset": "link-eth-25g", "rate": 8, "requests": 400}),
+    );
+    assert_eq!(runs[1]["summary"], one["summary"]);
+    let v = ok(
+        "POST",
+        "/api/sweep",
+        json!({"preset": "eth25g-14rps", "rates": [14], "compact": true}),
+    );
+    assert_eq!(v["runs"][0]["handoff_p99_s"], 9.657760737543722);
+    assert!(v["runs"][0].get("summary").is_none());
+}
+
+#[test]
+fn malformed_json_is_400() {
+    for body in [&b"{"[..], b"{\"rate\": }", b"nonsense", b"{\"a\":1}x"] {
+        err("POST", "/api/run", body, 400, &["malformed JSON"]);
+    }
+    err(
+        "POST",
+        "/api/handoff",
+        b"[1, 2]",
+        400,
+        &["must be a JSON object", "an array"],
+    );
+    err("POST", "/api/sweep", b"\"rates\"", 400, &["JSON object"]);
+}
+
+#[test]
+fn unknown_fields_are_400_naming_the_field() {
+    let e = err(
+        "POST",
+        "/api/run",
+        br#"{"rate": 4, "warp_drive": true}"#,
+        400,
+        &["unknown field", "warp_drive"],
+    );
+    assert_eq!(e["field"], "warp_drive");
+    let e = err(
+        "POST",
+        "/api/handoff",
+        br#"{"tokens": 4}"#,
+        400,
+        &["unknown field", "tokens"],
+    );
+    assert_eq!(e["field"], "tokens");
+    err(
+        "POST",
+        "/api/sweep",
+        br#"{"rates": [1], "nope": 1}"#,
+        400,
+        &["nope"],
+    );
+}
+
+#[test]
+fn wrong_types_are_400_naming_the_field() {
+    let e = err(
+        "POST",
+        "/api/run",
+        br#"{"rate": "fast"}"#,
+        400,
+        &["rate", "invalid type"],
+    );
+    assert_eq!(e["field"], "rate");
+    let e = err(
+        "POST",
+        "/api/run",
+        br#"{"model": "llama3-8b", "requests": -5}"#,
+        400,
+        &["requests"],
+    );
+    assert_eq!(e["field"], "requests");
+    err(
+        "POST",
+        "/api/run",
+        br#"{"requests": 1.5}"#,
+        400,
+        &["requests"],
+    );
+    err("POST", "/api/run", br#"{"preset": 3}"#, 400, &["preset"]);
+    err(
+        "POST",
+        "/api/run",
+        br#"{"series": "yes"}"#,
+        400,
+        &["series"],
+    );
+    err(
+        "POST",
+        "/api/run",
+        br#"{"latency_samples": -1}"#,
+        400,
+        &["latency_samples"],
+    );
+    let e = err(
+        "POST",
+        "/api/handoff",
+        br#"{"prompt_tokens": "2048"}"#,
+        400,
+        &["prompt_tokens"],
+    );
+    assert_eq!(e["field"], "prompt_tokens");
+    err(
+        "POST",
+        "/api/handoff",
+        br#"{"all_links": 1}"#,
+        400,
+        &["all_links"],
+    );
+    err(
+        "POST",
+        "/api/sweep",
+        br#"{"rates": "4,8"}"#,
+        400,
+        &["rates"],
+    );
+    err(
+        "POST",
+        "/api/sweep",
+        br#"{"rates": [4, "x"]}"#,
+        400,
+        &["rates"],
+    );
+}
+
+#[test]
+fn invalid_values_are_422() {
+    let e = err(
+        "POST",
+        "/api/run",
+        br#"{"rate": -1}"#,
+        422,
+        &["rate", "positive"],
+    );
+    assert_eq!(e["field"], "rate");
+    let e = err(
+        "POST",
+        "/api/run",
+        br#"{"model": "gpt-9"}"#,
+        422,
+        &["gpt-9", "llama3-8b"],
+    );
+    assert_eq!(e["field"], "model");
+    err(
+        "POST",
+        "/api/run",
+        br#"{"link_channels": 0}"#,
+        422,
+        &["link_channels"],
+    );
+    err(
+        "POST",
+        "/api/run",
+        br#"{"preset": "nope"}"#,
+        422,
+        &["preset", "eth25g-14rps"],
+    );
+    err(
+        "POST",
+        "/api/run",
+        br#"{"mode": "colocated", "kv_compress": "fp8"}"#,
+        422,
+        &["kv_compress"],
+    );
+    err(
+        "POST",
+        "/api/handoff",
+        br#"{"prompt_tokens": 0}"#,
+        422,
+        &["prompt_tokens", "at least 1"],
+    );
+    err(
+        "POST",
+        "/api/handoff",
+        br#"{"link": "carrier-pigeon"}"#,
+        422,
+        &["link", "eth-25g"],
+    );
+    err(
+        "POST",
+        "/api/handoff",
+        br#"{"send": "later"}"#,
+        422,
+        &["send", "layerwise"],
+    );
+    err(
+        "POST",
+        "/api/handoff",
+        br#"{"compression": "zip"}"#,
+        422,
+        &["compression", "fp8"],
+    );
+    err(
+        "POST",
+        "/api/handoff",
+        br#"{"compress_at": "moon"}"#,
+        422,
+        &["compress_at"],
+    );
+    err(
+        "POST",
+        "/api/handoff",
+        br#"{"kv_keep": 0.5}"#,
+        422,
+        &["kv_keep", "freq-keep-k"],
+    );
+    err(
+        "POST",
+        "/api/handoff",
+        br#"{"link_channels": 5000}"#,
+        422,
+        &["link_channels"],
+    );
+    err("POST", "/api/sweep", br#"{"rates": []}"#, 422, &["rates"]);
+    err("POST", "/api/sweep", br#"{}"#, 422, &["rates"]);
+    let e = err(
+        "POST",
+        "/api/sweep",
+        br#"{"rates": [4, -2]}"#,
+        422,
+        &["rates[1]", "rate"],
+    );
+    assert_eq!(e["field"], "rates");
+}
+
+#[test]
+fn over_a_limit_is_413_naming_it() {
+    let e = err(
+        "POST",
+        "/api/run",
+        br#"{"requests": 200001}"#,
+        413,
+        &["max_requests", "200000"],
+    );
+    assert_eq!(e["limit"], "max_requests");
+    assert_eq!(e["max"], 200000);
+    let rates: Vec<f64> = (1..=33).map(f64::from).collect();
+    let body = json!({"rates": rates}).to_string();
+    let e = err(
+        "POST",
+        "/api/sweep",
+        body.as_bytes(),
+        413,
+        &["max_sweep_points", "32"],
+    );
+    assert_eq!(e["limit"], "max_sweep_points");
+    let rates: Vec<f64> = (1..=32).map(f64::from).collect();
+    let body = json!({"rates": rates, "requests": 100000}).to_string();
+    err(
+        "POST",
+        "/api/sweep",
+        body.as_bytes(),
+        413,
+        &["max_sweep_requests"],
+    );
+    err(
+        "POST",
+        "/api/run",
+        br#"{"latency_samples": 501}"#,
+        413,
+        &["max_latency_samples"],
+    );
+    let big = format!("{{\"model\": \"{}\"}}", "x".repeat(70_000));
+    err("POST", "/api/run", big.as_bytes(), 413, &["max_body_bytes"]);
+}
+
+#[test]
+fn over_the_time_limit_is_413() {
+    let api = Api::new(
+        Catalogue::builtin(),
+        Limits {
+            time_limit: Duration::from_millis(1),
+            ..Limits::default()
+        },
+    );
+    let r = api.handle(
+        "POST",
+        "/api/run",
+        br#"{"preset": "link-ib-ndr", "requests": 100000}"#,
+    );
+    assert_eq!(r.status, 413, "{}", r.text());
+    assert!(r.text().contains("time_limit_s"));
+    let r = api.handle(
+        "POST",
+        "/api/sweep",
+        br#"{"preset": "link-ib-ndr", "requests": 50000, "rates": [4, 6, 8]}"#,
+    );
+    assert_eq!(r.status, 413, "{}", r.text());
+    // The API still answers afterwards.
+    let r = api.handle(
+        "POST",
+        "/api/run",
+        br#"{"preset": "link-ib-ndr", "requests": 10}"#,
+    );
+    assert_eq!(r.status, 200);
+}
+
+#[test]
+fn unknown_path_is_404_and_wrong_method_405() {
+    err(
+        "GET",
+        "/api/nothing",
+        b"",
+        404,
+        &["no such path", "/api/run"],
+    );
+    err("GET", "/favicon.ico", b"", 404, &["no such path"]);
+    err("POST", "/nope", b"{}", 404, &["no such path"]);
+    for (m, p, allow) in [
+        ("GET", "/api/run", "POST"),
+        ("PUT", "/api/handoff", "POST"),
+        ("DELETE", "/api/sweep", "POST"),
+        ("POST", "/api/catalogue", "GET, HEAD"),
+        ("POST", "/api/presets", "GET, HEAD"),
+        ("POST", "/", "GET, HEAD"),
+    ] {
+        let r = handle(m, p, b"{}");
+        assert_eq!(r.status, 405, "{m} {p}");
+        assert_eq!(r.header("Allow"), Some(allow));
+        let v: Value = serde_json::from_slice(&r.body).unwrap();
+        assert!(v["error"].as_str().unwrap().contains("method not allowed"));
+    }
+}
+
+#[test]
+fn hostile_input_never_kills_it() {
+    for body in [
+        &br#"{"rate": 1e308}"#[..],
+        br#"{"prompt": 1e9, "requests": 3}"#,
+        br#"{"requests": 18446744073709551615}"#,
+        br#"{"devices_per_instance": 4294967295}"#,
+        br#"{"prefill": 1024, "decode": 1024, "requests": 5}"#,
+        br#"{"prompt_cv": 100, "output_cv": 100, "requests": 20, "fast": true}"#,
+        br#"{"model": "\u0000"}"#,
+        b"\xff\xfe",
+        br#"{"rate": null}"#,
+    ] {
+        let r = handle("POST", "/api/run", body);
+        assert!(
+            [200, 400, 413, 422].contains(&r.status),
+            "{}: {} {}",
+            String::from_utf8_lossy(body),
+            r.status,
+            r.text()
+        );
+        let _: Value = serde_json::from_slice(&r.body).expect("JSON");
+    }
+    for body in [
+        &br#"{"prompt_tokens": 4294967295, "model": "llama3-70b"}"#[..],
+        br#"{"prompt_tokens": 18446744073709551615}"#,
+        br#"{"devices_per_instance": 4294967295}"#,
+        br#"{"kv_keep": 0, "compression": "freq-keep-k"}"#,
+        br#"{"kv_keep": 1e-300, "compression": "freq-keep-k", "send": "layerwise"}"#,
+    ] {
+        let r = handle("POST", "/api/handoff", body);
+        assert!([200, 400, 422].contains(&r.status), "{}", r.text());
+    }
+}
+
+/// The CDF samples are the summary's samples: the same count, the same largest value.
+fn samples_agree_with_summary(v: &Value) {
+    let (ls, s) = (&v["latency_samples"], &v["summary"]);
+    for k in ["ttft_s", "tpot_s", "e2e_s"] {
+        let last = ls[k].as_array().unwrap().last().unwrap();
+        assert_eq!(last, &s[k]["max"], "{k}");
+    }
+    assert_eq!(ls["counts"]["ttft_s"], s["requests"]["measured"]);
+    let h = ls["handoff_s"].as_array().unwrap();
+    assert!(h.last().unwrap().as_f64() >= s["handoff_s"]["p99"].as_f64());
+}
+
+#[test]
+fn engine_options_flow_through_or_are_400() {
+    // Options the engine gained recently (send, link sharing, first-token convention, ...) pass
+    // through as Scenario fields; an engine without them answers 400 naming the field.
+    let defaults = ok("GET", "/api/catalogue", Value::Null)["scenario_defaults"].clone();
+    for (k, val) in [
+        ("send", "layerwise"),
+        ("link_sharing", "fair"),
+        ("first_token", "decode"),
+        ("reserve_kv_on", "transfer"),
+        ("link_topology", "per-prefill"),
+    ] {
+        let body = json!({"preset": "eth25g-14rps", k: val, "latency_samples": 500});
+        let r = call("POST", "/api/run", body);
+        if defaults.get(k).is_some() {
+            assert_eq!(r.status, 200, "{k}: {}", r.text());
+            let v: Value = serde_json::from_slice(&r.body).unwrap();
+            assert_eq!(v["scenario"][k], val);
+            samples_agree_with_summary(&v);
+        } else {
+            assert_eq!(r.status, 400, "{k}: {}", r.text());
+            assert!(r.text().contains("unknown field"));
+        }
+    }
+}
