@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use clap::Args;
 use disagg_model::Catalogue;
-use disagg_sim::{simulate, Scenario};
+use disagg_sim::{simulate_config, Scenario};
 
 use crate::{CmdResult, UsageError};
 
@@ -34,6 +34,17 @@ fn chapter(n: u64) -> Scenario {
     Scenario {
         requests: n,
         ..disagg_sim::presets::chapter_base()
+    }
+}
+
+/// A trace replayed on Llama-3-70B, 4xH100 per instance, 2P2D (run from the repository's root).
+fn trace_case(file: &str) -> Scenario {
+    Scenario {
+        prefill: 2,
+        decode: 2,
+        fast: true,
+        trace_file: Some(file.into()),
+        ..Scenario::default()
     }
 }
 
@@ -74,6 +85,16 @@ fn cases() -> Vec<Case> {
             scenario: chapter(1_000_000),
         },
         Case {
+            name: "mooncake-70b-2p2d",
+            about: "the Mooncake conversation trace (12,031 requests), Llama-3-70B, 4xH100, 2P2D",
+            scenario: trace_case("traces/mooncake_conversation_trace.jsonl"),
+        },
+        Case {
+            name: "azure-conv-70b-2p2d",
+            about: "the Azure 2023 conversation trace (19,366 requests), Llama-3-70B, 4xH100, 2P2D",
+            scenario: trace_case("traces/AzureLLMInferenceTrace_conv.csv"),
+        },
+        Case {
             name: "plain-10k",
             about: "chapter config, plain per-step decode loop, 10,000 requests",
             scenario: Scenario {
@@ -102,7 +123,7 @@ fn one(name: &str, cat: &Catalogue) -> CmdResult {
         .find(|c| c.name == name)
         .ok_or_else(|| UsageError(format!("--one: unknown case '{name}'")))?;
     let cfg = case.scenario.build(cat)?;
-    let run = simulate(&cfg, &cfg.generate_workload())?;
+    let run = simulate_config(&cfg)?;
     let s = run.summary();
     std::hint::black_box(&s);
     println!(
@@ -157,11 +178,20 @@ pub fn run(a: BenchArgs, cat: &Catalogue) -> CmdResult {
                 line = (v[0], v[1], v[2]);
             }
         }
-        let n = c.scenario.requests as f64;
+        if let Some(f) = &c.scenario.trace_file {
+            if !std::path::Path::new(f).exists() {
+                println!(
+                    "{:<20} skipped: {f} not found (run from the repository's root)",
+                    c.name
+                );
+                continue;
+            }
+        }
+        let n = line.1 as f64;
         println!(
             "{:<18} {:>10} {:>12.1} {:>14.0} {:>14.0} {:>10.1}  {}",
             c.name,
-            c.scenario.requests,
+            line.1,
             best * 1e3,
             line.0 as f64 / best,
             n / best,

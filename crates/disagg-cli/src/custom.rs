@@ -126,6 +126,7 @@ impl ModelFlags {
             weight_bytes: self.weight_bytes,
             kv_bytes: self.kv_bytes,
             prefill_lm_head: None,
+            context_tokens: None,
         };
         let base = cat
             .model(key)

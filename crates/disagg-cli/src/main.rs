@@ -16,7 +16,6 @@ mod run_cmd;
 mod scenario_flags;
 mod sweep_cmd;
 mod trace_cmd;
-mod workload_file;
 
 use std::process::ExitCode;
 

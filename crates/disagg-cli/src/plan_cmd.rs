@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use clap::Args;
 use disagg_model::{transfer, Catalogue};
 use disagg_sim::pymath::py_floordiv;
-use disagg_sim::{max_sustainable_rate, simulate, Pool, Scenario, SimConfig, Summary};
+use disagg_sim::{max_sustainable_rate, simulate_config, Pool, Scenario, SimConfig, Summary};
 use rayon::prelude::*;
 use serde::Serialize;
 use serde_json::json;
@@ -442,7 +442,7 @@ pub fn run(a: PlanArgs, cat: &Catalogue) -> CmdResult {
                 ));
                 return cand;
             }
-            match simulate(&cfg, &cfg.generate_workload()) {
+            match simulate_config(&cfg) {
                 Ok(run) => {
                     let s = run.summary();
                     let energy = s.avg_power_w / 1000.0 * a.energy_price;

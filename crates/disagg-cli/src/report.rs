@@ -29,6 +29,52 @@ pub fn text(s: &Summary) -> String {
         "── {mode} ── {} done, {} rejected, sim {:.1}s",
         s.requests.completed, s.requests.rejected, s.horizon_s
     );
+    let w = &s.workload;
+    if let Some(t) = &w.trace {
+        let mut line = format!(
+            "workload     trace {} ({}): {} requests",
+            t.file,
+            t.format,
+            crate::format::thousands(t.requests)
+        );
+        if let Some(c) = t.max_context {
+            line.push_str(&format!(
+                ", {} prompts clipped to {} tokens",
+                crate::format::thousands(t.clipped_prompts),
+                crate::format::thousands(c)
+            ));
+        }
+        if t.bad_lines_skipped > 0 {
+            line.push_str(&format!(
+                ", {} malformed lines skipped",
+                t.bad_lines_skipped
+            ));
+        }
+        if t.failed_requests_skipped > 0 {
+            line.push_str(&format!(
+                ", {} failed requests skipped",
+                t.failed_requests_skipped
+            ));
+        }
+        if t.out_of_order > 0 {
+            line.push_str(&format!(", {} out-of-order rows sorted", t.out_of_order));
+        }
+        if t.time_scale != 1.0 {
+            line.push_str(&format!(", gaps x{}", t.time_scale));
+        }
+        let _ = writeln!(o, "{line}");
+    } else if w.source == "sessions" {
+        let _ = writeln!(
+            o,
+            "workload     sessions{}: {} requests, {} closed-loop turns",
+            w.name
+                .as_deref()
+                .map(|n| format!(" '{n}'"))
+                .unwrap_or_default(),
+            crate::format::thousands(w.requests),
+            crate::format::thousands(w.closed_loop_turns)
+        );
+    }
     if let Some(p) = &s.pools {
         let _ = writeln!(
             o,

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::Args;
 use disagg_model::Catalogue;
 use disagg_sim::{
-    simulate, simulate_observed, ChromeTrace, GenRequest, RunResult, Scenario, SimConfig, Summary,
+    simulate_config, simulate_config_observed, ChromeTrace, RunResult, Scenario, SimConfig, Summary,
 };
 use serde_json::json;
 
@@ -40,7 +40,6 @@ pub struct RunArgs {
 pub struct Prepared {
     pub scenario: Scenario,
     pub cfg: SimConfig,
-    pub workload: Vec<GenRequest>,
 }
 
 /// Builds and validates everything a run needs, before anything runs.
@@ -49,17 +48,18 @@ pub fn prepare(
     cat: &Catalogue,
     workload_file: Option<&PathBuf>,
 ) -> Result<Prepared, UsageError> {
-    let scenario = sc.scenario()?;
+    let mut scenario = sc.scenario()?;
+    if let Some(p) = workload_file {
+        if scenario.trace_file.is_some() {
+            return Err(UsageError(
+                "--workload-file: give it or --trace-file, not both".into(),
+            ));
+        }
+        scenario.trace_file = Some(p.display().to_string());
+        scenario.trace_format = Some("reference".into());
+    }
     let cfg = scenario.build(cat)?;
-    let workload = match workload_file {
-        Some(p) => crate::workload_file::read(p)?,
-        None => cfg.generate_workload(),
-    };
-    Ok(Prepared {
-        scenario,
-        cfg,
-        workload,
-    })
+    Ok(Prepared { scenario, cfg })
 }
 
 /// A short name of a scenario for charts and tables.
@@ -126,17 +126,17 @@ pub fn run(a: RunArgs, cat: &Catalogue) -> CmdResult {
             let mut pending = Pending::create("--trace", path)?;
             let mut tr = ChromeTrace::new(pending.writer());
             let run = if with_plot {
-                simulate_observed(&prep.cfg, &prep.workload, &mut (&mut tr, &mut timeline))?
+                simulate_config_observed(&prep.cfg, &mut (&mut tr, &mut timeline))?
             } else {
-                simulate_observed(&prep.cfg, &prep.workload, &mut tr)?
+                simulate_config_observed(&prep.cfg, &mut tr)?
             };
             tr.finish()
                 .map_err(|e| UsageError(format!("--trace: cannot write: {e}")))?;
             pending.commit()?;
             run
         }
-        (None, true) => simulate_observed(&prep.cfg, &prep.workload, &mut timeline)?,
-        (None, false) => simulate(&prep.cfg, &prep.workload)?,
+        (None, true) => simulate_config_observed(&prep.cfg, &mut timeline)?,
+        (None, false) => simulate_config(&prep.cfg)?,
     };
     if let Some(path) = &a.requests_out {
         let mut pending = Pending::create("--requests-out", path)?;
@@ -230,7 +230,7 @@ pub fn compare(a: CompareArgs, cat: &Catalogue) -> CmdResult {
     let mut rows = Vec::new();
     let mut lats = Vec::new();
     for (rate, mode, sc, cfg) in &cfgs {
-        let run = simulate(cfg, &cfg.generate_workload())?;
+        let run = simulate_config(cfg)?;
         if a.plot.is_some() && cfgs.len() <= 12 {
             let name = if rates.len() > 1 {
                 format!("{mode} @ {rate} req/s")
@@ -330,7 +330,7 @@ fn compare_variants(a: &CompareArgs, base: &Scenario, cat: &Catalogue) -> CmdRes
     let mut sums = Vec::new();
     let mut lats = Vec::new();
     for ((name, _), cfg) in cols.iter().zip(&cfgs) {
-        let run = simulate(cfg, &cfg.generate_workload())?;
+        let run = simulate_config(cfg)?;
         if a.plot.is_some() && cols.len() <= 12 {
             lats.push(plots::Latencies::of(name, &run));
         }

@@ -126,6 +126,50 @@ pub struct ScenarioFlags {
         help_heading = "Beyond the reference"
     )]
     pub first_token: Option<String>,
+    /// A named workload: chat, coding-agent, offline-batch, long-rag, voice (its lengths,
+    /// sessions and SLOs; a shared prefix is sent and computed like any prompt: no prefix caching).
+    #[arg(long, value_name = "NAME", help_heading = "Workload")]
+    pub workload: Option<String>,
+    /// Turns per session; turns after the first are closed-loop [1].
+    #[arg(
+        long,
+        value_name = "N",
+        allow_negative_numbers = true,
+        help_heading = "Workload"
+    )]
+    pub turns: Option<u32>,
+    /// Mean think time between a reply and the next turn, s [0].
+    #[arg(
+        long,
+        value_name = "S",
+        allow_negative_numbers = true,
+        help_heading = "Workload"
+    )]
+    pub think: Option<f64>,
+    /// Distinct shared system prompts [0].
+    #[arg(long, value_name = "N", help_heading = "Workload")]
+    pub system_prompts: Option<u64>,
+    /// System prompt length, tokens [0].
+    #[arg(long, value_name = "TOKENS", help_heading = "Workload")]
+    pub system_len: Option<u64>,
+    /// Fraction of sessions with a system prompt [1.0].
+    #[arg(
+        long,
+        value_name = "F",
+        allow_negative_numbers = true,
+        help_heading = "Workload"
+    )]
+    pub prefix_share: Option<f64>,
+    /// Replay a request trace instead of generating requests: Azure LLM inference CSV, Mooncake
+    /// JSONL, BurstGPT CSV or the reference's JSON rows, detected from the content. Timestamps out
+    /// of order are rejected unless --sort is given.
+    #[arg(long, value_name = "FILE", help_heading = "Trace replay")]
+    pub trace_file: Option<String>,
+    /// Clip replayed prompts to this many tokens [the model's context; reported, never silent].
+    #[arg(long, value_name = "TOKENS", help_heading = "Trace replay")]
+    pub max_context: Option<u64>,
+    #[command(flatten)]
+    pub trace: crate::trace_cmd::TraceReadFlags,
     /// Poisson arrival rate, requests/s [4].
     #[arg(
         long,
@@ -295,7 +339,12 @@ impl ScenarioFlags {
             link_sharing,
             link_topology,
             reserve_kv_on,
-            first_token
+            first_token,
+            turns,
+            think,
+            system_prompts,
+            system_len,
+            prefix_share
         );
         set_opt!(
             prefill_device,
@@ -308,6 +357,32 @@ impl ScenarioFlags {
             prefill_power_cap,
             decode_power_cap
         );
+        macro_rules! set_opt2 {
+            ($($f:ident),*) => { $( if let Some(v) = &self.$f { s.$f = Some(v.clone()); } )* };
+        }
+        set_opt2!(workload, trace_file, max_context);
+        let t = &self.trace;
+        if let Some(v) = &t.trace_format {
+            s.trace_format = Some(v.clone());
+        }
+        if let Some(v) = t.time_scale {
+            s.time_scale = v;
+        }
+        if let Some(v) = t.start {
+            s.trace_start = Some(v);
+        }
+        if let Some(v) = t.duration {
+            s.trace_duration = Some(v);
+        }
+        if let Some(v) = t.max_requests {
+            s.max_requests = Some(v);
+        }
+        if t.skip_bad_lines {
+            s.skip_bad_lines = true;
+        }
+        if t.sort {
+            s.sort_trace = true;
+        }
         if let Some(v) = &self.kv_compress_at {
             s.kv_compress_at = v.clone();
         }

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use clap::{Args, Subcommand};
 use disagg_model::Catalogue;
-use disagg_sim::{simulate, Scenario, SimConfig, Summary};
+use disagg_sim::{simulate_config, Scenario, SimConfig, Summary};
 use rayon::prelude::*;
 use serde_json::{json, Map, Value};
 
@@ -382,7 +382,7 @@ fn run_one(
     sc: &Scenario,
     keep_latencies: bool,
 ) -> Result<RunRow, String> {
-    let run = simulate(cfg, &cfg.generate_workload()).map_err(|e| format!("run {i}: {e}"))?;
+    let run = simulate_config(cfg).map_err(|e| format!("run {i}: {e}"))?;
     let s = run.summary();
     let axes: Map<String, Value> = sweep.point(i).into_iter().collect();
     let lat = keep_latencies.then(|| plots::Latencies::of(&point_label(sweep, i), &run));

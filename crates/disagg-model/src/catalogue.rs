@@ -70,6 +70,10 @@ pub struct ModelSpec {
     pub kv_bytes: f64,
     /// Where the LM head runs during prefill.
     pub prefill_lm_head: LmHead,
+    /// Longest prompt the model takes, tokens (trace replay clips longer prompts to it, and says
+    /// so). Not part of the reference's model; `None` means no limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_tokens: Option<u64>,
 }
 
 impl ModelSpec {
@@ -88,7 +92,13 @@ impl ModelSpec {
             weight_bytes: 2.0,
             kv_bytes: 2.0,
             prefill_lm_head: LmHead::All,
+            context_tokens: None,
         }
+    }
+
+    fn with_context(mut self, tokens: u64) -> Self {
+        self.context_tokens = Some(tokens);
+        self
     }
 
     /// Head dimension: `d // H` unless overridden.
@@ -512,12 +522,19 @@ impl Catalogue {
     /// The reference's presets (cost-model.md §2.2–§2.5).
     pub fn builtin() -> Self {
         let models = vec![
-            ModelSpec::preset("llama3-8b", "Llama-3-8B", 32, 4096, 32, 8, 14336, 128256),
-            ModelSpec::preset("llama3-70b", "Llama-3-70B", 80, 8192, 64, 8, 28672, 128256),
-            ModelSpec::preset("mistral-7b", "Mistral-7B", 32, 4096, 32, 8, 14336, 32000),
-            ModelSpec::preset("yi-34b", "Yi-34B", 60, 7168, 56, 8, 20480, 64000),
-            ModelSpec::preset("opt-13b", "OPT-13B", 40, 5120, 40, 40, 13653, 50272),
-            ModelSpec::preset("llama3.2-1b", "Llama-3.2-1B", 16, 2048, 32, 8, 8192, 128256),
+            // Context lengths: Llama 3.1's 128k for the Llama-3 shapes (3.1 has the same shapes),
+            // Mistral-7B v0.2's 32k, Yi-34B's 4k, OPT's 2k.
+            ModelSpec::preset("llama3-8b", "Llama-3-8B", 32, 4096, 32, 8, 14336, 128256)
+                .with_context(131072),
+            ModelSpec::preset("llama3-70b", "Llama-3-70B", 80, 8192, 64, 8, 28672, 128256)
+                .with_context(131072),
+            ModelSpec::preset("mistral-7b", "Mistral-7B", 32, 4096, 32, 8, 14336, 32000)
+                .with_context(32768),
+            ModelSpec::preset("yi-34b", "Yi-34B", 60, 7168, 56, 8, 20480, 64000).with_context(4096),
+            ModelSpec::preset("opt-13b", "OPT-13B", 40, 5120, 40, 40, 13653, 50272)
+                .with_context(2048),
+            ModelSpec::preset("llama3.2-1b", "Llama-3.2-1B", 16, 2048, 32, 8, 8192, 128256)
+                .with_context(131072),
         ];
         let devices = vec![
             h100_like("h100", "H100-SXM", 3.35 * TB, 80.0 * GB),

@@ -39,6 +39,8 @@ pub struct CustomModel {
     pub kv_bytes: Option<f64>,
     /// `all` or `last`.
     pub prefill_lm_head: Option<String>,
+    /// Longest prompt, tokens.
+    pub context_tokens: Option<u64>,
 }
 
 /// An accelerator.
@@ -183,6 +185,9 @@ impl CustomModel {
                 Some(s) => LmHead::parse(s)?,
                 None => base.as_ref().map_or(LmHead::All, |b| b.prefill_lm_head),
             },
+            context_tokens: self
+                .context_tokens
+                .or(base.as_ref().and_then(|b| b.context_tokens)),
         };
         m.validate()?;
         Ok(m)

@@ -28,6 +28,7 @@ pub mod serving;
 pub mod sessions;
 pub mod stats;
 pub mod trace;
+pub mod workload;
 
 pub use metrics::{Summary, SCHEMA_VERSION};
 pub use observer::{
@@ -41,8 +42,9 @@ pub use scenario::{
 };
 pub use search::{analytic_capacity, max_sustainable_rate, Analytic, SustainableRate};
 pub use serving::{
-    simulate, simulate_observed, InstanceResult, InstanceStats, LinkResult, LinkStats,
-    RequestRecord, RunResult,
+    simulate, simulate_config, simulate_config_observed, simulate_observed, simulate_workload,
+    InstanceResult, InstanceStats, LinkResult, LinkStats, RequestRecord, RunResult,
 };
 pub use stats::{Dist, P50P99};
 pub use trace::ChromeTrace;
+pub use workload::{ClosedLoop, Workload};

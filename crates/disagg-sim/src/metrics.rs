@@ -315,6 +315,8 @@ pub struct Summary {
     pub hotspot: Hotspot,
     /// Little's law.
     pub littles_law: LittlesLaw,
+    /// Where the requests came from (generator, sessions, or a trace and what its read reported).
+    pub workload: crate::workload::WorkloadSummary,
     /// Analytic capacity bounds (simulator.md §5.9; `None` if the model does not fit on the base
     /// device).
     pub analytic: Option<Analytic>,
@@ -683,6 +685,7 @@ fn summarise(res: &RunResult) -> Summary {
     });
 
     Summary {
+        workload: cfg.source.summary(res.reqs.len() as u64, res.closed_turns),
         schema_version: SCHEMA_VERSION,
         mode: cfg.mode,
         first_token: conv,

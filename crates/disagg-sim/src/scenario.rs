@@ -8,6 +8,8 @@ use disagg_model::{
 use serde::{Deserialize, Serialize};
 
 use crate::pyrand::{poisson_workload, GenRequest, LengthDist};
+use crate::sessions::SessionShape;
+use crate::workload::{Source, TraceInfo, Workload};
 
 /// Largest number of requests a generated workload may have.
 pub const MAX_REQUESTS: u64 = 50_000_000;
@@ -101,6 +103,40 @@ pub struct Scenario {
     /// A no-op in colocated mode, where the instance that prefills also decodes. The other four
     /// hand-off options are refused in colocated mode unless at their defaults.
     pub first_token: String,
+    /// `--workload`: a named workload (`chat`, `coding-agent`, `offline-batch`, `long-rag`,
+    /// `voice`): its length distributions and sessions replace `prompt`/`output`/`turns`/...; its
+    /// SLOs replace `ttft_slo`/`tpot_slo` while those are at the defaults (1.0 s, 0.025 s).
+    pub workload: Option<String>,
+    /// `--turns`: turns per session (closed loop after the first).
+    pub turns: u32,
+    /// `--think`: mean think time between a reply and the next turn, s.
+    pub think: f64,
+    /// `--system-prompts`: distinct shared system prompts.
+    pub system_prompts: u64,
+    /// `--system-len`: system prompt length, tokens.
+    pub system_len: u64,
+    /// `--prefix-share`: fraction of sessions that open with a system prompt.
+    pub prefix_share: f64,
+    /// `--trace-file`: replay a trace (Azure CSV, Mooncake JSONL, BurstGPT CSV, or the reference's
+    /// JSON rows) instead of generating requests; `rate`, `requests` and the lengths are then unused.
+    pub trace_file: Option<String>,
+    /// `--trace-format`: force a format instead of detecting it.
+    pub trace_format: Option<String>,
+    /// `--time-scale`: multiply every inter-arrival gap of the trace.
+    pub time_scale: f64,
+    /// `--start`: start of the replayed window, s after the trace's first arrival.
+    pub trace_start: Option<f64>,
+    /// `--duration`: length of the replayed window, s.
+    pub trace_duration: Option<f64>,
+    /// `--max-requests`: replay at most this many requests.
+    pub max_requests: Option<u64>,
+    /// `--skip-bad-lines`: skip (and count) malformed trace lines instead of stopping.
+    pub skip_bad_lines: bool,
+    /// `--sort`: sort a trace whose timestamps are out of order (with a warning) instead of
+    /// rejecting it.
+    pub sort_trace: bool,
+    /// `--max-context`: clip replayed prompts to this many tokens (default: the model's context).
+    pub max_context: Option<u64>,
 }
 
 impl Default for Scenario {
@@ -140,6 +176,21 @@ impl Default for Scenario {
             link_topology: "shared".into(),
             reserve_kv_on: "arrival".into(),
             first_token: "prefill".into(),
+            workload: None,
+            turns: 1,
+            think: 0.0,
+            system_prompts: 0,
+            system_len: 0,
+            prefix_share: 1.0,
+            trace_file: None,
+            trace_format: None,
+            time_scale: 1.0,
+            trace_start: None,
+            trace_duration: None,
+            max_requests: None,
+            skip_bad_lines: false,
+            sort_trace: false,
+            max_context: None,
         }
     }
 }
@@ -367,8 +418,11 @@ pub struct SimConfig {
     pub pool_labels: [String; 2],
     /// Global per-device power cap, W.
     pub power_cap_w: Option<f64>,
-    /// The generated workload.
+    /// The workload's rate, count, lengths and seed (for a trace: its observed rate and mean
+    /// lengths, used by the analytic bounds).
     pub workload: WorkloadSpec,
+    /// Where the requests come from.
+    pub source: Source,
     /// The cost model of `device` x `devices_per_instance` with the global cap and no DVFS, used by the
     /// analytic capacity bounds (simulator.md §5.9); `None` if the model does not fit there.
     pub base_cost: Option<CostModel>,
@@ -409,9 +463,15 @@ impl SimConfig {
             LinkTopology::PerPair => p * d,
         }
     }
-    /// Generates this configuration's workload.
+    /// This configuration's requests, open-loop view (closed-loop turns keep placeholder
+    /// arrivals; use [`SimConfig::requests`] to run them as sessions).
     pub fn generate_workload(&self) -> Vec<GenRequest> {
-        self.workload.generate()
+        self.requests().requests
+    }
+
+    /// This configuration's requests, with closed-loop turns (what [`crate::simulate_config`] runs).
+    pub fn requests(&self) -> Workload {
+        self.source.workload(&self.workload)
     }
 
     /// Checks the invariants the engine relies on (always true for a [`Scenario::build`] result;
@@ -606,6 +666,12 @@ impl Scenario {
                 "link-topology" => s.link_topology = value,
                 "reserve-kv-on" => s.reserve_kv_on = value,
                 "first-token" => s.first_token = value,
+                "workload" => s.workload = Some(value),
+                "turns" => s.turns = u32v(&value)?,
+                "think" => s.think = f64v(&value)?,
+                "system-prompts" => s.system_prompts = u64v(&value)?,
+                "system-len" => s.system_len = u64v(&value)?,
+                "prefix-share" => s.prefix_share = f64v(&value)?,
                 _ => return Err(Error::invalid(name, "unknown option")),
             }
         }
@@ -614,13 +680,220 @@ impl Scenario {
 
     /// The workload parameters (validated by [`Scenario::build`]).
     pub fn workload_spec(&self) -> WorkloadSpec {
+        let named = self
+            .workload
+            .as_deref()
+            .and_then(|w| crate::sessions::find_workload(w).ok());
         WorkloadSpec {
             rate: self.rate,
             requests: self.requests,
-            prompt: LengthDist::new(self.prompt, self.prompt_cv),
-            output: LengthDist::new(self.output, self.output_cv),
+            prompt: named
+                .as_ref()
+                .map_or(LengthDist::new(self.prompt, self.prompt_cv), |w| w.prompt),
+            output: named
+                .as_ref()
+                .map_or(LengthDist::new(self.output, self.output_cv), |w| w.output),
             seed: self.seed,
         }
+    }
+
+    /// The SLOs the run is judged by: a named workload's while the scenario's are at the
+    /// defaults, else the scenario's.
+    pub fn slos(&self) -> (f64, f64) {
+        let d = Scenario::default();
+        match self
+            .workload
+            .as_deref()
+            .and_then(|w| crate::sessions::find_workload(w).ok())
+        {
+            Some(w) if self.ttft_slo == d.ttft_slo && self.tpot_slo == d.tpot_slo => {
+                (w.ttft_slo_s, w.tpot_slo_s)
+            }
+            _ => (self.ttft_slo, self.tpot_slo),
+        }
+    }
+
+    /// Validates the workload options and resolves where the requests come from (reading any
+    /// trace file now).
+    fn source(&self, model: &ModelSpec) -> Result<(Source, WorkloadSpec), Error> {
+        let mut spec = self.workload_spec();
+        let trace_only: [(&str, bool); 7] = [
+            ("--trace-format", self.trace_format.is_some()),
+            ("--time-scale", self.time_scale != 1.0),
+            ("--start", self.trace_start.is_some()),
+            ("--duration", self.trace_duration.is_some()),
+            ("--max-requests", self.max_requests.is_some()),
+            ("--skip-bad-lines", self.skip_bad_lines),
+            ("--sort", self.sort_trace),
+        ];
+        if !(self.think.is_finite() && self.think >= 0.0) {
+            return Err(Error::invalid(
+                "--think",
+                format!("must be a finite number >= 0, got {}", self.think),
+            ));
+        }
+        if !(self.prefix_share.is_finite() && (0.0..=1.0).contains(&self.prefix_share)) {
+            return Err(Error::invalid(
+                "--prefix-share",
+                format!("must be in [0, 1], got {}", self.prefix_share),
+            ));
+        }
+        if self.turns == 0 || self.turns > 10_000 {
+            return Err(Error::invalid(
+                "--turns",
+                format!("must be between 1 and 10000, got {}", self.turns),
+            ));
+        }
+        if self.system_len > 10_000_000 {
+            return Err(Error::invalid(
+                "--system-len",
+                format!("{} tokens is absurdly large", self.system_len),
+            ));
+        }
+        if self.max_context == Some(0) {
+            return Err(Error::invalid("--max-context", "must be at least 1"));
+        }
+        let Some(file) = &self.trace_file else {
+            if let Some((flag, _)) = trace_only.iter().find(|(_, set)| *set) {
+                return Err(Error::invalid(
+                    *flag,
+                    "applies to a replayed trace: give --trace-file",
+                ));
+            }
+            let named = match &self.workload {
+                Some(w) => Some(crate::sessions::find_workload(w)?),
+                None => None,
+            };
+            let shape = match &named {
+                Some(w) => w.shape,
+                None => SessionShape {
+                    turns: self.turns,
+                    think_s: self.think,
+                    system_prompts: self.system_prompts,
+                    system_len: self.system_len,
+                    share: self.prefix_share,
+                },
+            };
+            if self.fast && shape.turns > 1 {
+                return Err(Error::invalid(
+                    "--fast",
+                    "closed-loop session turns need the plain decode loop (as in the reference): drop --fast",
+                ));
+            }
+            let source = if shape.is_plain() && named.is_none() {
+                Source::Poisson
+            } else {
+                Source::Sessions {
+                    name: self.workload.clone(),
+                    shape,
+                }
+            };
+            return Ok((source, spec));
+        };
+        if self.workload.is_some() {
+            return Err(Error::invalid(
+                "--workload",
+                "a trace brings its own requests: give --workload or --trace-file, not both",
+            ));
+        }
+        let format = match &self.trace_format {
+            Some(f) => Some(
+                disagg_trace::TraceFormat::parse(f)
+                    .map_err(|e| Error::invalid("--trace-format", e.to_string()))?,
+            ),
+            None => None,
+        };
+        if !(self.time_scale.is_finite() && self.time_scale > 0.0) {
+            return Err(Error::invalid(
+                "--time-scale",
+                format!("must be a positive number, got {}", self.time_scale),
+            ));
+        }
+        if self.max_requests == Some(0) || self.max_requests.is_some_and(|m| m > MAX_REQUESTS) {
+            return Err(Error::invalid(
+                "--max-requests",
+                format!("must be between 1 and {MAX_REQUESTS}"),
+            ));
+        }
+        let max_context = self.max_context.or(model.context_tokens);
+        let opts = disagg_trace::ReadOptions {
+            format,
+            time_scale: self.time_scale,
+            start_s: self.trace_start,
+            duration_s: self.trace_duration,
+            max_requests: self.max_requests,
+            skip_bad_lines: self.skip_bad_lines,
+            max_context,
+            unsorted: if self.sort_trace {
+                disagg_trace::Unsorted::Sort
+            } else {
+                disagg_trace::Unsorted::Reject
+            },
+            keep_hash_ids: false,
+        };
+        let t = disagg_trace::read_path(std::path::Path::new(file), &opts)
+            .map_err(|e| Error::invalid("--trace-file", e.to_string()))?;
+        if t.rows.len() as u64 > MAX_REQUESTS {
+            return Err(Error::invalid(
+                "--trace-file",
+                format!("{} requests is more than {MAX_REQUESTS}", t.rows.len()),
+            ));
+        }
+        let mut rows = Vec::with_capacity(t.rows.len());
+        for (i, r) in t.rows.iter().enumerate() {
+            if r.prompt_len == 0
+                || r.output_len == 0
+                || r.prompt_len > u32::MAX as u64
+                || r.output_len > u32::MAX as u64
+            {
+                return Err(Error::invalid(
+                    "--trace-file",
+                    format!(
+                        "{file}:{}: request {i}: prompt and output must be between 1 and {} tokens, got {} and {}",
+                        r.line,
+                        u32::MAX,
+                        r.prompt_len,
+                        r.output_len
+                    ),
+                ));
+            }
+            rows.push(GenRequest {
+                rid: i,
+                arrival_s: r.arrival_s,
+                prompt_len: r.prompt_len as u32,
+                output_len: r.output_len as u32,
+            });
+        }
+        let n = rows.len() as f64;
+        let mean =
+            |f: &dyn Fn(&GenRequest) -> u32| rows.iter().map(|r| f(r) as f64).sum::<f64>() / n;
+        let span =
+            rows.last().map_or(0.0, |r| r.arrival_s) - rows.first().map_or(0.0, |r| r.arrival_s);
+        spec = WorkloadSpec {
+            rate: if span > 0.0 { n / span } else { f64::NAN },
+            requests: rows.len() as u64,
+            prompt: LengthDist::new(mean(&|r| r.prompt_len), 0.0),
+            output: LengthDist::new(mean(&|r| r.output_len), 0.0),
+            seed: self.seed,
+        };
+        let info = TraceInfo {
+            file: file.clone(),
+            format: t.format.as_str().into(),
+            requests: rows.len() as u64,
+            clipped_prompts: t.report.clipped_prompts,
+            max_context,
+            bad_lines_skipped: t.report.bad_lines_skipped,
+            failed_requests_skipped: t.report.failed_requests_skipped,
+            out_of_order: t.report.out_of_order,
+            time_scale: self.time_scale,
+        };
+        Ok((
+            Source::File {
+                rows: std::sync::Arc::new(rows),
+                info,
+            },
+            spec,
+        ))
     }
 
     /// Validates everything and resolves names, pools and cost models. Errors are one line naming
@@ -934,6 +1207,8 @@ impl Scenario {
         .ok()
         .filter(|c| c.kv_capacity_tokens().is_ok());
 
+        let (source, workload) = self.source(&model)?;
+        let (ttft_slo_s, tpot_slo_s) = self.slos();
         Ok(SimConfig {
             mode,
             model,
@@ -945,14 +1220,15 @@ impl Scenario {
             step_overhead_s: CostOptions::default().step_overhead_s,
             warmup_frac: 0.1,
             sample_dt_s: 0.05,
-            ttft_slo_s: self.ttft_slo,
-            tpot_slo_s: self.tpot_slo,
+            ttft_slo_s,
+            tpot_slo_s,
             fast_forward: self.fast,
             dvfs: self.dvfs,
             heterogeneous,
             pool_labels,
             power_cap_w: self.power_cap,
-            workload: self.workload_spec(),
+            workload,
+            source,
             base_cost,
             handoff,
             scenario: self.clone(),

@@ -46,6 +46,7 @@ use crate::observer::{
 };
 use crate::pyrand::GenRequest;
 use crate::scenario::{LinkSharing, LinkTopology, Mode, ReserveKvOn, Role, SimConfig};
+use crate::workload::{ClosedLoop, Workload};
 
 /// "Not stamped" (Python `None`) inside the engine.
 const UNSET: f64 = f64::NAN;
@@ -179,6 +180,8 @@ pub struct LinkStats {
 #[derive(Clone, Copy, Debug)]
 enum Ev {
     Arrival(u32),
+    /// A closed-loop session turn released `think` after its predecessor finished.
+    Release(u32),
     Wake(u32),
     StepEnd(u32),
     MacroEnd(u32, u32),
@@ -328,6 +331,25 @@ struct Books {
     area_t: f64,
     n_done: u64,
     n_rejected: u64,
+    /// Closed loop: each request's successor (`NO_SUCC` for none) and the successor's think time;
+    /// empty for open-loop workloads.
+    succ: Vec<u32>,
+    think: Vec<f64>,
+}
+
+const NO_SUCC: u32 = u32::MAX;
+
+impl Books {
+    /// Releases `rid`'s successor turn `think` seconds after `t` (never before now).
+    #[inline]
+    fn release_successor(&self, q: &mut EventQueue<Ev>, rid: u32, t: f64) {
+        if let Some(&s) = self.succ.get(rid as usize) {
+            if s != NO_SUCC {
+                let at = t + self.think[s as usize];
+                q.schedule_at(if at > q.now() { at } else { q.now() }, Ev::Release(s));
+            }
+        }
+    }
 }
 
 impl Books {
@@ -352,6 +374,7 @@ fn finish<O: Observer>(
     books.population(q.now(), -1);
     books.n_done += 1;
     obs.finish(rid as usize, t);
+    books.release_successor(q, rid, t);
     if books.n_done + books.n_rejected == books.n_total {
         q.schedule_at(q.now(), Ev::Done);
     }
@@ -371,6 +394,8 @@ pub struct RunResult {
     pub(crate) area: f64,
     pub(crate) rejected: u64,
     pub(crate) events: u64,
+    /// Closed-loop session turns in the workload.
+    pub(crate) closed_turns: u64,
 }
 
 /// One instance's totals.
@@ -547,6 +572,9 @@ struct Sim<'a, O: Observer> {
     cfg: &'a SimConfig,
     q: EventQueue<Ev>,
     reqs: Vec<Req>,
+    /// Closed-loop workloads: the open-loop requests in arrival order, and the next one's index.
+    open: Vec<u32>,
+    open_pos: usize,
     prefill: Vec<PrefillInst>,
     decode: Vec<DecodeInst>,
     coloc: Vec<ColocInst>,
@@ -640,6 +668,63 @@ pub fn simulate_observed<O: Observer>(
     workload: &[GenRequest],
     obs: &mut O,
 ) -> Result<RunResult, Error> {
+    run_requests(cfg, workload, None, obs)
+}
+
+/// Runs `cfg`'s own requests ([`SimConfig::requests`]: generated, sessions with closed-loop
+/// turns, or a replayed trace).
+pub fn simulate_config(cfg: &SimConfig) -> Result<RunResult, Error> {
+    simulate_config_observed(cfg, &mut ())
+}
+
+/// [`simulate_config`] with an observer.
+pub fn simulate_config_observed<O: Observer>(
+    cfg: &SimConfig,
+    obs: &mut O,
+) -> Result<RunResult, Error> {
+    let w = cfg.requests();
+    simulate_workload(cfg, &w, obs)
+}
+
+/// Runs a [`Workload`]: its open-loop requests arrive at their times; a closed-loop turn is
+/// released `think_s` after its predecessor finishes (or is rejected), and its arrival is then.
+pub fn simulate_workload<O: Observer>(
+    cfg: &SimConfig,
+    w: &Workload,
+    obs: &mut O,
+) -> Result<RunResult, Error> {
+    if let Some(c) = &w.closed {
+        let n = w.requests.len();
+        if c.after.len() != n || c.think_s.len() != n {
+            return Err(Error::invalid(
+                "workload",
+                "closed-loop tables do not match the requests",
+            ));
+        }
+        for (i, a) in c.after.iter().enumerate() {
+            if a.is_some_and(|p| p as usize >= i) {
+                return Err(Error::invalid(
+                    "workload",
+                    format!("request {i}: its predecessor must come before it"),
+                ));
+            }
+            if !(c.think_s[i].is_finite() && c.think_s[i] >= 0.0) {
+                return Err(Error::invalid(
+                    "workload",
+                    format!("request {i}: think time must be >= 0"),
+                ));
+            }
+        }
+    }
+    run_requests(cfg, &w.requests, w.closed.as_ref(), obs)
+}
+
+fn run_requests<O: Observer>(
+    cfg: &SimConfig,
+    workload: &[GenRequest],
+    closed: Option<&ClosedLoop>,
+    obs: &mut O,
+) -> Result<RunResult, Error> {
     cfg.check()?;
     if workload.len() >= u32::MAX as usize {
         return Err(Error::invalid(
@@ -659,6 +744,18 @@ pub fn simulate_observed<O: Observer>(
         }
     }
     let mut sim = Sim::new(cfg, workload, obs);
+    if let Some(c) = closed {
+        sim.books.succ = vec![NO_SUCC; workload.len()];
+        sim.books.think = c.think_s.clone();
+        for (i, a) in c.after.iter().enumerate() {
+            if let Some(p) = a {
+                sim.books.succ[*p as usize] = i as u32;
+            }
+        }
+        sim.open = (0..workload.len() as u32)
+            .filter(|&i| c.after[i as usize].is_none())
+            .collect();
+    }
     sim.run();
     Ok(sim.finish_run())
 }
@@ -750,7 +847,11 @@ impl<'a, O: Observer> Sim<'a, O> {
                 area_t: 0.0,
                 n_done: 0,
                 n_rejected: 0,
+                succ: Vec::new(),
+                think: Vec::new(),
             },
+            open: Vec::new(),
+            open_pos: 0,
             reqs,
             prefill,
             decode,
@@ -829,9 +930,10 @@ impl<'a, O: Observer> Sim<'a, O> {
             self.obs.end(0.0);
             return;
         }
-        let a0 = self.reqs[0].arrival;
+        let first = self.open.first().copied().unwrap_or(0);
+        let a0 = self.reqs[first as usize].arrival;
         self.q
-            .schedule_in(if a0 > 0.0 { a0 } else { 0.0 }, Ev::Arrival(0));
+            .schedule_in(if a0 > 0.0 { a0 } else { 0.0 }, Ev::Arrival(first));
         if self.sampling {
             self.take_sample();
             self.q.schedule_in(self.cfg.sample_dt_s, Ev::Sample);
@@ -839,6 +941,10 @@ impl<'a, O: Observer> Sim<'a, O> {
         while let Some((_, ev)) = self.q.pop() {
             match ev {
                 Ev::Arrival(i) => self.on_arrival(i),
+                Ev::Release(i) => {
+                    self.reqs[i as usize].arrival = self.q.now();
+                    self.admit_arrival(i);
+                }
                 Ev::Wake(g) => self.on_wake(g),
                 Ev::StepEnd(g) => self.on_step_end(g),
                 Ev::MacroEnd(g, epoch) => self.on_macro_end(g, epoch),
@@ -918,6 +1024,7 @@ impl<'a, O: Observer> Sim<'a, O> {
             area: self.books.area,
             rejected: self.books.n_rejected,
             events: self.q.processed(),
+            closed_turns: self.books.succ.iter().filter(|&&x| x != NO_SUCC).count() as u64,
         }
     }
 
@@ -973,12 +1080,34 @@ impl<'a, O: Observer> Sim<'a, O> {
 
     fn on_arrival(&mut self, i: u32) {
         let now = self.q.now();
+        self.admit_arrival(i);
+        // The next open-loop arrival (every request, unless the workload has closed-loop turns).
+        let next = if self.open.is_empty() {
+            i as usize + 1
+        } else {
+            self.open_pos += 1;
+            self.open
+                .get(self.open_pos)
+                .map_or(usize::MAX, |&x| x as usize)
+        };
+        if next < self.reqs.len() {
+            let d = self.reqs[next].arrival - now;
+            // max(0.0, arrival - now), then now + delay (§3.5).
+            self.q
+                .schedule_in(if d > 0.0 { d } else { 0.0 }, Ev::Arrival(next as u32));
+        }
+    }
+
+    /// A request enters: the admission check, then routing (§1.3 steps 1-3).
+    fn admit_arrival(&mut self, i: u32) {
+        let now = self.q.now();
         self.books.population(now, 1);
         self.obs.arrival(i as usize, now);
         if self.need(i) > self.kv_cap0 {
             self.books.population(now, -1);
             self.books.n_rejected += 1;
             self.obs.rejected(i as usize, now);
+            self.books.release_successor(&mut self.q, i, now);
             if self.books.n_done + self.books.n_rejected == self.books.n_total {
                 self.q.schedule_at(now, Ev::Done);
             }
@@ -1009,13 +1138,6 @@ impl<'a, O: Observer> Sim<'a, O> {
                     self.submit_coloc(best, i);
                 }
             }
-        }
-        let next = i as usize + 1;
-        if next < self.reqs.len() {
-            let d = self.reqs[next].arrival - now;
-            // max(0.0, arrival - now), then now + delay (§3.5).
-            self.q
-                .schedule_in(if d > 0.0 { d } else { 0.0 }, Ev::Arrival(next as u32));
         }
     }
 

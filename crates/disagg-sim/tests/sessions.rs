@@ -87,3 +87,51 @@ fn presets_have_their_slos() {
         .to_string()
         .contains("chat"));
 }
+
+#[test]
+fn closed_loop_turns_arrive_think_after_their_predecessor() {
+    use disagg_sim::{simulate_config, Scenario};
+    for fast in [false] {
+        let sc = Scenario {
+            model: "llama3-8b".into(),
+            devices_per_instance: 1,
+            rate: 1.0,
+            requests: 90,
+            turns: 3,
+            think: 2.0,
+            fast,
+            ..Scenario::default()
+        };
+        let cfg = sc.build(&disagg_model::Catalogue::builtin()).unwrap();
+        let w = cfg.requests();
+        let closed = w.closed.clone().expect("closed-loop turns");
+        let run = simulate_config(&cfg).unwrap();
+        assert_eq!(run.summary().requests.completed, 90);
+        assert_eq!(run.summary().workload.closed_loop_turns, 60);
+        for (i, after) in closed.after.iter().enumerate() {
+            let r = run.request(i);
+            match after {
+                None => assert_eq!(r.arrival_s, w.requests[i].arrival_s),
+                Some(p) => {
+                    let fin = run.request(*p as usize).finish_s.unwrap();
+                    let want = fin + closed.think_s[i];
+                    assert_eq!(r.arrival_s, want, "rid {i}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn closed_loop_refuses_the_fast_path() {
+    let sc = disagg_sim::Scenario {
+        turns: 2,
+        fast: true,
+        ..disagg_sim::Scenario::default()
+    };
+    let e = sc
+        .build(&disagg_model::Catalogue::builtin())
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("--fast:"), "{e}");
+}

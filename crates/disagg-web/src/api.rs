@@ -14,7 +14,9 @@ use std::time::Instant;
 
 use disagg_model::calc::{self, HandoffSpec};
 use disagg_model::{Catalogue, SendMode};
-use disagg_sim::{simulate_observed, RunResult, Scenario, SimConfig, Summary};
+use disagg_sim::{
+    simulate_config_observed, simulate_workload, RunResult, Scenario, SimConfig, Summary,
+};
 use serde_json::{json, Map, Value};
 
 use crate::input::{api_spelling, object, overlay, take, ApiError};
@@ -265,22 +267,23 @@ impl Api {
             ));
         }
         self.check_requests(&sc)?;
+        no_files(&sc)?;
         let cfg = self.build(&sc)?;
         let t0 = Instant::now();
         let deadline = Deadline::new(t0 + self.limits.time_limit);
-        let workload = cfg.generate_workload();
+        let workload = cfg.requests();
         let (run, series) = if series {
-            let last = workload.last().map_or(0.0, |w| w.arrival_s);
+            let last = workload.requests.last().map_or(0.0, |w| w.arrival_s);
             let mut obs = (
                 deadline,
                 Series::new(last, cfg.link.channels, cfg.sample_dt_s),
             );
-            let run = simulate_observed(&cfg, &workload, &mut obs).map_err(engine_error)?;
+            let run = simulate_workload(&cfg, &workload, &mut obs).map_err(engine_error)?;
             (run, Some(obs.1))
         } else {
             let mut obs = deadline;
             (
-                simulate_observed(&cfg, &workload, &mut obs).map_err(engine_error)?,
+                simulate_workload(&cfg, &workload, &mut obs).map_err(engine_error)?,
                 None,
             )
         };
@@ -406,8 +409,7 @@ fn run_parallel(cfgs: &[SimConfig], deadline: Instant) -> Result<Vec<Summary>, A
     let next = AtomicUsize::new(0);
     let one = |cfg: &SimConfig| -> Result<Summary, ApiError> {
         let mut obs = Deadline::new(deadline);
-        let run: RunResult =
-            simulate_observed(cfg, &cfg.generate_workload(), &mut obs).map_err(engine_error)?;
+        let run: RunResult = simulate_config_observed(cfg, &mut obs).map_err(engine_error)?;
         Ok(run.summary())
     };
     let work = || {
@@ -486,6 +488,17 @@ fn presets_json() -> Value {
             .map(|p| json!({"name": p.name, "group": p.group, "about": p.about, "scenario": p.scenario}))
             .collect(),
     )
+}
+
+/// The API does not read files on the server's disk.
+fn no_files(sc: &Scenario) -> Result<(), ApiError> {
+    if sc.trace_file.is_some() {
+        return Err(ApiError::invalid(
+            Some("trace_file"),
+            "trace_file: the API does not read files; replay traces with `disagg run --trace-file`",
+        ));
+    }
+    Ok(())
 }
 
 fn json_response(status: u16, v: &Value, mut headers: Vec<(&'static str, String)>) -> Response {

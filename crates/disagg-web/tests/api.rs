@@ -679,3 +679,26 @@ fn engine_options_flow_through_or_are_400() {
         }
     }
 }
+
+#[test]
+fn the_api_reads_no_files_and_runs_named_workloads() {
+    err(
+        "POST",
+        "/api/run",
+        br#"{"trace_file": "/etc/passwd"}"#,
+        422,
+        &["trace_file", "does not read files"],
+    );
+    let v = ok(
+        "POST",
+        "/api/run",
+        json!({"model": "llama3-8b", "devices_per_instance": 1, "workload": "chat", "rate": 1, "requests": 60}),
+    );
+    assert_eq!(v["summary"]["workload"]["name"], "chat");
+    assert!(
+        v["summary"]["workload"]["closed_loop_turns"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+}

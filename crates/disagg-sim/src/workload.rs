@@ -1,0 +1,159 @@
+//! Where a run's requests come from: the reference's Poisson generator, its session generator
+//! (closed-loop turns, named workloads), or a file (a real trace, or the reference's workload JSON).
+//! [`Scenario::build`](crate::Scenario::build) resolves the source, reading any file then, so every
+//! error shows before a run starts.
+
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use crate::pyrand::GenRequest;
+use crate::sessions::{chat_sessions, SessionShape};
+
+/// Closed-loop turns: request `i` is released `think_s[i]` seconds after `after[i]` finishes
+/// (`None`: an open-loop arrival at its stored time).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ClosedLoop {
+    /// The predecessor of each request.
+    pub after: Vec<Option<u32>>,
+    /// Think time before release, s.
+    pub think_s: Vec<f64>,
+}
+
+/// The requests of a run.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Workload {
+    /// In rid order; a closed-loop turn's `arrival_s` is a placeholder until it is released.
+    pub requests: Vec<GenRequest>,
+    /// Closed-loop turns, if any.
+    pub closed: Option<ClosedLoop>,
+}
+
+impl From<Vec<GenRequest>> for Workload {
+    fn from(requests: Vec<GenRequest>) -> Self {
+        Workload {
+            requests,
+            closed: None,
+        }
+    }
+}
+
+/// What a trace read reported (the summary echoes it, so nothing is dropped silently).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct TraceInfo {
+    /// The file.
+    pub file: String,
+    /// Its format (`azure`, `mooncake`, `burstgpt`, `reference`).
+    pub format: String,
+    /// Requests replayed.
+    pub requests: u64,
+    /// Prompts clipped to the context length.
+    pub clipped_prompts: u64,
+    /// The context length prompts were clipped to.
+    pub max_context: Option<u64>,
+    /// Malformed lines skipped (`skip_bad_lines`).
+    pub bad_lines_skipped: u64,
+    /// BurstGPT failed requests (0 response tokens) skipped.
+    pub failed_requests_skipped: u64,
+    /// Rows out of time order that were sorted (`sort_trace`).
+    pub out_of_order: u64,
+    /// Replay speed: every inter-arrival gap times this.
+    pub time_scale: f64,
+}
+
+/// The resolved source of a configuration's requests.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Source {
+    /// `poisson_workload` from the scenario's rate, lengths and seed.
+    Poisson,
+    /// `chat_sessions` with this shape (a named workload, or the session flags).
+    Sessions {
+        /// The named workload, if any.
+        name: Option<String>,
+        /// Turns, think time, system prompts.
+        shape: SessionShape,
+    },
+    /// Rows read from a file.
+    File {
+        /// The requests, shared between clones of the configuration.
+        rows: Arc<Vec<GenRequest>>,
+        /// What the read reported.
+        info: TraceInfo,
+    },
+}
+
+/// The workload section of a run's summary.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct WorkloadSummary {
+    /// `poisson`, `sessions` or `trace`.
+    pub source: String,
+    /// The named workload (`chat`, ...), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Requests in the workload.
+    pub requests: u64,
+    /// Closed-loop session turns (released after their predecessor finishes).
+    pub closed_loop_turns: u64,
+    /// The trace read, for `trace`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace: Option<TraceInfo>,
+}
+
+impl Source {
+    /// The requests this source gives for `spec`'s rate, lengths, count and seed.
+    pub fn workload(&self, spec: &crate::scenario::WorkloadSpec) -> Workload {
+        match self {
+            Source::Poisson => spec.generate().into(),
+            Source::Sessions { shape, .. } if shape.is_plain() => spec.generate().into(),
+            Source::Sessions { shape, .. } => {
+                let s = chat_sessions(
+                    spec.rate,
+                    spec.requests as usize,
+                    &spec.prompt,
+                    &spec.output,
+                    spec.seed,
+                    shape,
+                );
+                let closed = s.iter().any(|r| r.after.is_some()).then(|| ClosedLoop {
+                    after: s.iter().map(|r| r.after).collect(),
+                    think_s: s.iter().map(|r| r.think_s).collect(),
+                });
+                Workload {
+                    requests: s.iter().map(|r| r.req).collect(),
+                    closed,
+                }
+            }
+            Source::File { rows, .. } => Workload {
+                requests: rows.as_ref().clone(),
+                closed: None,
+            },
+        }
+    }
+
+    /// The summary's description of this source for `w`.
+    pub fn summary(&self, w_requests: u64, closed_turns: u64) -> WorkloadSummary {
+        match self {
+            Source::Poisson => WorkloadSummary {
+                source: "poisson".into(),
+                name: None,
+                requests: w_requests,
+                closed_loop_turns: 0,
+                trace: None,
+            },
+            Source::Sessions { name, .. } => WorkloadSummary {
+                source: "sessions".into(),
+                name: name.clone(),
+                requests: w_requests,
+                closed_loop_turns: closed_turns,
+                trace: None,
+            },
+            Source::File { info, .. } => WorkloadSummary {
+                source: "trace".into(),
+                name: None,
+                requests: w_requests,
+                closed_loop_turns: 0,
+                trace: Some(info.clone()),
+            },
+        }
+    }
+}
