@@ -1,54 +1,9 @@
 //! `disagg handoff` and `disagg list` as a user runs them: exit codes, JSON shape, the chapter's
 //! numbers, and one-line errors for bad input.
 
-use std::process::{Command, Output};
-
-use serde_json::Value;
-
-fn disagg(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_disagg"))
-        .args(args)
-        .output()
-        .expect("runs")
-}
-
-fn ok_json(args: &[&str]) -> Value {
-    let o = disagg(args);
-    assert!(
-        o.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    serde_json::from_slice(&o.stdout).expect("valid JSON")
-}
-
-fn ok_text(args: &[&str]) -> String {
-    let o = disagg(args);
-    assert!(
-        o.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8(o.stdout).unwrap()
-}
-
-/// Runs, expects exit code 2, one line on stderr containing every `needle`, nothing on stdout.
-fn bad(args: &[&str], needles: &[&str]) {
-    let o = disagg(args);
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
-    assert_eq!(
-        err.trim_end().lines().count(),
-        1,
-        "{args:?}: not one line: {err}"
-    );
-    assert!(err.starts_with("error: "), "{err}");
-    for n in needles {
-        assert!(err.contains(n), "{args:?}: '{n}' not in: {err}");
-    }
-    assert!(!err.contains("panicked"), "{err}");
-    assert!(o.stdout.is_empty(), "{args:?} printed to stdout");
-}
+mod common;
+#[allow(unused_imports)]
+use common::*;
 
 #[test]
 fn issue_example_fp8_layerwise_json() {

@@ -1,35 +1,8 @@
 //! `disagg plan` against brute force on a small grid, and its bad input.
 
-use std::process::{Command, Output};
-
-use serde_json::Value;
-
-fn disagg(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_disagg"))
-        .args(args)
-        .output()
-        .expect("runs")
-}
-
-fn ok_json(args: &[&str]) -> Value {
-    let o = disagg(args);
-    assert!(
-        o.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    serde_json::from_slice(&o.stdout).unwrap()
-}
-
-fn bad(args: &[&str], needles: &[&str]) {
-    let o = disagg(args);
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
-    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
-    for n in needles {
-        assert!(err.contains(n), "'{n}' not in {err}");
-    }
-}
+mod common;
+#[allow(unused_imports)]
+use common::*;
 
 #[test]
 fn target_rate_matches_brute_force() {

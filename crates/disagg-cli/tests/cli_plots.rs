@@ -1,20 +1,12 @@
 //! `--plot DIR` on run, compare, sweep and plan: every file is valid SVG holding the expected
 //! series.
 
+mod common;
+#[allow(unused_imports)]
+use common::*;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-fn disagg(args: &[&str]) {
-    let o = Command::new(env!("CARGO_BIN_EXE_disagg"))
-        .args(args)
-        .output()
-        .expect("runs");
-    assert!(
-        o.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-}
 
 fn dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("disagg-plots-{}-{name}", std::process::id()));

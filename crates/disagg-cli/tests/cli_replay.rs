@@ -2,37 +2,11 @@
 //! crates/disagg-trace/tests/fixtures, see its README), the shipped traces, named session workloads,
 //! and bad input.
 
-use std::process::{Command, Output};
+mod common;
+#[allow(unused_imports)]
+use common::*;
 
 use serde_json::Value;
-
-fn disagg(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_disagg"))
-        .args(args)
-        .output()
-        .expect("runs")
-}
-
-fn ok_json(args: &[&str]) -> Value {
-    let o = disagg(args);
-    assert!(
-        o.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    serde_json::from_slice(&o.stdout).unwrap()
-}
-
-fn bad(args: &[&str], needles: &[&str]) {
-    let o = disagg(args);
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
-    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
-    for n in needles {
-        assert!(err.contains(n), "'{n}' not in {err}");
-    }
-    assert!(!err.contains("panicked"));
-}
 
 fn fixture(name: &str) -> String {
     format!(

@@ -1,42 +1,13 @@
 //! `disagg run`, `compare` and `presets` as a user runs them: the chapter's numbers through the
 //! binary, JSON shape, output files, determinism and bad input.
 
+mod common;
+#[allow(unused_imports)]
+use common::*;
+
 use std::path::PathBuf;
-use std::process::{Command, Output};
 
 use serde_json::Value;
-
-fn disagg(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_disagg"))
-        .args(args)
-        .output()
-        .expect("runs")
-}
-
-fn ok(args: &[&str]) -> Vec<u8> {
-    let o = disagg(args);
-    assert!(
-        o.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    o.stdout
-}
-
-fn ok_json(args: &[&str]) -> Value {
-    serde_json::from_slice(&ok(args)).expect("valid JSON")
-}
-
-fn bad(args: &[&str], needles: &[&str]) {
-    let o = disagg(args);
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
-    assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
-    for n in needles {
-        assert!(err.contains(n), "{args:?}: '{n}' not in: {err}");
-    }
-    assert!(o.stdout.is_empty());
-}
 
 fn tmp(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("disagg-cli-run-{}", std::process::id()));

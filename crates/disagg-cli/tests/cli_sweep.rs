@@ -1,34 +1,11 @@
 //! `disagg sweep`: determinism across thread counts, shard-and-merge byte identity, specs and
 //! bad input.
 
+mod common;
+#[allow(unused_imports)]
+use common::*;
+
 use std::path::PathBuf;
-use std::process::{Command, Output};
-
-fn disagg(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_disagg"))
-        .args(args)
-        .output()
-        .expect("runs")
-}
-
-fn ok(args: &[&str]) {
-    let o = disagg(args);
-    assert!(
-        o.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-}
-
-fn bad(args: &[&str], needles: &[&str]) {
-    let o = disagg(args);
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
-    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
-    for n in needles {
-        assert!(err.contains(n), "'{n}' not in {err}");
-    }
-}
 
 fn dir() -> PathBuf {
     let d = std::env::temp_dir().join(format!("disagg-sweep-{}", std::process::id()));

@@ -1,16 +1,11 @@
 //! `disagg trace-stats` reproduces the numbers of the traces' README (traces/README.md, copied from
 //! shared/traces/README.md's statistics).
 
-use std::process::{Command, Output};
+mod common;
+#[allow(unused_imports)]
+use common::*;
 
 use serde_json::Value;
-
-fn disagg(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_disagg"))
-        .args(args)
-        .output()
-        .expect("runs")
-}
 
 fn stats(file: &str) -> Value {
     let path = format!("{}/../../traces/{file}", env!("CARGO_MANIFEST_DIR"));

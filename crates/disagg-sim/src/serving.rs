@@ -380,6 +380,65 @@ fn finish<O: Observer>(
     }
 }
 
+/// The decode-step state a plain decode instance and a colocated instance share.
+struct DecodeSide<'b> {
+    running: &'b mut Vec<u32>,
+    step_end: &'b mut Vec<f64>,
+    ctx_sum: &'b mut u64,
+    kv_used: &'b mut u64,
+    stats: &'b mut InstanceStats,
+    cur: &'b StepCost,
+    step_start: f64,
+}
+
+/// Commits a plain decode step that ended at `now` (simulator.md §2.5 step 4): accounting, one
+/// token for every running request, and the finishes, in running order.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+fn commit_decode_step<O: Observer>(
+    side: DecodeSide<'_>,
+    instance: usize,
+    idle_w: f64,
+    need_one: bool,
+    now: f64,
+    reqs: &mut [Req],
+    books: &mut Books,
+    q: &mut EventQueue<Ev>,
+    obs: &mut O,
+) {
+    let b = side.running.len() as u64;
+    side.stats.account_cost(side.cur, b, idle_w);
+    obs.step(&StepEvent {
+        instance,
+        kind: StepKind::Decode,
+        start: side.step_start,
+        dur: side.cur.time_s,
+        batch: b as u32,
+        tokens: b,
+    });
+    let j = side.step_end.len() as u64;
+    side.step_end.push(now);
+    *side.ctx_sum += b;
+    let kv_used = side.kv_used;
+    let ctx_sum = side.ctx_sum;
+    side.running.retain(|&rid| {
+        let r = &reqs[rid as usize];
+        if r.adm + r.output as u64 - 2 == j {
+            let need = if need_one {
+                1
+            } else {
+                r.prompt as u64 + r.output as u64
+            };
+            *kv_used -= need;
+            *ctx_sum -= r.prompt as u64 + r.output as u64;
+            finish(reqs, books, q, obs, rid, now);
+            false
+        } else {
+            true
+        }
+    });
+}
+
 /// A finished run: every stamp and counter the metrics need.
 #[derive(Clone, Debug)]
 pub struct RunResult {
@@ -1562,37 +1621,16 @@ impl<'a, O: Observer> Sim<'a, O> {
                 ..
             } = self;
             let inst = &mut decode[d];
-            let b = inst.running.len() as u64;
-            inst.stats.account_cost(&inst.cur, b, d_idle);
-            obs.step(&StepEvent {
-                instance: g,
-                kind: StepKind::Decode,
-                start: inst.step_start,
-                dur: inst.cur.time_s,
-                batch: b as u32,
-                tokens: b,
-            });
-            let j = inst.step_end.len() as u64;
-            inst.step_end.push(now);
-            inst.ctx_sum += b;
-            let kv_used = &mut inst.kv_used;
-            let ctx_sum = &mut inst.ctx_sum;
-            inst.running.retain(|&rid| {
-                let r = &reqs[rid as usize];
-                if r.adm + r.output as u64 - 2 == j {
-                    let need = if need_one {
-                        1
-                    } else {
-                        r.prompt as u64 + r.output as u64
-                    };
-                    *kv_used -= need;
-                    *ctx_sum -= r.prompt as u64 + r.output as u64;
-                    finish(reqs, books, q, obs, rid, now);
-                    false
-                } else {
-                    true
-                }
-            });
+            let side = DecodeSide {
+                running: &mut inst.running,
+                step_end: &mut inst.step_end,
+                ctx_sum: &mut inst.ctx_sum,
+                kv_used: &mut inst.kv_used,
+                stats: &mut inst.stats,
+                cur: &inst.cur,
+                step_start: inst.step_start,
+            };
+            commit_decode_step(side, g, d_idle, need_one, now, reqs, books, q, obs);
             inst.n_running = inst.running.len();
         }
         self.plain_body(d);
@@ -1841,37 +1879,16 @@ impl<'a, O: Observer> Sim<'a, O> {
                     }
                 }
                 Phase::Decode => {
-                    let b = inst.running.len() as u64;
-                    inst.stats.account_cost(&inst.cur, b, c_idle);
-                    obs.step(&StepEvent {
-                        instance: c,
-                        kind: StepKind::Decode,
-                        start: inst.step_start,
-                        dur: inst.cur.time_s,
-                        batch: b as u32,
-                        tokens: b,
-                    });
-                    let j = inst.step_end.len() as u64;
-                    inst.step_end.push(now);
-                    inst.ctx_sum += b;
-                    let kv_used = &mut inst.kv_used;
-                    let ctx_sum = &mut inst.ctx_sum;
-                    inst.running.retain(|&rid| {
-                        let r = &reqs[rid as usize];
-                        if r.adm + r.output as u64 - 2 == j {
-                            let need = if need_one {
-                                1
-                            } else {
-                                r.prompt as u64 + r.output as u64
-                            };
-                            *kv_used -= need;
-                            *ctx_sum -= r.prompt as u64 + r.output as u64;
-                            finish(reqs, books, q, obs, rid, now);
-                            false
-                        } else {
-                            true
-                        }
-                    });
+                    let side = DecodeSide {
+                        running: &mut inst.running,
+                        step_end: &mut inst.step_end,
+                        ctx_sum: &mut inst.ctx_sum,
+                        kv_used: &mut inst.kv_used,
+                        stats: &mut inst.stats,
+                        cur: &inst.cur,
+                        step_start: inst.step_start,
+                    };
+                    commit_decode_step(side, c, c_idle, need_one, now, reqs, books, q, obs);
                 }
             }
         }
