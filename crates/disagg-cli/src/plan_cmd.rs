@@ -254,7 +254,7 @@ pub fn ceiling_rps(cfg: &SimConfig) -> Option<f64> {
     let pr = pool_prefill(cfg.prefill_pool()?);
     let dr = pool_decode(cfg.decode_pool()?);
     let x = transfer(&cfg.model, &cfg.link, cfg.kv_transit.as_ref(), p as u64);
-    let kr = cfg.link.channels as f64 / x.time_s;
+    let kr = cfg.link.channels as f64 / x.time_s * cfg.link_count().max(1) as f64;
     Some(pr.min(dr).min(kr))
 }
 

@@ -62,7 +62,9 @@ pub fn analytic_capacity(cfg: &SimConfig) -> Option<Analytic> {
             let nbytes = p * cfg.model.kv_bytes_per_token();
             let pr = np * prefill_rate;
             let dr = nd * decode_rate;
-            let kr = cfg.link.channels as f64 / cfg.link.transfer_time(nbytes);
+            // One link per prefill instance or pair multiplies the bound (x1 for the shared link).
+            let kr = cfg.link.channels as f64 / cfg.link.transfer_time(nbytes)
+                * cfg.link_count().max(1) as f64;
             a.prefill_rps = Some(pr);
             a.decode_rps = Some(dr);
             a.kv_link_rps = Some(kr);
