@@ -286,82 +286,55 @@ fn csv_tokens(
 const AZURE_COLUMNS: [&str; 3] = ["TIMESTAMP", "ContextTokens", "GeneratedTokens"];
 
 fn parse_azure(text: &str, ctx: &mut Ctx<'_>) -> Result<(), TraceError> {
-    let mut lines = nonblank_lines(text);
-    let h = csv_header(
-        &mut lines,
+    let stamp = |ts: &str| {
+        parse_timestamp_ns(ts)
+            .map(Stamp::Nanos)
+            .ok_or("TIMESTAMP as YYYY-MM-DD HH:MM:SS[.fraction] (e.g. 2023-11-16 18:17:03.9799600)")
+    };
+    parse_csv(
+        text,
         ctx,
         "Azure",
         "TIMESTAMP,ContextTokens,GeneratedTokens",
         &AZURE_COLUMNS,
-    )?;
-    let mut fields: Vec<&str> = Vec::with_capacity(h.n_fields);
-    let mut data_lines = 0u64;
-    for (line, text) in lines {
-        data_lines += 1;
-        split_fields(text, &mut fields);
-        let row = (|| {
-            if fields.len() != h.n_fields {
-                return Err(ctx.err(
-                    TraceErrorKind::Malformed,
-                    line,
-                    format!(
-                        "expected {} comma-separated fields ({}), got {}",
-                        h.n_fields,
-                        h.columns,
-                        quote(text)
-                    ),
-                ));
-            }
-            let ts = fields[h.index[0]];
-            let Some(ns) = parse_timestamp_ns(ts) else {
-                return Err(ctx.err(
-                    TraceErrorKind::Malformed,
-                    line,
-                    format!(
-                        "expected TIMESTAMP as YYYY-MM-DD HH:MM:SS[.fraction] (e.g. \
-                         2023-11-16 18:17:03.9799600), got {} in {}",
-                        quote(ts),
-                        quote(text)
-                    ),
-                ));
-            };
-            let prompt = csv_tokens(ctx, line, text, fields[h.index[1]], AZURE_COLUMNS[1])?;
-            let output = csv_tokens(ctx, line, text, fields[h.index[2]], AZURE_COLUMNS[2])?;
-            Ok(Raw {
-                t: Stamp::Nanos(ns),
-                prompt,
-                output,
-                line,
-                hash_ids: None,
-            })
-        })();
-        match row {
-            Ok(raw) => ctx.push(raw, text)?,
-            Err(e) => ctx.bad(e)?,
-        }
-    }
-    if data_lines == 0 {
-        return Err(no_requests(
-            ctx.name,
-            Some(h.line),
-            format!("no requests: only the header {}", quote(&h.columns)),
-        ));
-    }
-    Ok(())
+        &stamp,
+        false,
+    )
 }
 
 const BURST_COLUMNS: [&str; 3] = ["Timestamp", "Request tokens", "Response tokens"];
 
 fn parse_burstgpt(text: &str, ctx: &mut Ctx<'_>) -> Result<(), TraceError> {
-    let mut lines = nonblank_lines(text);
-    let h = csv_header(
-        &mut lines,
+    let stamp = |ts: &str| match ts.parse::<f64>() {
+        Ok(s) if s.is_finite() => Ok(Stamp::Secs(s)),
+        _ => Err("Timestamp as a finite number of seconds"),
+    };
+    parse_csv(
+        text,
         ctx,
         "BurstGPT",
         "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type (at least \
          Timestamp, Request tokens and Response tokens)",
         &BURST_COLUMNS,
-    )?;
+        &stamp,
+        true,
+    )
+}
+
+/// The CSV formats: a header naming `columns` (time, prompt tokens, output tokens), then one
+/// request per line. `stamp` parses the time column (or says what it expected); with
+/// `zero_output_failed`, rows with 0 output tokens are failed requests, skipped and counted.
+fn parse_csv(
+    text: &str,
+    ctx: &mut Ctx<'_>,
+    format: &str,
+    header: &str,
+    columns: &[&str; 3],
+    stamp: &dyn Fn(&str) -> Result<Stamp, &'static str>,
+    zero_output_failed: bool,
+) -> Result<(), TraceError> {
+    let mut lines = nonblank_lines(text);
+    let h = csv_header(&mut lines, ctx, format, header, columns)?;
     let mut fields: Vec<&str> = Vec::with_capacity(h.n_fields);
     let mut data_lines = 0u64;
     for (line, text) in lines {
@@ -381,24 +354,17 @@ fn parse_burstgpt(text: &str, ctx: &mut Ctx<'_>) -> Result<(), TraceError> {
                 ));
             }
             let ts = fields[h.index[0]];
-            let secs = match ts.parse::<f64>() {
-                Ok(s) if s.is_finite() => s,
-                _ => {
-                    return Err(ctx.err(
-                        TraceErrorKind::Malformed,
-                        line,
-                        format!(
-                            "expected Timestamp as a finite number of seconds, got {} in {}",
-                            quote(ts),
-                            quote(text)
-                        ),
-                    ))
-                }
-            };
-            let prompt = csv_tokens(ctx, line, text, fields[h.index[1]], BURST_COLUMNS[1])?;
-            let output = csv_tokens(ctx, line, text, fields[h.index[2]], BURST_COLUMNS[2])?;
+            let t = stamp(ts).map_err(|expected| {
+                ctx.err(
+                    TraceErrorKind::Malformed,
+                    line,
+                    format!("expected {expected}, got {} in {}", quote(ts), quote(text)),
+                )
+            })?;
+            let prompt = csv_tokens(ctx, line, text, fields[h.index[1]], columns[1])?;
+            let output = csv_tokens(ctx, line, text, fields[h.index[2]], columns[2])?;
             Ok(Raw {
-                t: Stamp::Secs(secs),
+                t,
                 prompt,
                 output,
                 line,
@@ -406,7 +372,9 @@ fn parse_burstgpt(text: &str, ctx: &mut Ctx<'_>) -> Result<(), TraceError> {
             })
         })();
         match row {
-            Ok(raw) if raw.output == 0 => ctx.report.failed_requests_skipped += 1,
+            Ok(raw) if zero_output_failed && raw.output == 0 => {
+                ctx.report.failed_requests_skipped += 1
+            }
             Ok(raw) => ctx.push(raw, text)?,
             Err(e) => ctx.bad(e)?,
         }
