@@ -147,33 +147,7 @@ impl Cdf {
         self
     }
 
-    /// Adds a reference line.
-    pub fn ref_line(mut self, line: RefLine) -> Self {
-        self.reflines.push(line);
-        self
-    }
-
-    /// Adds a vertical reference line at `x` (e.g. the SLO).
-    pub fn vline(self, x: f64, label: impl Into<String>) -> Self {
-        self.ref_line(RefLine::vertical(x, label))
-    }
-
-    /// Adds a horizontal reference line at fraction `y` (e.g. 0.99 for p99).
-    pub fn hline(self, y: f64, label: impl Into<String>) -> Self {
-        self.ref_line(RefLine::horizontal(y, label))
-    }
-
-    /// Adds a marked, labelled point.
-    pub fn mark(mut self, mark: MarkPoint) -> Self {
-        self.marks.push(mark);
-        self
-    }
-
-    /// Sets the legend position.
-    pub fn legend(mut self, pos: LegendPos) -> Self {
-        self.legend = pos;
-        self
-    }
+    decoration_builders!();
 
     /// The equivalent [`LineChart`] (each series already reduced to its capped step points).
     pub fn to_line_chart(&self) -> LineChart {

@@ -35,6 +35,41 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+/// The builder methods every XY chart has, for reference lines, marked points and the legend,
+/// on the fields `reflines`, `marks` and `legend` of `self` (or of `self.$panel`).
+macro_rules! decoration_builders {
+    ($($panel:ident)?) => {
+        /// Adds a reference line.
+        pub fn ref_line(mut self, line: $crate::RefLine) -> Self {
+            self$(.$panel)?.reflines.push(line);
+            self
+        }
+
+        /// Adds a horizontal reference line at `y` (e.g. an SLO on a latency axis, or 0.99 on a
+        /// CDF).
+        pub fn hline(self, y: f64, label: impl Into<String>) -> Self {
+            self.ref_line($crate::RefLine::horizontal(y, label))
+        }
+
+        /// Adds a vertical reference line at `x` (e.g. an SLO on a CDF's latency axis).
+        pub fn vline(self, x: f64, label: impl Into<String>) -> Self {
+            self.ref_line($crate::RefLine::vertical(x, label))
+        }
+
+        /// Adds a marked, labelled point.
+        pub fn mark(mut self, mark: $crate::MarkPoint) -> Self {
+            self$(.$panel)?.marks.push(mark);
+            self
+        }
+
+        /// Sets the legend position (default [`LegendPos::Auto`](crate::LegendPos::Auto)).
+        pub fn legend(mut self, pos: $crate::LegendPos) -> Self {
+            self$(.$panel)?.legend = pos;
+            self
+        }
+    };
+}
+
 mod bars;
 mod cdf;
 mod legend;

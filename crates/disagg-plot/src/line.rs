@@ -1,8 +1,7 @@
 //! [`LineChart`]: XY series with reference lines and marked points.
 
-use crate::legend::LegendPos;
 use crate::scale::Axis;
-use crate::xy::{frame_methods, render, Frame, MarkPoint, Panel, RefLine, Series};
+use crate::xy::{frame_methods, render, Frame, Panel, Series};
 
 /// Several XY series as lines (optionally with markers), with labelled reference lines (SLOs) and
 /// marked points (the goodput), on linear or log axes.
@@ -63,33 +62,7 @@ impl LineChart {
         self
     }
 
-    /// Adds a reference line.
-    pub fn ref_line(mut self, line: RefLine) -> Self {
-        self.panel.reflines.push(line);
-        self
-    }
-
-    /// Adds a horizontal reference line at `y` (e.g. an SLO on a latency axis).
-    pub fn hline(self, y: f64, label: impl Into<String>) -> Self {
-        self.ref_line(RefLine::horizontal(y, label))
-    }
-
-    /// Adds a vertical reference line at `x`.
-    pub fn vline(self, x: f64, label: impl Into<String>) -> Self {
-        self.ref_line(RefLine::vertical(x, label))
-    }
-
-    /// Adds a marked, labelled point.
-    pub fn mark(mut self, mark: MarkPoint) -> Self {
-        self.panel.marks.push(mark);
-        self
-    }
-
-    /// Sets the legend position (default [`LegendPos::Auto`]).
-    pub fn legend(mut self, pos: LegendPos) -> Self {
-        self.panel.legend = pos;
-        self
-    }
+    decoration_builders!(panel);
 
     /// The SVG document.
     pub fn render(&self) -> String {

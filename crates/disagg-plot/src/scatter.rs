@@ -2,10 +2,9 @@
 
 use std::cmp::Ordering;
 
-use crate::legend::LegendPos;
 use crate::scale::Axis;
 use crate::style::Marker;
-use crate::xy::{frame_methods, render, Frame, MarkPoint, Panel, RefLine, Series};
+use crate::xy::{frame_methods, render, Frame, Panel, Series};
 
 /// Points (optionally labelled) plus a highlighted frontier line, e.g. the plan's configurations
 /// as cost against p99 latency with their Pareto frontier. The caller computes the frontier (see
@@ -120,33 +119,7 @@ impl Scatter {
         self
     }
 
-    /// Adds a reference line.
-    pub fn ref_line(mut self, line: RefLine) -> Self {
-        self.panel.reflines.push(line);
-        self
-    }
-
-    /// Adds a horizontal reference line at `y` (e.g. a latency SLO).
-    pub fn hline(self, y: f64, label: impl Into<String>) -> Self {
-        self.ref_line(RefLine::horizontal(y, label))
-    }
-
-    /// Adds a vertical reference line at `x` (e.g. a budget).
-    pub fn vline(self, x: f64, label: impl Into<String>) -> Self {
-        self.ref_line(RefLine::vertical(x, label))
-    }
-
-    /// Adds a marked, labelled point (e.g. the chosen configuration).
-    pub fn mark(mut self, mark: MarkPoint) -> Self {
-        self.panel.marks.push(mark);
-        self
-    }
-
-    /// Sets the legend position.
-    pub fn legend(mut self, pos: LegendPos) -> Self {
-        self.panel.legend = pos;
-        self
-    }
+    decoration_builders!(panel);
 
     /// The SVG document.
     pub fn render(&self) -> String {

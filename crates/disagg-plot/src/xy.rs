@@ -243,33 +243,7 @@ impl Panel {
         self
     }
 
-    /// Adds a reference line.
-    pub fn ref_line(mut self, line: RefLine) -> Self {
-        self.reflines.push(line);
-        self
-    }
-
-    /// Adds a horizontal reference line at `y`.
-    pub fn hline(self, y: f64, label: impl Into<String>) -> Self {
-        self.ref_line(RefLine::horizontal(y, label))
-    }
-
-    /// Adds a vertical reference line at `x`.
-    pub fn vline(self, x: f64, label: impl Into<String>) -> Self {
-        self.ref_line(RefLine::vertical(x, label))
-    }
-
-    /// Adds a marked point.
-    pub fn mark(mut self, mark: MarkPoint) -> Self {
-        self.marks.push(mark);
-        self
-    }
-
-    /// Sets the legend position.
-    pub fn legend(mut self, pos: LegendPos) -> Self {
-        self.legend = pos;
-        self
-    }
+    decoration_builders!();
 }
 
 /// Size, title and id prefix shared by all charts.

@@ -1044,6 +1044,27 @@ mod tests {
         (m, (var / nb as f64).sqrt())
     }
 
+    /// `n` equal transfers of work `s` arriving as a Poisson process of rate `rate`, driven
+    /// through a link of `channels`; returns the arrival times and each transfer's (start, end).
+    fn equal_poisson(
+        sharing: Sharing,
+        channels: u32,
+        n: usize,
+        rate: f64,
+        s: f64,
+        seed: u64,
+    ) -> (Vec<f64>, Vec<(f64, f64)>, LinkModel) {
+        let times = poisson(n, rate, seed);
+        let arr: Vec<(f64, XferSpec)> = times
+            .iter()
+            .enumerate()
+            .map(|(i, &t)| (t, spec(i as u32, s, 0.0, None)))
+            .collect();
+        let mut link = LinkModel::new(sharing, channels);
+        let out = drive(&mut link, channels as f64, &arr);
+        (times, out, link)
+    }
+
     fn poisson(n: usize, rate: f64, seed: u64) -> Vec<f64> {
         let mut rng = PyRandom::new(seed);
         let mut t = 0.0;
@@ -1063,14 +1084,7 @@ mod tests {
     #[test]
     fn fair_link_is_m_g_1_ps() {
         let (n, rho, s) = (200_000, 0.6, 1.0);
-        let times = poisson(n, rho / s, 7);
-        let arr: Vec<(f64, XferSpec)> = times
-            .iter()
-            .enumerate()
-            .map(|(i, &t)| (t, spec(i as u32, s, 0.0, None)))
-            .collect();
-        let mut link = LinkModel::new(Sharing::Fair, 1);
-        let out = drive(&mut link, 1.0, &arr);
+        let (times, out, link) = equal_poisson(Sharing::Fair, 1, n, rho / s, s, 7);
         let sojourn: Vec<f64> = out[2000..]
             .iter()
             .zip(&times[2000..])
@@ -1088,14 +1102,7 @@ mod tests {
         // channel, a symmetric (Kelly) queue, so insensitive: its mean time in system is the
         // M/M/2 one, s (1 + C / (c - a)) with a = 1.2 offered channels and Erlang C = 0.45 the
         // probability of waiting: 1.5625 s.
-        let times2 = poisson(n, 2.0 * rho / s, 8);
-        let arr2: Vec<(f64, XferSpec)> = times2
-            .iter()
-            .enumerate()
-            .map(|(i, &t)| (t, spec(i as u32, s, 0.0, None)))
-            .collect();
-        let mut link2 = LinkModel::new(Sharing::Fair, 2);
-        let out2 = drive(&mut link2, 2.0, &arr2);
+        let (times2, out2, _) = equal_poisson(Sharing::Fair, 2, n, 2.0 * rho / s, s, 8);
         let soj2: Vec<f64> = out2[2000..]
             .iter()
             .zip(&times2[2000..])
@@ -1118,15 +1125,7 @@ mod tests {
     #[test]
     fn fifo_link_is_m_d_1() {
         let (n, rho, s) = (200_000, 0.6, 1.0);
-        let times = poisson(n, rho / s, 11);
-        let lat = 0.0;
-        let arr: Vec<(f64, XferSpec)> = times
-            .iter()
-            .enumerate()
-            .map(|(i, &t)| (t, spec(i as u32, s, lat, None)))
-            .collect();
-        let mut link = LinkModel::new(Sharing::Fifo, 1);
-        let out = drive(&mut link, 1.0, &arr);
+        let (times, out, _) = equal_poisson(Sharing::Fifo, 1, n, rho / s, s, 11);
         let waits: Vec<f64> = out[2000..]
             .iter()
             .zip(&times[2000..])
