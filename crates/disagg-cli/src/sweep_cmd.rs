@@ -138,7 +138,7 @@ fn valid_axes(base: &Value) -> Vec<String> {
 /// the field), for `--variant`.
 pub fn apply_variant(base: &Scenario, spec: &str) -> Result<Scenario, UsageError> {
     let mut v = serde_json::to_value(base).expect("scenario");
-    for pair in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+    for pair in crate::plan_cmd::items("--variant", spec)? {
         let (name, val) = pair
             .split_once('=')
             .ok_or_else(|| UsageError(format!("--variant: expected NAME=VALUE, got '{pair}'")))?;
@@ -283,9 +283,8 @@ fn sweep_from(a: &SweepArgs) -> Result<Sweep, UsageError> {
             .split_once('=')
             .ok_or_else(|| UsageError(format!("--vary: expected NAME=V1,V2,..., got '{v}'")))?;
         let name = name.trim().replace('-', "_");
-        let values: Vec<Value> = vals
-            .split(',')
-            .filter(|s| !s.trim().is_empty())
+        let values: Vec<Value> = crate::plan_cmd::items("--vary", vals)?
+            .into_iter()
             .map(|s| typed(&sweep.base, &name, s))
             .collect();
         check_axis(&sweep.base, &name, &values, &sweep.axes)?;

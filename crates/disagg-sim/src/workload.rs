@@ -27,6 +27,10 @@ pub struct Workload {
     pub requests: Vec<GenRequest>,
     /// Closed-loop turns, if any.
     pub closed: Option<ClosedLoop>,
+    /// Generated prompts (each turn's new input) drawn at or above the generator's cap
+    /// ([`LengthDist::hi`](crate::pyrand::LengthDist), 32,768 tokens by default) and so clipped
+    /// to it, as the reference does. 0 for a replayed file (its clipping is in [`TraceInfo`]).
+    pub clipped_prompts: u64,
 }
 
 impl From<Vec<GenRequest>> for Workload {
@@ -34,6 +38,7 @@ impl From<Vec<GenRequest>> for Workload {
         Workload {
             requests,
             closed: None,
+            clipped_prompts: 0,
         }
     }
 }
@@ -97,14 +102,24 @@ pub struct WorkloadSummary {
     /// The trace read, for `trace`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub trace: Option<TraceInfo>,
+    /// Generated prompts clipped to the generator's length cap (left out when 0).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub clipped_prompts: u64,
+    /// The generator's prompt length cap, tokens (with `clipped_prompts`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt_cap_tokens: Option<u64>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Source {
     /// The requests this source gives for `spec`'s rate, lengths, count and seed.
     pub fn workload(&self, spec: &crate::scenario::WorkloadSpec) -> Workload {
         match self {
-            Source::Poisson => spec.generate().into(),
-            Source::Sessions { shape, .. } if shape.is_plain() => spec.generate().into(),
+            Source::Poisson => plain(spec),
+            Source::Sessions { shape, .. } if shape.is_plain() => plain(spec),
             Source::Sessions { shape, .. } => {
                 let s = chat_sessions(
                     spec.rate,
@@ -118,12 +133,18 @@ impl Source {
                     after: s.iter().map(|r| r.after).collect(),
                     think_s: s.iter().map(|r| r.think_s).collect(),
                 });
+                let hi = spec.prompt.hi;
                 Workload {
                     requests: s.iter().map(|r| r.req).collect(),
                     closed,
+                    clipped_prompts: s
+                        .iter()
+                        .filter(|r| r.req.prompt_len as i64 - r.shared_prefix_tokens as i64 >= hi)
+                        .count() as u64,
                 }
             }
             Source::File { rows, .. } => Workload {
+                clipped_prompts: 0,
                 requests: rows.as_ref().clone(),
                 closed: None,
             },
@@ -139,6 +160,8 @@ impl Source {
                 requests: w_requests,
                 closed_loop_turns: 0,
                 trace: None,
+                clipped_prompts: 0,
+                prompt_cap_tokens: None,
             },
             Source::Sessions { name, .. } => WorkloadSummary {
                 source: "sessions".into(),
@@ -146,6 +169,8 @@ impl Source {
                 requests: w_requests,
                 closed_loop_turns: closed_turns,
                 trace: None,
+                clipped_prompts: 0,
+                prompt_cap_tokens: None,
             },
             Source::File { info, .. } => WorkloadSummary {
                 source: "trace".into(),
@@ -153,7 +178,24 @@ impl Source {
                 requests: w_requests,
                 closed_loop_turns: 0,
                 trace: Some(info.clone()),
+                clipped_prompts: 0,
+                prompt_cap_tokens: None,
             },
         }
+    }
+}
+
+/// `poisson_workload`'s requests, counting the prompts at the length cap.
+fn plain(spec: &crate::scenario::WorkloadSpec) -> Workload {
+    let requests = spec.generate();
+    let hi = spec.prompt.hi;
+    let clipped_prompts = requests
+        .iter()
+        .filter(|r| r.prompt_len as i64 >= hi)
+        .count() as u64;
+    Workload {
+        requests,
+        closed: None,
+        clipped_prompts,
     }
 }
