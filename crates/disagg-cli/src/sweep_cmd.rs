@@ -128,6 +128,18 @@ impl Sweep {
     }
 }
 
+/// A scenario as JSON with every key present (unset custom-hardware keys as `null`), so that
+/// `--vary` and `--variant` accept them.
+fn scenario_value(s: &Scenario) -> Value {
+    let mut v = serde_json::to_value(s).expect("scenario");
+    if let Some(o) = v.as_object_mut() {
+        for k in disagg_sim::scenario::HARDWARE_KEYS {
+            o.entry(k).or_insert(Value::Null);
+        }
+    }
+    v
+}
+
 fn valid_axes(base: &Value) -> Vec<String> {
     base.as_object()
         .map(|o| o.keys().cloned().collect())
@@ -137,7 +149,7 @@ fn valid_axes(base: &Value) -> Vec<String> {
 /// `base` with `NAME=VALUE[,NAME=VALUE...]` applied (names are scenario keys, values typed like
 /// the field), for `--variant`.
 pub fn apply_variant(base: &Scenario, spec: &str) -> Result<Scenario, UsageError> {
-    let mut v = serde_json::to_value(base).expect("scenario");
+    let mut v = scenario_value(base);
     for pair in crate::plan_cmd::items("--variant", spec)? {
         let (name, val) = pair
             .split_once('=')
@@ -238,7 +250,7 @@ fn read_spec(path: &Path, flags: &ScenarioFlags) -> Result<Sweep, UsageError> {
             ))
         })?;
     }
-    let base = serde_json::to_value(&base).expect("scenario");
+    let base = scenario_value(&base);
     let mut axes = Vec::new();
     if let Some(v) = t.remove("vary") {
         let vt = v
@@ -274,7 +286,7 @@ fn sweep_from(a: &SweepArgs) -> Result<Sweep, UsageError> {
     let mut sweep = match &a.spec {
         Some(p) => read_spec(p, &a.sc)?,
         None => Sweep {
-            base: serde_json::to_value(a.sc.scenario()?).expect("scenario"),
+            base: scenario_value(&a.sc.scenario()?),
             axes: vec![],
         },
     };
