@@ -20,7 +20,10 @@ fn tmp(name: &str, body: &str) -> String {
 
 /// A three-request workload in the reference's JSON rows (a trace the replay accepts).
 fn rows_file() -> String {
-    tmp("rows.json", "[[0.0, 100, 10], [0.5, 200, 20], [1.0, 300, 5]]")
+    tmp(
+        "rows.json",
+        "[[0.0, 100, 10], [0.5, 200, 20], [1.0, 300, 5]]",
+    )
 }
 
 fn f(v: &Value) -> f64 {
@@ -77,19 +80,55 @@ fn ignored_flags_are_errors_naming_the_flag() {
             vec!["--rate 3", "--workload-file"],
         ),
         (
-            with(true, &["run", "--workload", "chat", "--prompt", "100"]),
+            with(
+                false,
+                &[
+                    "run",
+                    "--workload",
+                    "chat",
+                    "--prompt",
+                    "100",
+                    "--requests",
+                    "30",
+                ],
+            ),
             vec!["--prompt 100", "chat"],
         ),
         (
-            with(true, &["run", "--workload", "voice", "--output-cv", "0.2"]),
+            with(
+                false,
+                &[
+                    "run",
+                    "--workload",
+                    "voice",
+                    "--output-cv",
+                    "0.2",
+                    "--requests",
+                    "30",
+                ],
+            ),
             vec!["--output-cv 0.2", "voice"],
         ),
         (
-            with(true, &["run", "--workload", "chat", "--turns", "3"]),
+            with(
+                false,
+                &[
+                    "run",
+                    "--workload",
+                    "chat",
+                    "--turns",
+                    "3",
+                    "--requests",
+                    "30",
+                ],
+            ),
             vec!["--turns 3", "chat"],
         ),
         (
-            with(true, &["run", "--mode", "colocated", "--link-channels", "2"]),
+            with(
+                true,
+                &["run", "--mode", "colocated", "--link-channels", "2"],
+            ),
             vec!["--link-channels 2", "colocated"],
         ),
         (
@@ -172,7 +211,10 @@ fn ignored_flags_are_errors_naming_the_flag() {
             vec!["--max-context", "--trace-file"],
         ),
         (
-            with(false, &["compare", "--trace-file", r, "--sweep-rate", "1", "2"]),
+            with(
+                false,
+                &["compare", "--trace-file", r, "--sweep-rate", "1", "2"],
+            ),
             vec!["--sweep-rate", "--trace-file"],
         ),
     ];
@@ -188,7 +230,15 @@ fn the_flags_above_still_work_where_they_apply() {
     // The same flags without the conflict: no error, no warning.
     for args in [
         vec!["run", "--trace-file", rows.as_str()],
-        vec!["run", "--workload", "chat", "--rate", "2", "--requests", "30"],
+        vec![
+            "run",
+            "--workload",
+            "chat",
+            "--rate",
+            "2",
+            "--requests",
+            "30",
+        ],
         vec!["run", "--mode", "colocated", "--requests", "30", "--fast"],
         vec!["handoff", "--all-links"],
         vec!["sweep", "--vary", "rate=2,4", "--requests", "20", "--fast"],
@@ -204,8 +254,16 @@ fn the_flags_above_still_work_where_they_apply() {
         ],
     ] {
         let o = disagg(&args);
-        assert!(o.status.success(), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
-        assert!(o.stderr.is_empty(), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
+        assert!(
+            o.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(
+            o.stderr.is_empty(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
     }
 }
 
@@ -216,7 +274,14 @@ fn a_catalogue_entry_with_a_builtin_key_warns() {
         "[links.eth-25g]\nbase = \"eth-25g\"\nbandwidth_gb_s = 10\n\n[links.my-link]\nbase = \"eth-25g\"\n",
     );
     let out = one_warning(
-        &["--catalogue", &cat, "handoff", "--link", "eth-25g", "--json"],
+        &[
+            "--catalogue",
+            &cat,
+            "handoff",
+            "--link",
+            "eth-25g",
+            "--json",
+        ],
         &["--catalogue", "links.eth-25g", "replaces the built-in link"],
     );
     // The file's entry is the one used (10 GB/s).
@@ -231,7 +296,14 @@ fn a_catalogue_entry_with_a_builtin_key_warns() {
 #[test]
 fn compare_says_it_ignores_a_valid_mode() {
     one_warning(
-        &["compare", "--mode", "colocated", "--requests", "30", "--fast"],
+        &[
+            "compare",
+            "--mode",
+            "colocated",
+            "--requests",
+            "30",
+            "--fast",
+        ],
         &["--mode colocated", "ignored"],
     );
 }
@@ -267,7 +339,9 @@ fn clipped_generated_prompts_are_reported() {
     let w = &v["summary"]["workload"];
     assert_eq!(w["clipped_prompts"].as_u64(), Some(at_cap));
     assert_eq!(w["prompt_cap_tokens"].as_u64(), Some(32768));
-    let warns = v["summary"]["warnings"].as_array().expect("summary.warnings");
+    let warns = v["summary"]["warnings"]
+        .as_array()
+        .expect("summary.warnings");
     assert_eq!(warns.len(), 1);
     assert!(warns[0].as_str().unwrap().contains(&at_cap.to_string()));
     // The text report says it too.
@@ -464,7 +538,8 @@ fn custom_hardware_flags_work_in_run_compare_sweep_and_plan() {
         transfer_s(1000.0, 4.0)
     ));
     // sweep: a flag and an axis.
-    let jsonl = std::env::temp_dir().join(format!("disagg-hostile-sweep-{}.jsonl", std::process::id()));
+    let jsonl =
+        std::env::temp_dir().join(format!("disagg-hostile-sweep-{}.jsonl", std::process::id()));
     let mut args = vec![
         "sweep",
         "--vary",
@@ -483,7 +558,10 @@ fn custom_hardware_flags_work_in_run_compare_sweep_and_plan() {
     assert_eq!(rows.len(), 2);
     for (row, gb) in rows.iter().zip([4.0, 10.0]) {
         assert!(
-            close(f(&row["summary"]["handoff_s"]["p50"]), transfer_s(1000.0, gb)),
+            close(
+                f(&row["summary"]["handoff_s"]["p50"]),
+                transfer_s(1000.0, gb)
+            ),
             "{row}"
         );
     }
@@ -501,7 +579,9 @@ fn custom_hardware_flags_work_in_run_compare_sweep_and_plan() {
     .unwrap();
     let ceiling = 1.0 / (10e-6 + 2048.0 * (2.0 * 80.0 * 8.0 * 128.0 * 2.0) / 4e9);
     assert!(
-        t.contains(&format!("analytic ceiling {ceiling:.2} req/s (kv-link bound)")),
+        t.contains(&format!(
+            "analytic ceiling {ceiling:.2} req/s (kv-link bound)"
+        )),
         "{t}"
     );
     // A device flag reaches every pool: less memory, fewer KV tokens.

@@ -28,8 +28,9 @@ pub struct Workload {
     /// Closed-loop turns, if any.
     pub closed: Option<ClosedLoop>,
     /// Generated prompts (each turn's new input) drawn at or above the generator's cap
-    /// ([`LengthDist::hi`](crate::pyrand::LengthDist), 32,768 tokens by default) and so clipped
-    /// to it, as the reference does. 0 for a replayed file (its clipping is in [`TraceInfo`]).
+    /// ([`LengthDist::hi`](crate::pyrand::LengthDist), 32,768 tokens) and so clipped to it, as
+    /// the reference does. 0 for a named workload (its caps are part of its definition) and for
+    /// a replayed file (its clipping is in [`TraceInfo`]).
     pub clipped_prompts: u64,
 }
 
@@ -119,8 +120,14 @@ impl Source {
     pub fn workload(&self, spec: &crate::scenario::WorkloadSpec) -> Workload {
         match self {
             Source::Poisson => plain(spec),
-            Source::Sessions { shape, .. } if shape.is_plain() => plain(spec),
-            Source::Sessions { shape, .. } => {
+            Source::Sessions { shape, name } if shape.is_plain() => {
+                let mut w = plain(spec);
+                if name.is_some() {
+                    w.clipped_prompts = 0;
+                }
+                w
+            }
+            Source::Sessions { shape, name } => {
                 let s = chat_sessions(
                     spec.rate,
                     spec.requests as usize,
@@ -133,7 +140,13 @@ impl Source {
                     after: s.iter().map(|r| r.after).collect(),
                     think_s: s.iter().map(|r| r.think_s).collect(),
                 });
-                let hi = spec.prompt.hi;
+                // A named workload's length caps are part of its definition: only the
+                // generator's cap on the user's own lengths is reported.
+                let hi = if name.is_some() {
+                    i64::MAX
+                } else {
+                    spec.prompt.hi
+                };
                 Workload {
                     requests: s.iter().map(|r| r.req).collect(),
                     closed,
