@@ -414,11 +414,12 @@ impl ScenarioFlags {
     /// Flags a replayed trace (`--trace-file`, or `run --workload-file`) would silently ignore are
     /// an error: the trace brings its own arrivals, count and lengths.
     pub fn check_trace_ignores(&self, source: &str) -> Result<(), UsageError> {
-        let given = self.workload_flags();
+        let mut given = self.workload_flags();
+        given.push(("--seed", self.seed.map(|x| x.to_string())));
         if let Some((flag, v)) = given.iter().find(|(_, v)| v.is_some()) {
             return Err(UsageError(format!(
                 "{flag} {}: a replayed trace ({source}) brings its own arrivals, count and \
-                 lengths, so {flag} would be ignored; drop one of them",
+                 lengths (no random draws), so {flag} would be ignored; drop one of them",
                 v.as_deref().unwrap_or_default()
             )));
         }

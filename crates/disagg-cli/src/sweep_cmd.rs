@@ -452,10 +452,13 @@ fn point_label(sweep: &Sweep, i: u64) -> String {
 
 fn sweep_plots(dir: &Path, sweep: &Sweep, rows: &[RunRow], base: &Value) -> CmdResult {
     let mut written = Vec::new();
-    let slo = (
-        base["ttft_slo"].as_f64().unwrap_or(1.0),
-        base["tpot_slo"].as_f64().unwrap_or(0.025),
-    );
+    // The SLOs the base scenario is judged by (given, else its named workload's, else defaults).
+    let slo = serde_json::from_value::<Scenario>(base.clone())
+        .map(|s| s.slos())
+        .unwrap_or((
+            disagg_sim::scenario::DEFAULT_TTFT_SLO_S,
+            disagg_sim::scenario::DEFAULT_TPOT_SLO_S,
+        ));
     let has_rate = sweep.axes.iter().any(|(n, v)| n == "rate" && v.len() > 1);
     if has_rate {
         let mut lines: Vec<(String, Vec<(f64, Summary)>)> = Vec::new();

@@ -76,6 +76,10 @@ fn ignored_flags_are_errors_naming_the_flag() {
             vec!["--prompt 500", "--trace-file"],
         ),
         (
+            with(false, &["run", "--trace-file", r, "--seed", "7"]),
+            vec!["--seed 7", "--trace-file"],
+        ),
+        (
             with(false, &["run", "--workload-file", r, "--rate", "3"]),
             vec!["--rate 3", "--workload-file"],
         ),
@@ -239,6 +243,16 @@ fn the_flags_above_still_work_where_they_apply() {
             "--requests",
             "30",
         ],
+        // chat caps its prompts at 1,024 tokens by definition: not reported as clipping.
+        vec![
+            "run",
+            "--workload",
+            "chat",
+            "--model",
+            "llama3-8b",
+            "--devices-per-instance",
+            "1",
+        ],
         vec!["run", "--mode", "colocated", "--requests", "30", "--fast"],
         vec!["handoff", "--all-links"],
         vec!["sweep", "--vary", "rate=2,4", "--requests", "20", "--fast"],
@@ -356,6 +370,11 @@ fn clipped_generated_prompts_are_reported() {
     assert!(v.get("warnings").is_none());
     assert!(v["summary"].get("warnings").is_none());
     assert!(v["summary"]["workload"].get("clipped_prompts").is_none());
+    // Without rejections the offered figure is the reference's, bit for bit.
+    assert_eq!(
+        v["summary"]["slo_attainment_offered"],
+        v["summary"]["slo_attainment"]
+    );
 }
 
 #[test]
