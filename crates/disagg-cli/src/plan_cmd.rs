@@ -307,6 +307,11 @@ fn latency_of(s: &Summary, metric: &str) -> f64 {
 
 pub fn run(a: PlanArgs, cat: &Catalogue) -> CmdResult {
     let base = a.sc.scenario()?;
+    if base.trace_file.is_none() {
+        if let Ok(cfg) = base.build(cat) {
+            crate::report::warn_clipping(&cfg);
+        }
+    }
     if a.top == 0 {
         return Err(UsageError(
             "--top 0: the ranked table needs at least 1 row (the default is 10)".into(),

@@ -49,6 +49,43 @@ pub fn warn_summary(s: &Summary) {
     }
 }
 
+/// The generator's prompt clipping of `cfg`'s workload, through [`warn`] (for commands that run
+/// many configurations of one workload and print no per-run report: `plan`).
+pub fn warn_clipping(cfg: &disagg_sim::SimConfig) {
+    let w = cfg.requests();
+    if w.clipped_prompts > 0 {
+        warn(&disagg_sim::workload::clipping_warning(
+            w.clipped_prompts,
+            w.requests.len() as u64,
+            cfg.workload.prompt.hi.max(0) as u64,
+        ));
+    }
+}
+
+/// The runs' own warnings (each run's `summary.warnings`, in run order) as one line: the first
+/// run's message, and how many runs warned when more than one did.
+pub fn warn_runs<'a>(summaries: impl Iterator<Item = &'a serde_json::Value>) {
+    let mut n = 0;
+    let mut warned = 0;
+    let mut first: Option<String> = None;
+    for s in summaries {
+        n += 1;
+        if let Some(w) = s["warnings"].as_array().filter(|w| !w.is_empty()) {
+            warned += 1;
+            if first.is_none() {
+                first = w[0].as_str().map(str::to_string);
+            }
+        }
+    }
+    match first {
+        Some(m) if warned == 1 => warn(&m),
+        Some(m) => warn(&format!(
+            "{warned} of {n} runs warned (each run's summary.warnings in --jsonl); the first: {m}"
+        )),
+        None => {}
+    }
+}
+
 /// Every warning printed so far (for a `warnings` array in JSON output; empty: leave it out).
 pub fn warnings() -> Vec<String> {
     WARNINGS.lock().unwrap_or_else(|e| e.into_inner()).clone()

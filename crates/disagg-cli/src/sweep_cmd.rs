@@ -591,6 +591,7 @@ pub fn run(a: SweepArgs, cat: &Catalogue) -> CmdResult {
         sweep_plots(dir, &sweep, &runs, &sweep.base)?;
     }
     let rows: Vec<Value> = runs.into_iter().map(|r| r.row).collect();
+    crate::report::warn_runs(rows.iter().map(|r| &r["summary"]));
     if let Some(p) = &a.jsonl {
         let mut f = Pending::create("--jsonl", p)?;
         for r in &rows {

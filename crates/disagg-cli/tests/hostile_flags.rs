@@ -301,6 +301,25 @@ fn a_catalogue_entry_with_a_builtin_key_warns() {
     // The file's entry is the one used (10 GB/s).
     let v: Value = serde_json::from_slice(&out).unwrap();
     assert_eq!(f(&v["link_bandwidth_bps"]), 10e9);
+    // `run --json` lists it.
+    let out = one_warning(
+        &[
+            "--catalogue",
+            &cat,
+            "run",
+            "--link",
+            "eth-25g",
+            "--requests",
+            "20",
+            "--fast",
+            "--json",
+        ],
+        &["links.eth-25g"],
+    );
+    let v: Value = serde_json::from_slice(&out).unwrap();
+    let w = v["warnings"].as_array().expect("warnings");
+    assert_eq!(w.len(), 1);
+    assert!(w[0].as_str().unwrap().contains("links.eth-25g"));
     // A new key is no warning.
     let cat2 = tmp("cat2.toml", "[links.my-link]\nbase = \"eth-25g\"\n");
     let o = disagg(&["--catalogue", &cat2, "handoff", "--link", "my-link"]);
@@ -365,6 +384,13 @@ fn clipped_generated_prompts_are_reported() {
         t.contains(&format!("{at_cap} prompts clipped to 32,768 tokens")),
         "{t}"
     );
+    // sweep and plan say it once too.
+    let mut sweep = vec!["sweep", "--vary", "rate=0.5,1"];
+    sweep.extend(&args[1..]);
+    one_warning(&sweep, &["2 of 2 runs", "32768", "clipped"]);
+    let mut plan = vec!["plan", "--max-rate"];
+    plan.extend(&args[1..]);
+    one_warning(&plan, &[&format!("{at_cap} of 60"), "32768", "clipped"]);
     // A run without clipping keeps its JSON: no warnings key, no clipping keys.
     let v = ok_json(&["run", "--requests", "30", "--fast", "--json"]);
     assert!(v.get("warnings").is_none());

@@ -699,11 +699,10 @@ fn summarise(res: &RunResult) -> Summary {
         let cap = cfg.workload.prompt.hi.max(0) as u64;
         workload.clipped_prompts = res.clipped_prompts;
         workload.prompt_cap_tokens = Some(cap);
-        warnings.push(format!(
-            "{} of {} generated prompts reached the {cap}-token cap of the length generator \
-             (longer draws are clipped to it, as in the reference)",
+        warnings.push(crate::workload::clipping_warning(
             res.clipped_prompts,
-            res.reqs.len()
+            res.reqs.len() as u64,
+            cap,
         ));
     }
     Summary {

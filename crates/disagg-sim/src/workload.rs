@@ -111,6 +111,14 @@ pub struct WorkloadSummary {
     pub prompt_cap_tokens: Option<u64>,
 }
 
+/// The one-line notice of a run whose generator clipped `clipped` of `total` prompts to `cap`.
+pub fn clipping_warning(clipped: u64, total: u64, cap: u64) -> String {
+    format!(
+        "{clipped} of {total} generated prompts reached the {cap}-token cap of the length \
+         generator (longer draws are clipped to it, as in the reference)"
+    )
+}
+
 fn is_zero(n: &u64) -> bool {
     *n == 0
 }
