@@ -31,6 +31,13 @@ pub fn load_catalogue(path: Option<&Path>) -> Result<Catalogue, UsageError> {
     let mut cat = Catalogue::builtin();
     if let Some(p) = path {
         let f: CatalogueFile = read_toml(p)?;
+        for key in f.replaced(&cat) {
+            let kind = key.split('.').next().unwrap_or("").trim_end_matches('s');
+            crate::report::warn(&format!(
+                "--catalogue {}: {key} replaces the built-in {kind} of that name",
+                p.display()
+            ));
+        }
         f.apply(&mut cat)
             .map_err(|e| UsageError(format!("{}: {e}", p.display())))?;
     }

@@ -50,7 +50,7 @@ pub struct HandoffArgs {
     #[arg(long, default_value_t = 1, value_name = "N", value_parser = crate::custom::count, allow_negative_numbers = true)]
     concurrent: u64,
     /// One row per link in the catalogue (the chapter's link table).
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["link", "link_bandwidth_gb_s", "link_latency_us", "link_pj_per_bit"])]
     all_links: bool,
     /// Print JSON instead of text.
     #[arg(long)]

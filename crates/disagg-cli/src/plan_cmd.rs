@@ -152,7 +152,7 @@ fn parse_counts(flag: &str, s: &str) -> Result<Vec<u32>, UsageError> {
         ))
     };
     let mut out = Vec::new();
-    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+    for part in items(flag, s)? {
         if let Some((a, b)) = part.split_once('-') {
             let (a, b): (u32, u32) = (
                 a.trim().parse().map_err(|_| bad())?,
@@ -179,12 +179,23 @@ fn parse_counts(flag: &str, s: &str) -> Result<Vec<u32>, UsageError> {
     Ok(out)
 }
 
+/// The comma-separated items of `s`, trimmed. An empty item (`2,,4`, a trailing comma) is an
+/// error rather than silently dropped; an empty or blank `s` gives no items.
+pub fn items<'a>(flag: &str, s: &'a str) -> Result<Vec<&'a str>, UsageError> {
+    if s.trim().is_empty() {
+        return Ok(vec![]);
+    }
+    let v: Vec<&str> = s.split(',').map(str::trim).collect();
+    if v.iter().any(|x| x.is_empty()) {
+        return Err(UsageError(format!(
+            "{flag}: empty item between commas in '{s}'; give each value once, e.g. 2,4"
+        )));
+    }
+    Ok(v)
+}
+
 fn parse_list(flag: &str, s: &str) -> Result<Vec<String>, UsageError> {
-    let v: Vec<String> = s
-        .split(',')
-        .map(|x| x.trim().to_string())
-        .filter(|x| !x.is_empty())
-        .collect();
+    let v: Vec<String> = items(flag, s)?.into_iter().map(str::to_string).collect();
     if v.is_empty() {
         return Err(UsageError(format!("{flag}: give at least one value")));
     }
@@ -296,6 +307,16 @@ fn latency_of(s: &Summary, metric: &str) -> f64 {
 
 pub fn run(a: PlanArgs, cat: &Catalogue) -> CmdResult {
     let base = a.sc.scenario()?;
+    if base.trace_file.is_none() {
+        if let Ok(cfg) = base.build(cat) {
+            crate::report::warn_clipping(&cfg);
+        }
+    }
+    if a.top == 0 {
+        return Err(UsageError(
+            "--top 0: the ranked table needs at least 1 row (the default is 10)".into(),
+        ));
+    }
     if !(a.slo_target > 0.0 && a.slo_target <= 1.0) {
         return Err(UsageError(format!(
             "--slo-target: must be in (0, 1], got {}",

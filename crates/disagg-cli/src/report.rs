@@ -16,6 +16,81 @@ fn ms8(x: f64) -> String {
     }
 }
 
+/// `x` with `dp` decimals, or `n/a` when it is undefined (NaN: an empty sample, or a ratio
+/// without a denominator).
+pub fn or_na(x: f64, dp: usize) -> String {
+    if x.is_nan() {
+        "n/a".to_string()
+    } else {
+        format!("{x:.dp$}")
+    }
+}
+
+/// A percentage of a fraction with one decimal, or `n/a`.
+fn pct1(x: f64) -> String {
+    fixed(100.0 * x, 1)
+}
+
+static WARNINGS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// Prints `warning: MSG` on stderr (once per distinct message) and keeps it for the JSON output.
+pub fn warn(msg: &str) {
+    let mut w = WARNINGS.lock().unwrap_or_else(|e| e.into_inner());
+    if !w.iter().any(|m| m == msg) {
+        eprintln!("warning: {msg}");
+        w.push(msg.to_string());
+    }
+}
+
+/// Prints a run's own warnings ([`Summary::warnings`]) through [`warn`].
+pub fn warn_summary(s: &Summary) {
+    for m in &s.warnings {
+        warn(m);
+    }
+}
+
+/// The generator's prompt clipping of `cfg`'s workload, through [`warn`] (for commands that run
+/// many configurations of one workload and print no per-run report: `plan`).
+pub fn warn_clipping(cfg: &disagg_sim::SimConfig) {
+    let w = cfg.requests();
+    if w.clipped_prompts > 0 {
+        warn(&disagg_sim::workload::clipping_warning(
+            w.clipped_prompts,
+            w.requests.len() as u64,
+            cfg.workload.prompt.hi.max(0) as u64,
+        ));
+    }
+}
+
+/// The runs' own warnings (each run's `summary.warnings`, in run order) as one line: the first
+/// run's message, and how many runs warned when more than one did.
+pub fn warn_runs<'a>(summaries: impl Iterator<Item = &'a serde_json::Value>) {
+    let mut n = 0;
+    let mut warned = 0;
+    let mut first: Option<String> = None;
+    for s in summaries {
+        n += 1;
+        if let Some(w) = s["warnings"].as_array().filter(|w| !w.is_empty()) {
+            warned += 1;
+            if first.is_none() {
+                first = w[0].as_str().map(str::to_string);
+            }
+        }
+    }
+    match first {
+        Some(m) if warned == 1 => warn(&m),
+        Some(m) => warn(&format!(
+            "{warned} of {n} runs warned (each run's summary.warnings in --jsonl); the first: {m}"
+        )),
+        None => {}
+    }
+}
+
+/// Every warning printed so far (for a `warnings` array in JSON output; empty: leave it out).
+pub fn warnings() -> Vec<String> {
+    WARNINGS.lock().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
 fn pct0(x: f64) -> String {
     format!("{:.0}%", 100.0 * x)
 }
@@ -66,13 +141,21 @@ pub fn text(s: &Summary) -> String {
     } else if w.source == "sessions" {
         let _ = writeln!(
             o,
-            "workload     sessions{}: {} requests, {} closed-loop turns",
+            "workload     sessions{}: {} requests, {} closed-loop turns{}",
             w.name
                 .as_deref()
                 .map(|n| format!(" '{n}'"))
                 .unwrap_or_default(),
             crate::format::thousands(w.requests),
-            crate::format::thousands(w.closed_loop_turns)
+            crate::format::thousands(w.closed_loop_turns),
+            clipped_note(w)
+        );
+    } else if w.clipped_prompts > 0 {
+        let _ = writeln!(
+            o,
+            "workload     generated: {} requests{}",
+            crate::format::thousands(w.requests),
+            clipped_note(w)
         );
     }
     if let Some(p) = &s.pools {
@@ -118,11 +201,12 @@ pub fn text(s: &Summary) -> String {
     }
     let _ = writeln!(
         o,
-        "throughput   {:9.0} tok/s   {:.2} req/s   goodput {:.2} req/s   SLO met {:.1}%",
+        "throughput   {:9.0} tok/s   {:.2} req/s   goodput {} req/s   SLO met {}{}",
         s.throughput_tok_s,
         s.throughput_rps,
-        s.goodput_rps,
-        100.0 * s.slo_attainment
+        or_na(s.goodput_rps, 2),
+        pct_sign(s.slo_attainment),
+        offered_note(s)
     );
     let mut util: Vec<String> = s
         .instances
@@ -167,10 +251,10 @@ pub fn text(s: &Summary) -> String {
     }
     let _ = writeln!(
         o,
-        "power        avg {} W   {:.2} J/token   {:.2} tok/J   energy: {}",
+        "power        avg {} W   {} J/token   {} tok/J   energy: {}",
         fixed(s.avg_power_w, 0),
-        s.j_per_token,
-        s.tokens_per_j,
+        or_na(s.j_per_token, 2),
+        or_na(s.tokens_per_j, 2),
         parts.join("  ")
     );
     if s.mode == Mode::Disagg {
@@ -245,6 +329,40 @@ pub fn text(s: &Summary) -> String {
     o
 }
 
+/// `12.3%`, or `n/a`.
+fn pct_sign(x: f64) -> String {
+    if x.is_nan() {
+        "n/a".into()
+    } else {
+        format!("{:.1}%", 100.0 * x)
+    }
+}
+
+/// `, 3 prompts clipped to 32,768 tokens` when the generator clipped prompts.
+fn clipped_note(w: &disagg_sim::workload::WorkloadSummary) -> String {
+    match w.prompt_cap_tokens {
+        Some(cap) if w.clipped_prompts > 0 => format!(
+            ", {} prompts clipped to {} tokens",
+            crate::format::thousands(w.clipped_prompts),
+            crate::format::thousands(cap)
+        ),
+        _ => String::new(),
+    }
+}
+
+/// ` of measured (12.3% of offered: 5 rejected count as misses)` when rejections make the two
+/// figures differ.
+fn offered_note(s: &Summary) -> String {
+    if s.requests.rejected == 0 {
+        return String::new();
+    }
+    format!(
+        " of measured ({} of offered: {} rejected count as misses)",
+        pct_sign(s.slo_attainment_offered),
+        s.requests.rejected
+    )
+}
+
 type Cell = Box<dyn Fn(&Summary) -> String>;
 
 /// Key numbers of several runs, one column per run.
@@ -286,11 +404,11 @@ pub fn side_by_side(names: &[&str], runs: &[&Summary]) -> String {
         ),
         (
             "SLO met (%)",
-            Box::new(|s: &Summary| fixed(100.0 * s.slo_attainment, 1)),
+            Box::new(|s: &Summary| pct1(s.slo_attainment)),
         ),
         (
             "goodput (req/s)",
-            Box::new(|s: &Summary| fixed(s.goodput_rps, 2)),
+            Box::new(|s: &Summary| or_na(s.goodput_rps, 2)),
         ),
         (
             "throughput (tok/s)",
@@ -298,7 +416,7 @@ pub fn side_by_side(names: &[&str], runs: &[&Summary]) -> String {
         ),
         (
             "J per token",
-            Box::new(|s: &Summary| format!("{:.3}", s.j_per_token)),
+            Box::new(|s: &Summary| or_na(s.j_per_token, 3)),
         ),
         (
             "average power (W)",
@@ -369,9 +487,9 @@ pub fn variants_table(names: &[&str], runs: &[&Summary]) -> String {
             ms(s.handoff_s.p99),
             ms(s.ttft_s.p99),
             ms(s.tpot_s.p99),
-            fixed(100.0 * s.slo_attainment, 1),
+            pct1(s.slo_attainment),
             fixed(100.0 * s.link_busy, 1),
-            format!("{:.3}", s.j_per_token)
+            or_na(s.j_per_token, 3)
         );
     }
     o

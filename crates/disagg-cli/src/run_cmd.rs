@@ -55,6 +55,7 @@ pub fn prepare(
                 "--workload-file: give it or --trace-file, not both".into(),
             ));
         }
+        sc.check_trace_ignores("--workload-file")?;
         scenario.trace_file = Some(p.display().to_string());
         scenario.trace_format = Some("reference".into());
     }
@@ -78,13 +79,23 @@ pub fn label(s: &Scenario) -> String {
 
 /// The JSON document of one run.
 pub fn run_json(scenario: &Scenario, s: &Summary) -> serde_json::Value {
-    json!({
+    let mut doc = json!({
         "schema_version": disagg_sim::SCHEMA_VERSION,
         "tool": "disagg",
         "version": env!("CARGO_PKG_VERSION"),
         "scenario": scenario,
         "summary": s,
-    })
+    });
+    with_warnings(&mut doc);
+    doc
+}
+
+/// Adds the warnings printed so far as a top-level `warnings` array (none: left out).
+pub fn with_warnings(doc: &mut serde_json::Value) {
+    let w = report::warnings();
+    if !w.is_empty() {
+        doc["warnings"] = json!(w);
+    }
 }
 
 fn requests_csv(run: &RunResult, p: &mut Pending) -> std::io::Result<()> {
@@ -145,6 +156,7 @@ pub fn run(a: RunArgs, cat: &Catalogue) -> CmdResult {
         pending.commit()?;
     }
     let s = run.summary();
+    report::warn_summary(&s);
     if let Some(dir) = &a.plot {
         let mut written = Vec::new();
         let slo = (prep.cfg.ttft_slo_s, prep.cfg.tpot_slo_s);
@@ -194,6 +206,23 @@ fn with_mode(s: &Scenario, mode: &str) -> Scenario {
 
 pub fn compare(a: CompareArgs, cat: &Catalogue) -> CmdResult {
     let base = a.sc.scenario()?;
+    if !["disagg", "colocated"].contains(&base.mode.as_str()) {
+        return Err(
+            disagg_model::Error::unknown("--mode", &base.mode, ["disagg", "colocated"]).into(),
+        );
+    }
+    if a.variant.is_empty() {
+        if let Some(m) = &a.sc.mode {
+            report::warn(&format!(
+                "--mode {m} is ignored: compare runs both colocated and disagg (use --variant to compare within one mode)"
+            ));
+        }
+        if a.sweep_rate.is_some() && base.trace_file.is_some() {
+            return Err(UsageError(
+                "--sweep-rate: a replayed trace (--trace-file) brings its own arrivals, so every rate would give the same run; drop one of them".into(),
+            ));
+        }
+    }
     if !a.variant.is_empty() {
         return compare_variants(&a, &base, cat);
     }
@@ -239,11 +268,13 @@ pub fn compare(a: CompareArgs, cat: &Catalogue) -> CmdResult {
             };
             lats.push(plots::Latencies::of(&name, &run));
         }
-        rows.push((*rate, *mode, sc.clone(), run.summary()));
+        let sum = run.summary();
+        report::warn_summary(&sum);
+        rows.push((*rate, *mode, sc.clone(), sum));
     }
     if let Some(dir) = &a.plot {
         let mut written = Vec::new();
-        let slo = (base.ttft_slo, base.tpot_slo);
+        let slo = base.slos();
         if !lats.is_empty() {
             plots::cdfs(dir, &lats, slo, &mut written)?;
         }
@@ -282,8 +313,9 @@ pub fn compare(a: CompareArgs, cat: &Catalogue) -> CmdResult {
             .iter()
             .map(|(rate, mode, sc, s)| json!({"rate": rate, "mode": mode, "scenario": sc, "summary": s}))
             .collect();
-        let doc =
+        let mut doc =
             json!({"schema_version": disagg_sim::SCHEMA_VERSION, "tool": "disagg", "runs": runs});
+        with_warnings(&mut doc);
         println!("{}", serde_json::to_string_pretty(&doc).expect("json"));
         return Ok(());
     }
@@ -298,13 +330,13 @@ pub fn compare(a: CompareArgs, cat: &Catalogue) -> CmdResult {
     );
     for (rate, mode, _, s) in &rows {
         println!(
-            "{:>8} {:<10} {:>12.1} {:>12.1} {:>14.2} {:>8.1}  {} -> {}",
+            "{:>8} {:<10} {:>12} {:>12} {:>14} {:>8}  {} -> {}",
             rate,
             mode,
-            1e3 * s.ttft_s.p99,
-            1e3 * s.tpot_s.p99,
-            s.goodput_rps,
-            100.0 * s.slo_attainment,
+            report::or_na(1e3 * s.ttft_s.p99, 1),
+            report::or_na(1e3 * s.tpot_s.p99, 1),
+            report::or_na(s.goodput_rps, 2),
+            report::or_na(100.0 * s.slo_attainment, 1),
             s.hotspot.stage.as_deref().unwrap_or("-"),
             s.hotspot.resource
         );
@@ -334,7 +366,9 @@ fn compare_variants(a: &CompareArgs, base: &Scenario, cat: &Catalogue) -> CmdRes
         if a.plot.is_some() && cols.len() <= 12 {
             lats.push(plots::Latencies::of(name, &run));
         }
-        sums.push(run.summary());
+        let sum = run.summary();
+        report::warn_summary(&sum);
+        sums.push(sum);
     }
     if a.json {
         let runs: Vec<serde_json::Value> = cols
@@ -342,8 +376,9 @@ fn compare_variants(a: &CompareArgs, base: &Scenario, cat: &Catalogue) -> CmdRes
             .zip(&sums)
             .map(|((n, sc), s)| json!({"variant": n, "scenario": sc, "summary": s}))
             .collect();
-        let doc =
+        let mut doc =
             json!({"schema_version": disagg_sim::SCHEMA_VERSION, "tool": "disagg", "runs": runs});
+        with_warnings(&mut doc);
         println!("{}", serde_json::to_string_pretty(&doc).expect("json"));
     } else {
         let names: Vec<&str> = cols.iter().map(|(n, _)| n.as_str()).collect();
@@ -352,7 +387,7 @@ fn compare_variants(a: &CompareArgs, base: &Scenario, cat: &Catalogue) -> CmdRes
     }
     if let Some(dir) = &a.plot {
         let mut written = Vec::new();
-        plots::cdfs(dir, &lats, (base.ttft_slo, base.tpot_slo), &mut written)?;
+        plots::cdfs(dir, &lats, base.slos(), &mut written)?;
         let named: Vec<(String, &Summary)> =
             cols.iter().map(|(n, _)| n.clone()).zip(&sums).collect();
         plots::stages(dir, &named, &mut written)?;

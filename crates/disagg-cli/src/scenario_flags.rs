@@ -267,6 +267,12 @@ pub struct ScenarioFlags {
     /// The exact macro-step decode path (same numbers, much faster).
     #[arg(long, help_heading = "Scenario")]
     pub fast: bool,
+    #[command(flatten)]
+    pub model_shape: crate::custom::ModelFlags,
+    #[command(flatten)]
+    pub link_custom: crate::custom::LinkFlags,
+    #[command(flatten)]
+    pub device_custom: crate::custom::DeviceFlags,
 }
 
 /// Reads a scenario file on top of `base`: keys are `Scenario`'s fields, plus `preset`.
@@ -332,8 +338,6 @@ impl ScenarioFlags {
             prompt_cv,
             output,
             output_cv,
-            ttft_slo,
-            tpot_slo,
             seed,
             send,
             link_sharing,
@@ -355,7 +359,9 @@ impl ScenarioFlags {
             kv_compress,
             power_cap,
             prefill_power_cap,
-            decode_power_cap
+            decode_power_cap,
+            ttft_slo,
+            tpot_slo
         );
         macro_rules! set_opt2 {
             ($($f:ident),*) => { $( if let Some(v) = &self.$f { s.$f = Some(v.clone()); } )* };
@@ -392,6 +398,87 @@ impl ScenarioFlags {
         if self.fast {
             s.fast = true;
         }
+        macro_rules! set_custom {
+            ($g:ident: $($f:ident),*) => { $( if let Some(v) = self.$g.$f { s.$f = Some(v); } )* };
+        }
+        set_custom!(model_shape: layers, d_model, heads, kv_heads, head_dim, d_ff, vocab, weight_bytes, kv_bytes);
+        set_custom!(link_custom: link_bandwidth_gb_s, link_latency_us, link_pj_per_bit);
+        set_custom!(device_custom: device_peak_tflops, device_mem_bw_tb_s, device_mem_gb, device_tdp_w, device_idle_w);
+        if s.trace_file.is_some() {
+            self.check_trace_ignores("--trace-file")?;
+        }
+        self.check_ignored(&s)?;
         Ok(s)
+    }
+
+    /// Flags a replayed trace (`--trace-file`, or `run --workload-file`) would silently ignore are
+    /// an error: the trace brings its own arrivals, count and lengths.
+    pub fn check_trace_ignores(&self, source: &str) -> Result<(), UsageError> {
+        let mut given = self.workload_flags();
+        given.push(("--seed", self.seed.map(|x| x.to_string())));
+        if let Some((flag, v)) = given.iter().find(|(_, v)| v.is_some()) {
+            return Err(UsageError(format!(
+                "{flag} {}: a replayed trace ({source}) brings its own arrivals, count and \
+                 lengths (no random draws), so {flag} would be ignored; drop one of them",
+                v.as_deref().unwrap_or_default()
+            )));
+        }
+        Ok(())
+    }
+
+    /// The generator's flags that were given: (flag, value as given).
+    fn workload_flags(&self) -> Vec<(&'static str, Option<String>)> {
+        let f = |v: Option<f64>| v.map(|x| x.to_string());
+        let u = |v: Option<u64>| v.map(|x| x.to_string());
+        vec![
+            ("--rate", f(self.rate)),
+            ("--requests", u(self.requests)),
+            ("--prompt", f(self.prompt)),
+            ("--prompt-cv", f(self.prompt_cv)),
+            ("--output", f(self.output)),
+            ("--output-cv", f(self.output_cv)),
+            ("--turns", self.turns.map(|x| x.to_string())),
+            ("--think", f(self.think)),
+            ("--system-prompts", u(self.system_prompts)),
+            ("--system-len", u(self.system_len)),
+            ("--prefix-share", f(self.prefix_share)),
+        ]
+    }
+
+    /// Flags the layered scenario would silently ignore are an error: lengths and sessions
+    /// beside a named workload, KV-link flags in colocated mode. (A sweep that varies `mode`
+    /// keeps its link flags: only the scenario's own mode is checked here.)
+    fn check_ignored(&self, s: &Scenario) -> Result<(), UsageError> {
+        if let Some(w) = &s.workload {
+            // --rate and --requests apply to a named workload; its lengths and sessions replace
+            // the rest.
+            if let Some((flag, v)) = self.workload_flags()[2..].iter().find(|(_, v)| v.is_some()) {
+                return Err(UsageError(format!(
+                    "{flag} {}: the named workload '{w}' sets the lengths and sessions, so {flag} \
+                     would be ignored; drop one of them",
+                    v.as_deref().unwrap_or_default()
+                )));
+            }
+        }
+        if s.mode == "colocated" {
+            let l = &self.link_custom;
+            let f = |v: Option<f64>| v.map(|x| x.to_string());
+            let given = [
+                ("--link", self.link.clone()),
+                ("--link-channels", self.link_channels.map(|x| x.to_string())),
+                ("--link-bandwidth-gb-s", f(l.link_bandwidth_gb_s)),
+                ("--link-latency-us", f(l.link_latency_us)),
+                ("--link-pj-per-bit", f(l.link_pj_per_bit)),
+                ("--kv-compress-at", self.kv_compress_at.clone()),
+            ];
+            if let Some((flag, v)) = given.iter().find(|(_, v)| v.is_some()) {
+                return Err(UsageError(format!(
+                    "{flag} {}: colocated mode has no KV link, so {flag} would be ignored; \
+                     drop it or use --mode disagg",
+                    v.as_deref().unwrap_or_default()
+                )));
+            }
+        }
+        Ok(())
     }
 }

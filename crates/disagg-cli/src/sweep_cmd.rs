@@ -128,6 +128,18 @@ impl Sweep {
     }
 }
 
+/// A scenario as JSON with every key present (unset custom-hardware keys as `null`), so that
+/// `--vary` and `--variant` accept them.
+fn scenario_value(s: &Scenario) -> Value {
+    let mut v = serde_json::to_value(s).expect("scenario");
+    if let Some(o) = v.as_object_mut() {
+        for k in disagg_sim::scenario::HARDWARE_KEYS {
+            o.entry(k).or_insert(Value::Null);
+        }
+    }
+    v
+}
+
 fn valid_axes(base: &Value) -> Vec<String> {
     base.as_object()
         .map(|o| o.keys().cloned().collect())
@@ -137,8 +149,8 @@ fn valid_axes(base: &Value) -> Vec<String> {
 /// `base` with `NAME=VALUE[,NAME=VALUE...]` applied (names are scenario keys, values typed like
 /// the field), for `--variant`.
 pub fn apply_variant(base: &Scenario, spec: &str) -> Result<Scenario, UsageError> {
-    let mut v = serde_json::to_value(base).expect("scenario");
-    for pair in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+    let mut v = scenario_value(base);
+    for pair in crate::plan_cmd::items("--variant", spec)? {
         let (name, val) = pair
             .split_once('=')
             .ok_or_else(|| UsageError(format!("--variant: expected NAME=VALUE, got '{pair}'")))?;
@@ -238,7 +250,7 @@ fn read_spec(path: &Path, flags: &ScenarioFlags) -> Result<Sweep, UsageError> {
             ))
         })?;
     }
-    let base = serde_json::to_value(&base).expect("scenario");
+    let base = scenario_value(&base);
     let mut axes = Vec::new();
     if let Some(v) = t.remove("vary") {
         let vt = v
@@ -274,7 +286,7 @@ fn sweep_from(a: &SweepArgs) -> Result<Sweep, UsageError> {
     let mut sweep = match &a.spec {
         Some(p) => read_spec(p, &a.sc)?,
         None => Sweep {
-            base: serde_json::to_value(a.sc.scenario()?).expect("scenario"),
+            base: scenario_value(&a.sc.scenario()?),
             axes: vec![],
         },
     };
@@ -283,9 +295,8 @@ fn sweep_from(a: &SweepArgs) -> Result<Sweep, UsageError> {
             .split_once('=')
             .ok_or_else(|| UsageError(format!("--vary: expected NAME=V1,V2,..., got '{v}'")))?;
         let name = name.trim().replace('-', "_");
-        let values: Vec<Value> = vals
-            .split(',')
-            .filter(|s| !s.trim().is_empty())
+        let values: Vec<Value> = crate::plan_cmd::items("--vary", vals)?
+            .into_iter()
             .map(|s| typed(&sweep.base, &name, s))
             .collect();
         check_axis(&sweep.base, &name, &values, &sweep.axes)?;
@@ -441,10 +452,13 @@ fn point_label(sweep: &Sweep, i: u64) -> String {
 
 fn sweep_plots(dir: &Path, sweep: &Sweep, rows: &[RunRow], base: &Value) -> CmdResult {
     let mut written = Vec::new();
-    let slo = (
-        base["ttft_slo"].as_f64().unwrap_or(1.0),
-        base["tpot_slo"].as_f64().unwrap_or(0.025),
-    );
+    // The SLOs the base scenario is judged by (given, else its named workload's, else defaults).
+    let slo = serde_json::from_value::<Scenario>(base.clone())
+        .map(|s| s.slos())
+        .unwrap_or((
+            disagg_sim::scenario::DEFAULT_TTFT_SLO_S,
+            disagg_sim::scenario::DEFAULT_TPOT_SLO_S,
+        ));
     let has_rate = sweep.axes.iter().any(|(n, v)| n == "rate" && v.len() > 1);
     if has_rate {
         let mut lines: Vec<(String, Vec<(f64, Summary)>)> = Vec::new();
@@ -577,6 +591,7 @@ pub fn run(a: SweepArgs, cat: &Catalogue) -> CmdResult {
         sweep_plots(dir, &sweep, &runs, &sweep.base)?;
     }
     let rows: Vec<Value> = runs.into_iter().map(|r| r.row).collect();
+    crate::report::warn_runs(rows.iter().map(|r| &r["summary"]));
     if let Some(p) = &a.jsonl {
         let mut f = Pending::create("--jsonl", p)?;
         for r in &rows {

@@ -322,6 +322,31 @@ impl CustomLink {
 }
 
 impl CatalogueFile {
+    /// The entries whose key is already in `cat` (`links.eth-25g`, ...): [`CatalogueFile::apply`]
+    /// replaces those, and every scenario naming the key then uses the file's entry.
+    pub fn replaced(&self, cat: &Catalogue) -> Vec<String> {
+        let mut out = Vec::new();
+        out.extend(
+            self.models
+                .keys()
+                .filter(|k| cat.model(k).is_ok())
+                .map(|k| format!("models.{k}")),
+        );
+        out.extend(
+            self.devices
+                .keys()
+                .filter(|k| cat.device(k).is_ok())
+                .map(|k| format!("devices.{k}")),
+        );
+        out.extend(
+            self.links
+                .keys()
+                .filter(|k| cat.link(k).is_ok())
+                .map(|k| format!("links.{k}")),
+        );
+        out
+    }
+
     /// Adds every entry to `cat` (models first, then devices, then links; each validated).
     pub fn apply(&self, cat: &mut Catalogue) -> Result<(), Error> {
         for (k, m) in &self.models {

@@ -277,9 +277,14 @@ pub struct Summary {
     pub decode_mem_wait_s: Option<MemWaitSummary>,
     /// Measured requests meeting both SLOs.
     pub slo_met: u64,
-    /// `slo_met / measured`.
+    /// `slo_met / measured`: the reference's figure (rejected requests are not in it).
     pub slo_attainment: f64,
-    /// `slo_met / (arrival span of the measured requests)`, requests/s.
+    /// `slo_met / (measured + rejected)`: every rejected request counts as one SLO miss (a
+    /// rejection is not subject to the warm-up cut). Equals `slo_attainment` without rejections.
+    pub slo_attainment_offered: f64,
+    /// `slo_met / (arrival span of the measured requests)`, requests/s. The span leaves out the
+    /// warm-up and the drain after the last arrival, so goodput can exceed `throughput_rps`
+    /// (finished requests over the whole horizon).
     pub goodput_rps: f64,
     /// Output tokens of finished requests / horizon.
     pub throughput_tok_s: f64,
@@ -317,6 +322,10 @@ pub struct Summary {
     pub littles_law: LittlesLaw,
     /// Where the requests came from (generator, sessions, or a trace and what its read reported).
     pub workload: crate::workload::WorkloadSummary,
+    /// What the run clipped or replaced on the way (e.g. generated prompts above the length
+    /// cap); left out when empty.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
     /// Analytic capacity bounds (simulator.md §5.9; `None` if the model does not fit on the base
     /// device).
     pub analytic: Option<Analytic>,
@@ -684,8 +693,21 @@ fn summarise(res: &RunResult) -> Summary {
         decode: cfg.pool_labels[1].clone(),
     });
 
+    let mut workload = cfg.source.summary(res.reqs.len() as u64, res.closed_turns);
+    let mut warnings = Vec::new();
+    if res.clipped_prompts > 0 {
+        let cap = cfg.workload.prompt.hi.max(0) as u64;
+        workload.clipped_prompts = res.clipped_prompts;
+        workload.prompt_cap_tokens = Some(cap);
+        warnings.push(crate::workload::clipping_warning(
+            res.clipped_prompts,
+            res.reqs.len() as u64,
+            cap,
+        ));
+    }
     Summary {
-        workload: cfg.source.summary(res.reqs.len() as u64, res.closed_turns),
+        workload,
+        warnings,
         schema_version: SCHEMA_VERSION,
         mode: cfg.mode,
         first_token: conv,
@@ -708,6 +730,11 @@ fn summarise(res: &RunResult) -> Summary {
             f64::NAN
         } else {
             met as f64 / steady.len() as f64
+        },
+        slo_attainment_offered: if steady.is_empty() && res.rejected == 0 {
+            f64::NAN
+        } else {
+            met as f64 / (steady.len() as u64 + res.rejected) as f64
         },
         goodput_rps: if window > 0.0 {
             met as f64 / window

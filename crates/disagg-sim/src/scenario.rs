@@ -19,6 +19,10 @@ pub const MAX_INSTANCES: u32 = 1024;
 pub const MAX_CHANNELS: u32 = 4096;
 /// Largest number of devices per instance.
 pub const MAX_DEVICES: u32 = 1024;
+/// TTFT SLO when neither `--ttft-slo` nor a named workload gives one, s.
+pub const DEFAULT_TTFT_SLO_S: f64 = 1.0;
+/// TPOT SLO when neither `--tpot-slo` nor a named workload gives one, s per token.
+pub const DEFAULT_TPOT_SLO_S: f64 = 0.025;
 /// Largest number of KV links (`--link-topology per-pair`: prefill x decode instances).
 pub const MAX_LINKS: u32 = 65_536;
 
@@ -55,10 +59,10 @@ pub struct Scenario {
     pub output: f64,
     /// `--output-cv`.
     pub output_cv: f64,
-    /// `--ttft-slo`, seconds.
-    pub ttft_slo: f64,
-    /// `--tpot-slo`, seconds per token.
-    pub tpot_slo: f64,
+    /// `--ttft-slo`, seconds (`None`: the named workload's, else 1.0 s; see [`Scenario::slos`]).
+    pub ttft_slo: Option<f64>,
+    /// `--tpot-slo`, seconds per token (`None`: the named workload's, else 0.025 s).
+    pub tpot_slo: Option<f64>,
     /// `--seed`.
     pub seed: u64,
     /// `--power-cap`: per-device cap, W.
@@ -105,7 +109,7 @@ pub struct Scenario {
     pub first_token: String,
     /// `--workload`: a named workload (`chat`, `coding-agent`, `offline-batch`, `long-rag`,
     /// `voice`): its length distributions and sessions replace `prompt`/`output`/`turns`/...; its
-    /// SLOs replace `ttft_slo`/`tpot_slo` while those are at the defaults (1.0 s, 0.025 s).
+    /// SLOs apply where `ttft_slo`/`tpot_slo` are not given.
     pub workload: Option<String>,
     /// `--turns`: turns per session (closed loop after the first).
     pub turns: u32,
@@ -137,7 +141,80 @@ pub struct Scenario {
     pub sort_trace: bool,
     /// `--max-context`: clip replayed prompts to this many tokens (default: the model's context).
     pub max_context: Option<u64>,
+    /// `--layers` and the other custom-shape keys below override the `model` preset's fields
+    /// (as `disagg handoff` does); `None` keeps the preset's. Left out of the echo when unset.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub layers: Option<u64>,
+    /// `--d-model`: hidden size.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub d_model: Option<u64>,
+    /// `--heads`: query heads.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub heads: Option<u64>,
+    /// `--kv-heads`: key/value heads.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kv_heads: Option<u64>,
+    /// `--head-dim`: head dimension.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub head_dim: Option<u64>,
+    /// `--d-ff`: MLP width.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub d_ff: Option<u64>,
+    /// `--vocab`: vocabulary size.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vocab: Option<u64>,
+    /// `--weight-bytes`: bytes per weight.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub weight_bytes: Option<f64>,
+    /// `--kv-bytes`: bytes per cached K or V value.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kv_bytes: Option<f64>,
+    /// `--link-bandwidth-gb-s`: overrides the `link` preset's bandwidth per channel, GB/s.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub link_bandwidth_gb_s: Option<f64>,
+    /// `--link-latency-us`: overrides the link's latency per transfer, µs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub link_latency_us: Option<f64>,
+    /// `--link-pj-per-bit`: overrides the link's energy, pJ per bit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub link_pj_per_bit: Option<f64>,
+    /// `--device-peak-tflops`: overrides every pool's device's dense BF16 peak, TFLOP/s.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device_peak_tflops: Option<f64>,
+    /// `--device-mem-bw-tb-s`: overrides every pool's device's HBM bandwidth, TB/s.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device_mem_bw_tb_s: Option<f64>,
+    /// `--device-mem-gb`: overrides every pool's device's HBM capacity, GB.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device_mem_gb: Option<f64>,
+    /// `--device-tdp-w`: overrides every pool's device's TDP, W.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device_tdp_w: Option<f64>,
+    /// `--device-idle-w`: overrides every pool's device's idle power, W.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device_idle_w: Option<f64>,
 }
+
+/// The custom-hardware keys of [`Scenario`] (unset ones are left out of its serialised form).
+pub const HARDWARE_KEYS: [&str; 17] = [
+    "layers",
+    "d_model",
+    "heads",
+    "kv_heads",
+    "head_dim",
+    "d_ff",
+    "vocab",
+    "weight_bytes",
+    "kv_bytes",
+    "link_bandwidth_gb_s",
+    "link_latency_us",
+    "link_pj_per_bit",
+    "device_peak_tflops",
+    "device_mem_bw_tb_s",
+    "device_mem_gb",
+    "device_tdp_w",
+    "device_idle_w",
+];
 
 impl Default for Scenario {
     fn default() -> Self {
@@ -156,8 +233,8 @@ impl Default for Scenario {
             prompt_cv: 0.5,
             output: 256.0,
             output_cv: 0.5,
-            ttft_slo: 1.0,
-            tpot_slo: 0.025,
+            ttft_slo: None,
+            tpot_slo: None,
             seed: 1,
             power_cap: None,
             prefill_power_cap: None,
@@ -191,6 +268,23 @@ impl Default for Scenario {
             skip_bad_lines: false,
             sort_trace: false,
             max_context: None,
+            layers: None,
+            d_model: None,
+            heads: None,
+            kv_heads: None,
+            head_dim: None,
+            d_ff: None,
+            vocab: None,
+            weight_bytes: None,
+            kv_bytes: None,
+            link_bandwidth_gb_s: None,
+            link_latency_us: None,
+            link_pj_per_bit: None,
+            device_peak_tflops: None,
+            device_mem_bw_tb_s: None,
+            device_mem_gb: None,
+            device_tdp_w: None,
+            device_idle_w: None,
         }
     }
 }
@@ -644,8 +738,8 @@ impl Scenario {
                 "prompt-cv" => s.prompt_cv = f64v(&value)?,
                 "output" => s.output = f64v(&value)?,
                 "output-cv" => s.output_cv = f64v(&value)?,
-                "ttft-slo" => s.ttft_slo = f64v(&value)?,
-                "tpot-slo" => s.tpot_slo = f64v(&value)?,
+                "ttft-slo" => s.ttft_slo = Some(f64v(&value)?),
+                "tpot-slo" => s.tpot_slo = Some(f64v(&value)?),
                 "seed" => s.seed = u64v(&value)?,
                 "power-cap" => s.power_cap = Some(f64v(&value)?),
                 "prefill-power-cap" => s.prefill_power_cap = Some(f64v(&value)?),
@@ -697,27 +791,28 @@ impl Scenario {
         }
     }
 
-    /// The SLOs the run is judged by: a named workload's while the scenario's are at the
-    /// defaults, else the scenario's.
+    /// The SLOs the run is judged by, each on its own: the value given, else the named
+    /// workload's, else the default (1.0 s TTFT, 0.025 s TPOT). An explicit value always wins,
+    /// even one equal to the default (as in the reference).
     pub fn slos(&self) -> (f64, f64) {
-        let d = Scenario::default();
-        match self
+        let named = self
             .workload
             .as_deref()
-            .and_then(|w| crate::sessions::find_workload(w).ok())
-        {
-            Some(w) if self.ttft_slo == d.ttft_slo && self.tpot_slo == d.tpot_slo => {
-                (w.ttft_slo_s, w.tpot_slo_s)
-            }
-            _ => (self.ttft_slo, self.tpot_slo),
-        }
+            .and_then(|w| crate::sessions::find_workload(w).ok());
+        (
+            self.ttft_slo
+                .unwrap_or(named.as_ref().map_or(DEFAULT_TTFT_SLO_S, |w| w.ttft_slo_s)),
+            self.tpot_slo
+                .unwrap_or(named.as_ref().map_or(DEFAULT_TPOT_SLO_S, |w| w.tpot_slo_s)),
+        )
     }
 
     /// Validates the workload options and resolves where the requests come from (reading any
     /// trace file now).
     fn source(&self, model: &ModelSpec) -> Result<(Source, WorkloadSpec), Error> {
         let mut spec = self.workload_spec();
-        let trace_only: [(&str, bool); 7] = [
+        let trace_only: [(&str, bool); 8] = [
+            ("--max-context", self.max_context.is_some()),
             ("--trace-format", self.trace_format.is_some()),
             ("--time-scale", self.time_scale != 1.0),
             ("--start", self.trace_start.is_some()),
@@ -908,25 +1003,41 @@ impl Scenario {
             .model(&self.model)
             .map_err(|e| rename(e, "--model"))?
             .clone();
+        let custom_model = self.custom_model();
+        if !custom_model.is_empty() {
+            let name = format!("{} (custom shape)", model.name);
+            model = custom_model
+                .resolve("custom", cat)
+                .map_err(|e| rename(e, "--model"))?;
+            model.name = name;
+        }
         if let Some(h) = &self.prefill_lm_head {
             model.prefill_lm_head =
                 disagg_model::LmHead::parse(h).map_err(|e| rename(e, "--prefill-lm-head"))?;
         }
-        let device = cat
-            .device(&self.device)
-            .map_err(|e| rename(e, "--device"))?;
+        let device = &self.custom_device(&self.device, cat, "--device")?;
         let prefill_device = match &self.prefill_device {
-            Some(k) => Some(cat.device(k).map_err(|e| rename(e, "--prefill-device"))?),
+            Some(k) => Some(self.custom_device(k, cat, "--prefill-device")?),
             None => None,
         };
+        let prefill_device = prefill_device.as_ref();
         let decode_device = match &self.decode_device {
-            Some(k) => Some(cat.device(k).map_err(|e| rename(e, "--decode-device"))?),
+            Some(k) => Some(self.custom_device(k, cat, "--decode-device")?),
             None => None,
         };
+        let decode_device = decode_device.as_ref();
         let mut link = cat
             .link(&self.link)
             .map_err(|e| rename(e, "--link"))?
             .clone();
+        let custom_link = self.custom_link();
+        if !custom_link.is_empty() {
+            let name = format!("{} (custom)", link.name);
+            link = custom_link
+                .resolve("custom", cat)
+                .map_err(|e| rename(e, "--link"))?;
+            link.name = name;
+        }
         count("--link-channels", self.link_channels, 1, MAX_CHANNELS)?;
         link.channels = self.link_channels;
         count(
@@ -1001,8 +1112,12 @@ impl Scenario {
                 ));
             }
         }
-        positive("--ttft-slo", self.ttft_slo)?;
-        positive("--tpot-slo", self.tpot_slo)?;
+        if let Some(v) = self.ttft_slo {
+            positive("--ttft-slo", v)?;
+        }
+        if let Some(v) = self.tpot_slo {
+            positive("--tpot-slo", v)?;
+        }
         for (flag, v) in [
             ("--power-cap", self.power_cap),
             ("--prefill-power-cap", self.prefill_power_cap),
@@ -1233,6 +1348,59 @@ impl Scenario {
             handoff,
             scenario: self.clone(),
         })
+    }
+
+    /// The custom model shape the scenario's keys describe on top of `model`.
+    pub fn custom_model(&self) -> disagg_model::custom::CustomModel {
+        disagg_model::custom::CustomModel {
+            base: Some(self.model.clone()),
+            layers: self.layers,
+            d_model: self.d_model,
+            heads: self.heads,
+            kv_heads: self.kv_heads,
+            head_dim: self.head_dim,
+            d_ff: self.d_ff,
+            vocab: self.vocab,
+            weight_bytes: self.weight_bytes,
+            kv_bytes: self.kv_bytes,
+            ..Default::default()
+        }
+    }
+
+    /// The custom link the scenario's keys describe on top of `link`.
+    pub fn custom_link(&self) -> disagg_model::custom::CustomLink {
+        disagg_model::custom::CustomLink {
+            base: Some(self.link.clone()),
+            bandwidth_gb_s: self.link_bandwidth_gb_s,
+            latency_us: self.link_latency_us,
+            pj_per_bit: self.link_pj_per_bit,
+            ..Default::default()
+        }
+    }
+
+    /// Device `key` with the scenario's `device_*` overrides applied (errors name `flag`).
+    fn custom_device(
+        &self,
+        key: &str,
+        cat: &Catalogue,
+        flag: &'static str,
+    ) -> Result<Device, Error> {
+        let base = cat.device(key).map_err(|e| rename(e, flag))?;
+        let c = disagg_model::custom::CustomDevice {
+            base: Some(key.to_string()),
+            peak_tflops: self.device_peak_tflops,
+            mem_bw_tb_s: self.device_mem_bw_tb_s,
+            mem_gb: self.device_mem_gb,
+            tdp_w: self.device_tdp_w,
+            idle_w: self.device_idle_w,
+            ..Default::default()
+        };
+        if c.is_empty() {
+            return Ok(base.clone());
+        }
+        let mut d = c.resolve("custom", cat).map_err(|e| rename(e, flag))?;
+        d.name = format!("{} (custom)", base.name);
+        Ok(d)
     }
 
     /// The five hand-off options, parsed (errors name the flag and list the valid names).

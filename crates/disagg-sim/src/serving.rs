@@ -455,6 +455,8 @@ pub struct RunResult {
     pub(crate) events: u64,
     /// Closed-loop session turns in the workload.
     pub(crate) closed_turns: u64,
+    /// Generated prompts clipped to the length cap ([`Workload::clipped_prompts`]).
+    pub(crate) clipped_prompts: u64,
 }
 
 /// One instance's totals.
@@ -775,7 +777,9 @@ pub fn simulate_workload<O: Observer>(
             }
         }
     }
-    run_requests(cfg, &w.requests, w.closed.as_ref(), obs)
+    let mut run = run_requests(cfg, &w.requests, w.closed.as_ref(), obs)?;
+    run.clipped_prompts = w.clipped_prompts;
+    Ok(run)
 }
 
 fn run_requests<O: Observer>(
@@ -1084,6 +1088,7 @@ impl<'a, O: Observer> Sim<'a, O> {
             rejected: self.books.n_rejected,
             events: self.q.processed(),
             closed_turns: self.books.succ.iter().filter(|&&x| x != NO_SUCC).count() as u64,
+            clipped_prompts: 0,
         }
     }
 

@@ -27,6 +27,11 @@ pub struct Workload {
     pub requests: Vec<GenRequest>,
     /// Closed-loop turns, if any.
     pub closed: Option<ClosedLoop>,
+    /// Generated prompts (each turn's new input) drawn at or above the generator's cap
+    /// ([`LengthDist::hi`](crate::pyrand::LengthDist), 32,768 tokens) and so clipped to it, as
+    /// the reference does. 0 for a named workload (its caps are part of its definition) and for
+    /// a replayed file (its clipping is in [`TraceInfo`]).
+    pub clipped_prompts: u64,
 }
 
 impl From<Vec<GenRequest>> for Workload {
@@ -34,6 +39,7 @@ impl From<Vec<GenRequest>> for Workload {
         Workload {
             requests,
             closed: None,
+            clipped_prompts: 0,
         }
     }
 }
@@ -97,15 +103,39 @@ pub struct WorkloadSummary {
     /// The trace read, for `trace`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub trace: Option<TraceInfo>,
+    /// Generated prompts clipped to the generator's length cap (left out when 0).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub clipped_prompts: u64,
+    /// The generator's prompt length cap, tokens (with `clipped_prompts`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt_cap_tokens: Option<u64>,
+}
+
+/// The one-line notice of a run whose generator clipped `clipped` of `total` prompts to `cap`.
+pub fn clipping_warning(clipped: u64, total: u64, cap: u64) -> String {
+    format!(
+        "{clipped} of {total} generated prompts reached the {cap}-token cap of the length \
+         generator (longer draws are clipped to it, as in the reference)"
+    )
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Source {
     /// The requests this source gives for `spec`'s rate, lengths, count and seed.
     pub fn workload(&self, spec: &crate::scenario::WorkloadSpec) -> Workload {
         match self {
-            Source::Poisson => spec.generate().into(),
-            Source::Sessions { shape, .. } if shape.is_plain() => spec.generate().into(),
-            Source::Sessions { shape, .. } => {
+            Source::Poisson => plain(spec),
+            Source::Sessions { shape, name } if shape.is_plain() => {
+                let mut w = plain(spec);
+                if name.is_some() {
+                    w.clipped_prompts = 0;
+                }
+                w
+            }
+            Source::Sessions { shape, name } => {
                 let s = chat_sessions(
                     spec.rate,
                     spec.requests as usize,
@@ -118,12 +148,24 @@ impl Source {
                     after: s.iter().map(|r| r.after).collect(),
                     think_s: s.iter().map(|r| r.think_s).collect(),
                 });
+                // A named workload's length caps are part of its definition: only the
+                // generator's cap on the user's own lengths is reported.
+                let hi = if name.is_some() {
+                    i64::MAX
+                } else {
+                    spec.prompt.hi
+                };
                 Workload {
                     requests: s.iter().map(|r| r.req).collect(),
                     closed,
+                    clipped_prompts: s
+                        .iter()
+                        .filter(|r| r.req.prompt_len as i64 - r.shared_prefix_tokens as i64 >= hi)
+                        .count() as u64,
                 }
             }
             Source::File { rows, .. } => Workload {
+                clipped_prompts: 0,
                 requests: rows.as_ref().clone(),
                 closed: None,
             },
@@ -139,6 +181,8 @@ impl Source {
                 requests: w_requests,
                 closed_loop_turns: 0,
                 trace: None,
+                clipped_prompts: 0,
+                prompt_cap_tokens: None,
             },
             Source::Sessions { name, .. } => WorkloadSummary {
                 source: "sessions".into(),
@@ -146,6 +190,8 @@ impl Source {
                 requests: w_requests,
                 closed_loop_turns: closed_turns,
                 trace: None,
+                clipped_prompts: 0,
+                prompt_cap_tokens: None,
             },
             Source::File { info, .. } => WorkloadSummary {
                 source: "trace".into(),
@@ -153,7 +199,24 @@ impl Source {
                 requests: w_requests,
                 closed_loop_turns: 0,
                 trace: Some(info.clone()),
+                clipped_prompts: 0,
+                prompt_cap_tokens: None,
             },
         }
+    }
+}
+
+/// `poisson_workload`'s requests, counting the prompts at the length cap.
+fn plain(spec: &crate::scenario::WorkloadSpec) -> Workload {
+    let requests = spec.generate();
+    let hi = spec.prompt.hi;
+    let clipped_prompts = requests
+        .iter()
+        .filter(|r| r.prompt_len as i64 >= hi)
+        .count() as u64;
+    Workload {
+        requests,
+        closed: None,
+        clipped_prompts,
     }
 }

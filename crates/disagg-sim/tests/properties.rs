@@ -382,8 +382,8 @@ fn scenario_serde_round_trip_and_strictness() {
         (
             def.output,
             def.output_cv,
-            def.ttft_slo,
-            def.tpot_slo,
+            def.slos().0,
+            def.slos().1,
             def.seed
         ),
         (256.0, 0.5, 1.0, 0.025, 1)

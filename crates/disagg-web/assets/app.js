@@ -553,7 +553,10 @@
     }));
     const hlines = [];
     if (spec.slo) {
-      const slos = new Set(ids.map((id) => cfgs[id].sweep.scenario[spec.slo]));
+      // An SLO not given is the named workload's (not echoed: no line) or the default.
+      const dflt = { ttft_slo: 1.0, tpot_slo: 0.025 };
+      const slo = (sc) => sc[spec.slo] ?? (sc.workload ? null : dflt[spec.slo]);
+      const slos = new Set(ids.map((id) => slo(cfgs[id].sweep.scenario)).filter((v) => v != null));
       for (const v of slos) hlines.push({ y: v * 1e3, label: 'SLO' });
     }
     const vlines = ids.map((id) => ({ x: cfgs[id].sc.rate }));
