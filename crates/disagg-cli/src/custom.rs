@@ -263,21 +263,6 @@ fn ranged_args(mut cmd: clap::Command, top: &str) -> clap::Command {
     cmd
 }
 
-/// Whether a clap value type is one of the numbers [`with_ranges`] checks.
-pub fn is_numeric(p: &clap::builder::ValueParser) -> bool {
-    use std::any::TypeId;
-    let t = p.type_id();
-    [
-        TypeId::of::<f64>(),
-        TypeId::of::<u64>(),
-        TypeId::of::<u32>(),
-        TypeId::of::<u16>(),
-        TypeId::of::<usize>(),
-    ]
-    .iter()
-    .any(|id| t == *id)
-}
-
 fn range_parser(
     r: &'static disagg_sim::ranges::NumRange,
     p: &clap::builder::ValueParser,
@@ -318,6 +303,21 @@ mod tests {
     use super::*;
     use clap::CommandFactory;
     use disagg_sim::ranges::{for_command, RANGES};
+
+    /// Whether a clap value type is one of the numbers [`with_ranges`] checks.
+    fn is_numeric(p: &clap::builder::ValueParser) -> bool {
+        use std::any::TypeId;
+        let t = p.type_id();
+        [
+            TypeId::of::<f64>(),
+            TypeId::of::<u64>(),
+            TypeId::of::<u32>(),
+            TypeId::of::<u16>(),
+            TypeId::of::<usize>(),
+        ]
+        .iter()
+        .any(|id| t == *id)
+    }
 
     /// (top-level command, flag, whether clap parses it as a number) for every argument of every
     /// command.

@@ -259,3 +259,47 @@ fn the_issues_absurd_values_are_errors() {
         &["--price", "h100=1e308", "[0, 1e6] USD/h"],
     );
 }
+
+#[test]
+fn rates_above_2_pow_64_print_with_their_magnitude() {
+    // A catalogue link fast enough that one hand-off's rate passes 2^64 req/s: the text used to
+    // say "link full at 0.0 req/s" while the JSON said 7.6e19.
+    let cat = std::env::temp_dir().join(format!("disagg-hostile-cat-{}.toml", std::process::id()));
+    std::fs::write(
+        &cat,
+        "[links.warp]\nbase = \"eth-25g\"\nbandwidth_gb_s = 1e16\nlatency_us = 0.0\n",
+    )
+    .unwrap();
+    let c = cat.to_str().unwrap();
+    let args = [
+        "--catalogue",
+        c,
+        "handoff",
+        "--link",
+        "warp",
+        "--prompt-tokens",
+        "1",
+    ];
+    let json = ok_json(&[&args[..], &["--json"]].concat());
+    let want = json["link_saturation_rps"].as_f64().unwrap();
+    assert!(want >= 2f64.powi(64), "{want}");
+    let text = ok_text(&args);
+    let _ = std::fs::remove_file(&cat);
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("link full at"))
+        .expect("a 'link full at' line");
+    let shown: f64 = line
+        .trim_start()
+        .trim_start_matches("link full at")
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .replace(',', "")
+        .parse()
+        .unwrap_or_else(|_| panic!("not a number: {line}"));
+    assert!(
+        ((shown - want) / want).abs() < 0.005,
+        "{line} against {want}"
+    );
+}

@@ -229,7 +229,8 @@ impl Bounds {
 }
 
 impl NumRange {
-    /// What the valid values are: `a number in [1e-6, 1e6] req/s`, `a whole number from 1 to 4096`.
+    /// What the valid values are: `a number in [0, 1e7] s`, `a positive number in [1e-6, 1e6]
+    /// req/s`, `a whole number from 1 to 4096 channels`.
     pub fn expected(&self) -> String {
         let unit = if self.unit.is_empty() {
             String::new()
@@ -238,6 +239,11 @@ impl NumRange {
         };
         match self.bounds {
             Bounds::Int { .. } => format!("a whole number from {}{unit}", self.bounds.describe()),
+            Bounds::Float {
+                min, min_inclusive, ..
+            } if min > 0.0 || (min == 0.0 && !min_inclusive) => {
+                format!("a positive number in {}{unit}", self.bounds.describe())
+            }
             Bounds::Float { .. } => format!("a number in {}{unit}", self.bounds.describe()),
         }
     }
