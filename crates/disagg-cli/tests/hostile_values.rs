@@ -103,9 +103,35 @@ fn invocation(cmd: &str, flag: &str, value: &str, dir: &Path) -> Vec<String> {
     args
 }
 
+/// Runs `disagg ARGS`, killing it if it has not finished after a minute: a bad value that is
+/// accepted can start an absurd simulation (before the fix, `rate = 1e-300` with `--plot` grew to
+/// 23 GB), and that must fail this test, not hang the machine. Not a timing assertion.
+fn disagg_bounded(args: &[&str]) -> std::process::Output {
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_disagg"))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("runs");
+    let start = Instant::now();
+    while child.try_wait().expect("waits").is_none() {
+        if start.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{args:?} accepted: still running after a minute");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    child.wait_with_output().expect("output")
+}
+
+/// Exit code 2, one `error: ` line holding every needle, no panic, nothing on stdout, and
+/// nothing left in `dir`.
 fn check(args: &[String], needles: &[&str], dir: &Path) {
     let a: Vec<&str> = args.iter().map(String::as_str).collect();
-    let o = disagg(&a);
+    let o = disagg_bounded(&a);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
     assert_eq!(
@@ -208,9 +234,10 @@ fn scenario_files_are_checked_against_the_same_ranges() {
         ];
         args.extend(outputs("run", &dir));
         check(&args, needles, &dir);
-        let e =
-            String::from_utf8_lossy(&disagg(&["run", "--config", cfg.to_str().unwrap()]).stderr)
-                .to_string();
+        let e = String::from_utf8_lossy(
+            &disagg_bounded(&["run", "--config", cfg.to_str().unwrap()]).stderr,
+        )
+        .to_string();
         assert!(
             e.len() < 200,
             "a huge or tiny number written out in full: {e}"
@@ -223,14 +250,14 @@ fn scenario_files_are_checked_against_the_same_ranges() {
 #[test]
 fn messages_name_the_flag_the_user_gave() {
     // --think 1e308 is out of range, not negative.
-    let o = disagg(&["run", "--think", "1e308"]);
+    let o = disagg_bounded(&["run", "--think", "1e308"]);
     let e = String::from_utf8_lossy(&o.stderr);
     assert!(
         e.contains("--think") && e.contains("'1e308'") && !e.contains(">= 0"),
         "{e}"
     );
     // --workload-file errors name --workload-file.
-    let o = disagg(&["run", "--workload-file", "/no/such/rows.json"]);
+    let o = disagg_bounded(&["run", "--workload-file", "/no/such/rows.json"]);
     let e = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{e}");
     assert!(
@@ -239,22 +266,29 @@ fn messages_name_the_flag_the_user_gave() {
     );
 }
 
+fn bad_bounded(args: &[&str], needles: &[&str]) {
+    let dir = tmp_dir("issue");
+    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    check(&args, needles, &dir);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn the_issues_absurd_values_are_errors() {
-    bad(
+    bad_bounded(
         &["run", "--rate", "1e-300"],
         &["--rate", "'1e-300'", "[1e-6, 1e6]"],
     );
-    bad(
+    bad_bounded(
         &["run", "--time-scale", "1e308"],
         &["--time-scale", "'1e308'"],
     );
-    bad(&["run", "--think", "1e308"], &["--think", "'1e308'"]);
-    bad(
+    bad_bounded(&["run", "--think", "1e308"], &["--think", "'1e308'"]);
+    bad_bounded(
         &["handoff", "--link-pj-per-bit", "1e308"],
         &["--link-pj-per-bit", "'1e308'"],
     );
-    bad(
+    bad_bounded(
         &["plan", "--target-rate", "1", "--price", "h100=1e308"],
         &["--price", "h100=1e308", "[0, 1e6] USD/h"],
     );
