@@ -201,7 +201,10 @@ pub fn count(s: &str) -> Result<u64, String> {
 pub fn positive(s: &str) -> Result<f64, String> {
     match s.trim().parse::<f64>() {
         Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
-        Ok(v) => Err(format!("must be a positive number, got {v}")),
+        Ok(v) => Err(format!(
+            "must be a positive number, got {}",
+            disagg_sim::ranges::show_f64(v)
+        )),
         Err(_) => Err("not a number".into()),
     }
 }
@@ -210,7 +213,10 @@ pub fn positive(s: &str) -> Result<f64, String> {
 pub fn non_negative(s: &str) -> Result<f64, String> {
     match s.trim().parse::<f64>() {
         Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
-        Ok(v) => Err(format!("must be a number >= 0, got {v}")),
+        Ok(v) => Err(format!(
+            "must be a number >= 0, got {}",
+            disagg_sim::ranges::show_f64(v)
+        )),
         Err(_) => Err("not a number".into()),
     }
 }

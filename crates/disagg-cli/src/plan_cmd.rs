@@ -299,7 +299,7 @@ pub fn run(a: PlanArgs, cat: &Catalogue) -> CmdResult {
     if !(a.slo_target > 0.0 && a.slo_target <= 1.0) {
         return Err(UsageError(format!(
             "--slo-target: must be in (0, 1], got {}",
-            a.slo_target
+            disagg_sim::ranges::show_f64(a.slo_target)
         )));
     }
     if !["ttft", "tpot", "e2e"].contains(&a.latency.as_str()) {
@@ -311,7 +311,7 @@ pub fn run(a: PlanArgs, cat: &Catalogue) -> CmdResult {
     if !(a.energy_price.is_finite() && a.energy_price >= 0.0) {
         return Err(UsageError(format!(
             "--energy-price: must be a number >= 0, got {}",
-            a.energy_price
+            disagg_sim::ranges::show_f64(a.energy_price)
         )));
     }
     if a.max_rate {
@@ -322,7 +322,8 @@ pub fn run(a: PlanArgs, cat: &Catalogue) -> CmdResult {
     };
     if !(rate.is_finite() && rate > 0.0) {
         return Err(UsageError(format!(
-            "--target-rate: must be a positive number, got {rate}"
+            "--target-rate: must be a positive number, got {}",
+            disagg_sim::ranges::show_f64(rate)
         )));
     }
     let prices = prices(&a.price, cat)?;

@@ -69,6 +69,9 @@ const SCENARIO: &[&str] = &["run", "compare", "sweep", "plan"];
 const TRACE: &[&str] = &["run", "compare", "sweep", "plan", "trace-stats"];
 const HANDOFF: &[&str] = &["handoff"];
 const SCENARIO_AND_HANDOFF: &[&str] = &["run", "compare", "sweep", "plan", "handoff"];
+/// The commands that take the custom-hardware flags (`--layers`, `--link-bandwidth-gb-s`,
+/// `--device-*`): add a command here when it gets them (a unit test of the CLI checks both ways).
+const CUSTOM_HW: &[&str] = &["handoff"];
 
 const fn int(min: u64, max: u64) -> Bounds {
     Bounds::Int { min, max }
@@ -156,23 +159,23 @@ ranges! {
     "--prompt-tokens", None, HANDOFF, int(1, u32::MAX as u64), "tokens", "prompt tokens whose KV cache is handed off";
     "--kv-keep", None, HANDOFF, closed(1e-4, 1.0), "", "fraction of coefficients freq-keep-k keeps";
     "--concurrent", None, HANDOFF, int(1, 65_536), "hand-offs", "hand-offs leaving at once";
-    "--layers", None, HANDOFF, int(1, SHAPE_MAX), "", "custom model: transformer layers";
-    "--d-model", None, HANDOFF, int(1, SHAPE_MAX), "", "custom model: hidden size";
-    "--heads", None, HANDOFF, int(1, SHAPE_MAX), "", "custom model: query heads";
-    "--kv-heads", None, HANDOFF, int(1, SHAPE_MAX), "", "custom model: key/value heads";
-    "--head-dim", None, HANDOFF, int(1, SHAPE_MAX), "", "custom model: head dimension";
-    "--d-ff", None, HANDOFF, int(1, SHAPE_MAX), "", "custom model: MLP width";
-    "--vocab", None, HANDOFF, int(1, SHAPE_MAX), "", "custom model: vocabulary size";
-    "--weight-bytes", None, HANDOFF, closed(0.0625, 16.0), "bytes", "custom model: bytes per weight";
-    "--kv-bytes", None, HANDOFF, closed(0.0625, 16.0), "bytes", "custom model: bytes per cached K or V value";
-    "--link-bandwidth-gb-s", None, HANDOFF, closed(1e-6, 1e6), "GB/s", "custom link: bandwidth per channel and direction";
-    "--link-latency-us", None, HANDOFF, closed(0.0, 1e9), "µs", "custom link: latency per transfer";
-    "--link-pj-per-bit", None, HANDOFF, closed(0.0, 1e6), "pJ/bit", "custom link: energy";
-    "--device-peak-tflops", None, HANDOFF, closed(1e-3, 1e6), "TFLOP/s", "custom device: dense BF16 peak";
-    "--device-mem-bw-tb-s", None, HANDOFF, closed(1e-6, 1e4), "TB/s", "custom device: memory bandwidth";
-    "--device-mem-gb", None, HANDOFF, closed(1e-3, 1e6), "GB", "custom device: memory capacity";
-    "--device-tdp-w", None, HANDOFF, closed(1.0, 1e5), "W", "custom device: TDP";
-    "--device-idle-w", None, HANDOFF, closed(0.0, 1e5), "W", "custom device: idle power";
+    "--layers", None, CUSTOM_HW, int(1, SHAPE_MAX), "", "custom model: transformer layers";
+    "--d-model", None, CUSTOM_HW, int(1, SHAPE_MAX), "", "custom model: hidden size";
+    "--heads", None, CUSTOM_HW, int(1, SHAPE_MAX), "", "custom model: query heads";
+    "--kv-heads", None, CUSTOM_HW, int(1, SHAPE_MAX), "", "custom model: key/value heads";
+    "--head-dim", None, CUSTOM_HW, int(1, SHAPE_MAX), "", "custom model: head dimension";
+    "--d-ff", None, CUSTOM_HW, int(1, SHAPE_MAX), "", "custom model: MLP width";
+    "--vocab", None, CUSTOM_HW, int(1, SHAPE_MAX), "", "custom model: vocabulary size";
+    "--weight-bytes", None, CUSTOM_HW, closed(0.0625, 16.0), "bytes", "custom model: bytes per weight";
+    "--kv-bytes", None, CUSTOM_HW, closed(0.0625, 16.0), "bytes", "custom model: bytes per cached K or V value";
+    "--link-bandwidth-gb-s", None, CUSTOM_HW, closed(1e-6, 1e6), "GB/s", "custom link: bandwidth per channel and direction";
+    "--link-latency-us", None, CUSTOM_HW, closed(0.0, 1e9), "µs", "custom link: latency per transfer";
+    "--link-pj-per-bit", None, CUSTOM_HW, closed(0.0, 1e6), "pJ/bit", "custom link: energy";
+    "--device-peak-tflops", None, CUSTOM_HW, closed(1e-3, 1e6), "TFLOP/s", "custom device: dense BF16 peak";
+    "--device-mem-bw-tb-s", None, CUSTOM_HW, closed(1e-6, 1e4), "TB/s", "custom device: memory bandwidth";
+    "--device-mem-gb", None, CUSTOM_HW, closed(1e-3, 1e6), "GB", "custom device: memory capacity";
+    "--device-tdp-w", None, CUSTOM_HW, closed(1.0, 1e5), "W", "custom device: TDP";
+    "--device-idle-w", None, CUSTOM_HW, closed(0.0, 1e5), "W", "custom device: idle power";
     // bench, serve
     "--repeat", None, &["bench"], int(1, 100), "", "repetitions of each case";
     "--port", None, &["serve"], int(0, 65_535), "", "port to listen on (0: any free port)";
@@ -404,6 +407,25 @@ mod defaults {
             p.scenario
                 .check_ranges()
                 .unwrap_or_else(|e| panic!("preset {}: {e}", p.name));
+        }
+        // A named workload's values stand in for these options: they must be valid values too.
+        for w in crate::sessions::workloads() {
+            let s = Scenario {
+                prompt: w.prompt.mean,
+                prompt_cv: w.prompt.cv,
+                output: w.output.mean,
+                output_cv: w.output.cv,
+                ttft_slo: w.ttft_slo_s,
+                tpot_slo: w.tpot_slo_s,
+                turns: w.shape.turns,
+                think: w.shape.think_s,
+                system_prompts: w.shape.system_prompts,
+                system_len: w.shape.system_len,
+                prefix_share: w.shape.share,
+                ..Scenario::default()
+            };
+            s.check_ranges()
+                .unwrap_or_else(|e| panic!("workload {}: {e}", w.key));
         }
     }
 
