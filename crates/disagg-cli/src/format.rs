@@ -13,7 +13,11 @@ pub fn thousands(n: u64) -> String {
     out
 }
 
-/// A float with `decimals` decimals and thousands separators (`1234.5` → `1,234.5`).
+/// From this magnitude on, [`fixed`] writes three significant digits and an exponent.
+pub const HUGE: f64 = 1e18;
+
+/// A float with `decimals` decimals and thousands separators (`1234.5` → `1,234.5`); from
+/// [`HUGE`] on, three significant digits and an exponent (`6.9e19`).
 pub fn fixed(x: f64, decimals: usize) -> String {
     if !x.is_finite() {
         return if x.is_nan() {
@@ -22,12 +26,18 @@ pub fn fixed(x: f64, decimals: usize) -> String {
             format!("{x}")
         };
     }
+    if x.abs() >= HUGE {
+        let s = format!("{x:.2e}");
+        let (mantissa, exp) = s.split_once('e').expect("exponent form");
+        let mantissa = mantissa.trim_end_matches('0').trim_end_matches('.');
+        return format!("{mantissa}e{exp}");
+    }
     let s = format!("{:.*}", decimals, x.abs());
     let (int, frac) = match s.split_once('.') {
         Some((i, f)) => (i.to_string(), Some(f.to_string())),
         None => (s.clone(), None),
     };
-    let int = thousands(int.parse::<u64>().unwrap_or(0));
+    let int = int.parse::<u64>().map_or(int, thousands);
     let sign = if x < 0.0 && s.chars().any(|c| c.is_ascii_digit() && c != '0') {
         "-"
     } else {
@@ -126,5 +136,22 @@ mod tests {
         assert_eq!(gb_per_s(3.125e9), "3.125 GB/s");
         assert_eq!(gb_per_s(450e9), "450 GB/s");
         assert_eq!(rps(11.641532182693481), "11.6 req/s");
+    }
+
+    #[test]
+    fn huge_numbers_keep_their_magnitude() {
+        // Before: every value >= 2^64 printed as "0.0".
+        assert_eq!(fixed(6.9e19, 1), "6.9e19");
+        assert_eq!(rps(6.9e19), "6.9e19 req/s");
+        assert_eq!(fixed(-1.2345e30, 2), "-1.23e30");
+        assert_eq!(fixed(1e308, 0), "1e308");
+        assert_eq!(fixed(18446744073709551616.0, 1), "1.84e19");
+        assert_eq!(fixed(1e18, 1), "1e18");
+        // Just below: full digits, as before.
+        assert_eq!(
+            fixed(999_999_999_999_999_872.0, 0),
+            "999,999,999,999,999,872"
+        );
+        assert_eq!(fixed(123_456_789_012.345, 2), "123,456,789,012.35");
     }
 }

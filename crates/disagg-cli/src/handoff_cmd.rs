@@ -151,7 +151,7 @@ pub fn run(a: HandoffArgs, cat: Catalogue) -> CmdResult {
         row.link_name,
         f::gb_per_s(row.link_bandwidth_bps),
         f::time(row.link_latency_s),
-        row.link_pj_per_bit,
+        disagg_sim::ranges::show_f64(row.link_pj_per_bit),
         row.link_channels,
         if row.link_channels == 1 { "" } else { "s" }
     );

@@ -13,6 +13,9 @@ pub enum What {
     Devices,
     Links,
     Compression,
+    // The valid range of every numeric flag and scenario key (a Markdown table, the README's
+    // "Valid ranges"; not part of `disagg list` without a name).
+    Ranges,
 }
 
 #[derive(Args, Debug)]
@@ -57,6 +60,15 @@ fn devices_json(cat: &Catalogue) -> Value {
 }
 
 pub fn run(a: ListArgs, cat: &Catalogue) -> CmdResult {
+    if a.what == Some(What::Ranges) {
+        if a.json {
+            let v = serde_json::to_value(disagg_sim::ranges::RANGES).expect("json");
+            println!("{}", serde_json::to_string_pretty(&v).expect("json"));
+        } else {
+            print!("{}", disagg_sim::ranges::markdown_table());
+        }
+        return Ok(());
+    }
     let all = a.what.is_none();
     let want = |w: What| all || a.what == Some(w);
     if a.json {

@@ -92,7 +92,10 @@ struct ServeArgs {
 }
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli = match custom::with_ranges(<Cli as clap::CommandFactory>::command())
+        .try_get_matches()
+        .and_then(|m| <Cli as clap::FromArgMatches>::from_arg_matches(&m))
+    {
         Ok(c) => c,
         Err(e) => {
             use clap::error::ErrorKind;

@@ -146,34 +146,33 @@ pub struct PlanArgs {
 }
 
 fn parse_counts(flag: &str, s: &str) -> Result<Vec<u32>, UsageError> {
-    let bad = || {
-        UsageError(format!(
-            "{flag}: expected counts like 1-4 or 1,2,4, got '{s}'"
-        ))
+    let range = disagg_sim::ranges::for_command("plan", flag).expect("in the table");
+    let count = |part: &str, x: &str| match range.parse(x) {
+        Ok(disagg_sim::ranges::Num::Int(v)) => Ok(v as u32),
+        _ => Err(UsageError(format!(
+            "{flag}: '{part}': each count must be {} (a list like 1,2,4 or a range like 1-4)",
+            range.expected()
+        ))),
     };
     let mut out = Vec::new();
     for part in items(flag, s)? {
-        if let Some((a, b)) = part.split_once('-') {
-            let (a, b): (u32, u32) = (
-                a.trim().parse().map_err(|_| bad())?,
-                b.trim().parse().map_err(|_| bad())?,
-            );
-            if a == 0 || b < a || b > 64 {
-                return Err(UsageError(format!(
-                    "{flag}: range {part} must be within 1-64"
-                )));
+        match part.split_once('-') {
+            Some((a, b)) if !a.trim().is_empty() => {
+                let (a, b) = (count(part, a)?, count(part, b)?);
+                if b < a {
+                    return Err(UsageError(format!(
+                        "{flag}: range '{part}' ends before it starts"
+                    )));
+                }
+                out.extend(a..=b);
             }
-            out.extend(a..=b);
-        } else {
-            let v: u32 = part.parse().map_err(|_| bad())?;
-            if v == 0 || v > 64 {
-                return Err(UsageError(format!("{flag}: {v} must be between 1 and 64")));
-            }
-            out.push(v);
+            _ => out.push(count(part, part)?),
         }
     }
     if out.is_empty() {
-        return Err(bad());
+        return Err(UsageError(format!(
+            "{flag}: expected counts like 1-4 or 1,2,4, got '{s}'"
+        )));
     }
     out.dedup();
     Ok(out)
@@ -222,15 +221,16 @@ pub fn prices(overrides: &[String], cat: &Catalogue) -> Result<Vec<(String, f64)
                 valid.join(", ")
             )));
         }
-        let v: f64 = v
-            .trim()
-            .parse()
-            .map_err(|_| UsageError(format!("--price: '{v}' is not a number")))?;
-        if !(v.is_finite() && v >= 0.0) {
-            return Err(UsageError(format!(
-                "--price: must be a number >= 0, got {v}"
-            )));
-        }
+        let range = disagg_sim::ranges::for_command("plan", "--price").expect("in the table");
+        let v = match range.parse(v) {
+            Ok(disagg_sim::ranges::Num::Float(x)) => x,
+            _ => {
+                return Err(UsageError(format!(
+                    "--price: '{o}': the price must be {}",
+                    range.expected()
+                )))
+            }
+        };
         match p.iter_mut().find(|(key, _)| key == k.trim()) {
             Some(e) => e.1 = v,
             None => p.push((k.trim().to_string(), v)),
@@ -312,15 +312,10 @@ pub fn run(a: PlanArgs, cat: &Catalogue) -> CmdResult {
             crate::report::warn_clipping(&cfg);
         }
     }
-    if a.top == 0 {
-        return Err(UsageError(
-            "--top 0: the ranked table needs at least 1 row (the default is 10)".into(),
-        ));
-    }
     if !(a.slo_target > 0.0 && a.slo_target <= 1.0) {
         return Err(UsageError(format!(
             "--slo-target: must be in (0, 1], got {}",
-            a.slo_target
+            disagg_sim::ranges::show_f64(a.slo_target)
         )));
     }
     if !["ttft", "tpot", "e2e"].contains(&a.latency.as_str()) {
@@ -332,7 +327,7 @@ pub fn run(a: PlanArgs, cat: &Catalogue) -> CmdResult {
     if !(a.energy_price.is_finite() && a.energy_price >= 0.0) {
         return Err(UsageError(format!(
             "--energy-price: must be a number >= 0, got {}",
-            a.energy_price
+            disagg_sim::ranges::show_f64(a.energy_price)
         )));
     }
     if a.max_rate {
@@ -343,15 +338,16 @@ pub fn run(a: PlanArgs, cat: &Catalogue) -> CmdResult {
     };
     if !(rate.is_finite() && rate > 0.0) {
         return Err(UsageError(format!(
-            "--target-rate: must be a positive number, got {rate}"
+            "--target-rate: must be a positive number, got {}",
+            disagg_sim::ranges::show_f64(rate)
         )));
     }
     let prices = prices(&a.price, cat)?;
+    let pcs = parse_counts("--prefill-counts", &a.prefill_counts)?;
+    let dcs = parse_counts("--decode-counts", &a.decode_counts)?;
     if let Some(d) = &a.plot {
         plots::prepare_dir(d)?;
     }
-    let pcs = parse_counts("--prefill-counts", &a.prefill_counts)?;
-    let dcs = parse_counts("--decode-counts", &a.decode_counts)?;
     let pds = parse_list("--prefill-devices", &a.prefill_devices)?;
     let dds = parse_list("--decode-devices", &a.decode_devices)?;
     let links = match &a.links {

@@ -59,7 +59,11 @@ pub fn prepare(
         scenario.trace_file = Some(p.display().to_string());
         scenario.trace_format = Some("reference".into());
     }
-    let cfg = scenario.build(cat)?;
+    let cfg = scenario.build(cat).map_err(|e| match workload_file {
+        // The reference rows of --workload-file are read as a trace: name the flag the user gave.
+        Some(_) => UsageError(e.to_string().replace("--trace-file", "--workload-file")),
+        None => UsageError(e.to_string()),
+    })?;
     Ok(Prepared { scenario, cfg })
 }
 

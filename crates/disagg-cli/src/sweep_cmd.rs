@@ -295,6 +295,14 @@ fn sweep_from(a: &SweepArgs) -> Result<Sweep, UsageError> {
             .split_once('=')
             .ok_or_else(|| UsageError(format!("--vary: expected NAME=V1,V2,..., got '{v}'")))?;
         let name = name.trim().replace('-', "_");
+        if let Some(r) = disagg_sim::ranges::for_key(&name) {
+            for raw in crate::plan_cmd::items("--vary", vals)? {
+                if !matches!(raw.trim(), "none" | "null") {
+                    r.parse(raw)
+                        .map_err(|e| UsageError(format!("--vary {name}={raw}: {e}")))?;
+                }
+            }
+        }
         let values: Vec<Value> = crate::plan_cmd::items("--vary", vals)?
             .into_iter()
             .map(|s| typed(&sweep.base, &name, s))

@@ -212,7 +212,11 @@ fn bad_sweeps() {
     );
     bad(&["sweep", "--shard", "3/3"], &["--shard", "3"]);
     bad(&["sweep", "--shard", "x"], &["--shard"]);
-    bad(&["sweep", "--vary", "rate=0,4"], &["run 0", "--rate"]);
+    // Checked against the range table before any run starts, quoting the value as typed.
+    bad(
+        &["sweep", "--vary", "rate=0,4"],
+        &["--vary", "rate=0", "[1e-6, 1e6]"],
+    );
     bad(
         &["sweep", "--vary", "link=ib-ndr,carrier-pigeon"],
         &["carrier-pigeon"],

@@ -159,7 +159,7 @@ fn ignored_flags_are_errors_naming_the_flag() {
         ),
         (
             with(true, &["plan", "--max-rate", "--top", "0"]),
-            vec!["--top 0"],
+            vec!["--top", "'0'"],
         ),
         (
             with(true, &["sweep", "--vary", "rate=2,,4"]),

@@ -130,3 +130,20 @@ fn readme_beyond_table_is_current() {
     let got = String::from_utf8(out.stdout).unwrap();
     assert_eq!(block(&readme, "beyond"), got.trim_end());
 }
+
+#[test]
+fn readme_valid_ranges_table_is_current() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
+        .expect("README.md");
+    let (begin, end) = ("<!-- ranges:begin -->", "<!-- ranges:end -->");
+    let a = readme.find(begin).expect("begin marker") + begin.len();
+    let b = readme.find(end).expect("end marker");
+    let out = Command::new(env!("CARGO_BIN_EXE_disagg"))
+        .args(["list", "ranges"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let got = String::from_utf8(out.stdout).unwrap();
+    assert!(got.lines().count() > 50, "{got}");
+    assert_eq!(readme[a..b].trim(), got.trim_end());
+}

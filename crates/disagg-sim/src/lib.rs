@@ -22,6 +22,7 @@ pub mod metrics;
 pub mod observer;
 pub mod presets;
 pub mod pyrand;
+pub mod ranges;
 pub mod scenario;
 pub mod search;
 pub mod serving;

@@ -8,6 +8,7 @@ use disagg_model::{
 use serde::{Deserialize, Serialize};
 
 use crate::pyrand::{poisson_workload, GenRequest, LengthDist};
+use crate::ranges::Num;
 use crate::sessions::SessionShape;
 use crate::workload::{Source, TraceInfo, Workload};
 
@@ -637,25 +638,74 @@ fn rename(e: Error, flag: &'static str) -> Error {
     }
 }
 
-fn positive(flag: &str, v: f64) -> Result<f64, Error> {
-    if v.is_finite() && v > 0.0 {
-        Ok(v)
-    } else {
-        Err(Error::invalid(
-            flag,
-            format!("must be a positive number, got {v}"),
-        ))
+impl Scenario {
+    /// The value of numeric option `key` (a scenario key of [`crate::ranges::RANGES`]); `None`
+    /// for an option left unset, or a key that is not a numeric option.
+    pub fn numeric(&self, key: &str) -> Option<Num> {
+        let f = |v: f64| Some(Num::Float(v));
+        let i = |v: u64| Some(Num::Int(v));
+        match key {
+            "rate" => f(self.rate),
+            "requests" => i(self.requests),
+            "prompt" => f(self.prompt),
+            "prompt_cv" => f(self.prompt_cv),
+            "output" => f(self.output),
+            "output_cv" => f(self.output_cv),
+            "seed" => i(self.seed),
+            "ttft_slo" => self.ttft_slo.and_then(f),
+            "tpot_slo" => self.tpot_slo.and_then(f),
+            "devices_per_instance" => i(self.devices_per_instance.into()),
+            "prefill_devices_per_instance" => {
+                self.prefill_devices_per_instance.and_then(|v| i(v.into()))
+            }
+            "decode_devices_per_instance" => {
+                self.decode_devices_per_instance.and_then(|v| i(v.into()))
+            }
+            "prefill" => i(self.prefill.into()),
+            "decode" => i(self.decode.into()),
+            "link_channels" => i(self.link_channels.into()),
+            "power_cap" => self.power_cap.and_then(f),
+            "prefill_power_cap" => self.prefill_power_cap.and_then(f),
+            "decode_power_cap" => self.decode_power_cap.and_then(f),
+            "turns" => i(self.turns.into()),
+            "think" => f(self.think),
+            "system_prompts" => i(self.system_prompts),
+            "system_len" => i(self.system_len),
+            "prefix_share" => f(self.prefix_share),
+            "max_context" => self.max_context.and_then(i),
+            "time_scale" => f(self.time_scale),
+            "trace_start" => self.trace_start.and_then(f),
+            "trace_duration" => self.trace_duration.and_then(f),
+            "max_requests" => self.max_requests.and_then(i),
+            "layers" => self.layers.and_then(i),
+            "d_model" => self.d_model.and_then(i),
+            "heads" => self.heads.and_then(i),
+            "kv_heads" => self.kv_heads.and_then(i),
+            "head_dim" => self.head_dim.and_then(i),
+            "d_ff" => self.d_ff.and_then(i),
+            "vocab" => self.vocab.and_then(i),
+            "weight_bytes" => self.weight_bytes.and_then(f),
+            "kv_bytes" => self.kv_bytes.and_then(f),
+            "link_bandwidth_gb_s" => self.link_bandwidth_gb_s.and_then(f),
+            "link_latency_us" => self.link_latency_us.and_then(f),
+            "link_pj_per_bit" => self.link_pj_per_bit.and_then(f),
+            "device_peak_tflops" => self.device_peak_tflops.and_then(f),
+            "device_mem_bw_tb_s" => self.device_mem_bw_tb_s.and_then(f),
+            "device_mem_gb" => self.device_mem_gb.and_then(f),
+            "device_tdp_w" => self.device_tdp_w.and_then(f),
+            "device_idle_w" => self.device_idle_w.and_then(f),
+            _ => None,
+        }
     }
-}
 
-fn count(flag: &str, v: u32, min: u32, max: u32) -> Result<u32, Error> {
-    if v < min || v > max {
-        Err(Error::invalid(
-            flag,
-            format!("must be between {min} and {max}, got {v}"),
-        ))
-    } else {
-        Ok(v)
+    /// Checks every numeric option against its range in [`crate::ranges::RANGES`].
+    pub fn check_ranges(&self) -> Result<(), Error> {
+        for r in crate::ranges::RANGES {
+            if let Some(v) = r.key.and_then(|k| self.numeric(k)) {
+                r.check(v)?;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -821,33 +871,6 @@ impl Scenario {
             ("--skip-bad-lines", self.skip_bad_lines),
             ("--sort", self.sort_trace),
         ];
-        if !(self.think.is_finite() && self.think >= 0.0) {
-            return Err(Error::invalid(
-                "--think",
-                format!("must be a finite number >= 0, got {}", self.think),
-            ));
-        }
-        if !(self.prefix_share.is_finite() && (0.0..=1.0).contains(&self.prefix_share)) {
-            return Err(Error::invalid(
-                "--prefix-share",
-                format!("must be in [0, 1], got {}", self.prefix_share),
-            ));
-        }
-        if self.turns == 0 || self.turns > 10_000 {
-            return Err(Error::invalid(
-                "--turns",
-                format!("must be between 1 and 10000, got {}", self.turns),
-            ));
-        }
-        if self.system_len > 10_000_000 {
-            return Err(Error::invalid(
-                "--system-len",
-                format!("{} tokens is absurdly large", self.system_len),
-            ));
-        }
-        if self.max_context == Some(0) {
-            return Err(Error::invalid("--max-context", "must be at least 1"));
-        }
         let Some(file) = &self.trace_file else {
             if let Some((flag, _)) = trace_only.iter().find(|(_, set)| *set) {
                 return Err(Error::invalid(
@@ -898,18 +921,6 @@ impl Scenario {
             ),
             None => None,
         };
-        if !(self.time_scale.is_finite() && self.time_scale > 0.0) {
-            return Err(Error::invalid(
-                "--time-scale",
-                format!("must be a positive number, got {}", self.time_scale),
-            ));
-        }
-        if self.max_requests == Some(0) || self.max_requests.is_some_and(|m| m > MAX_REQUESTS) {
-            return Err(Error::invalid(
-                "--max-requests",
-                format!("must be between 1 and {MAX_REQUESTS}"),
-            ));
-        }
         let max_context = self.max_context.or(model.context_tokens);
         let opts = disagg_trace::ReadOptions {
             format,
@@ -994,6 +1005,7 @@ impl Scenario {
     /// Validates everything and resolves names, pools and cost models. Errors are one line naming
     /// the option with its CLI spelling.
     pub fn build(&self, cat: &Catalogue) -> Result<SimConfig, Error> {
+        self.check_ranges()?;
         let mode = match self.mode.as_str() {
             "disagg" => Mode::Disagg,
             "colocated" => Mode::Colocated,
@@ -1038,22 +1050,7 @@ impl Scenario {
                 .map_err(|e| rename(e, "--link"))?;
             link.name = name;
         }
-        count("--link-channels", self.link_channels, 1, MAX_CHANNELS)?;
         link.channels = self.link_channels;
-        count(
-            "--devices-per-instance",
-            self.devices_per_instance,
-            1,
-            MAX_DEVICES,
-        )?;
-        if let Some(n) = self.prefill_devices_per_instance {
-            count("--prefill-devices-per-instance", n, 1, MAX_DEVICES)?;
-        }
-        if let Some(n) = self.decode_devices_per_instance {
-            count("--decode-devices-per-instance", n, 1, MAX_DEVICES)?;
-        }
-        count("--prefill", self.prefill, 0, MAX_INSTANCES)?;
-        count("--decode", self.decode, 0, MAX_INSTANCES)?;
         match mode {
             Mode::Disagg => {
                 if self.prefill == 0 {
@@ -1076,55 +1073,6 @@ impl Scenario {
                         "colocated mode needs at least one instance (--prefill + --decode)",
                     ));
                 }
-            }
-        }
-        positive("--rate", self.rate)?;
-        if self.requests == 0 || self.requests > MAX_REQUESTS {
-            return Err(Error::invalid(
-                "--requests",
-                format!(
-                    "must be between 1 and {MAX_REQUESTS}, got {}",
-                    self.requests
-                ),
-            ));
-        }
-        positive("--prompt", self.prompt)?;
-        positive("--output", self.output)?;
-        for (flag, v) in [
-            ("--prompt-cv", self.prompt_cv),
-            ("--output-cv", self.output_cv),
-        ] {
-            if !(v.is_finite() && v >= 0.0) {
-                return Err(Error::invalid(
-                    flag,
-                    format!("must be a finite number >= 0, got {v}"),
-                ));
-            }
-            if v > 100.0 {
-                return Err(Error::invalid(flag, format!("{v} is absurdly large")));
-            }
-        }
-        for (flag, mean) in [("--prompt", self.prompt), ("--output", self.output)] {
-            if mean > 1e9 {
-                return Err(Error::invalid(
-                    flag,
-                    format!("{mean} tokens is absurdly large"),
-                ));
-            }
-        }
-        if let Some(v) = self.ttft_slo {
-            positive("--ttft-slo", v)?;
-        }
-        if let Some(v) = self.tpot_slo {
-            positive("--tpot-slo", v)?;
-        }
-        for (flag, v) in [
-            ("--power-cap", self.power_cap),
-            ("--prefill-power-cap", self.prefill_power_cap),
-            ("--decode-power-cap", self.decode_power_cap),
-        ] {
-            if let Some(v) = v {
-                positive(flag, v)?;
             }
         }
         let kv_transit = match &self.kv_compress {
