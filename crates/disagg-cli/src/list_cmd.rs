@@ -5,6 +5,7 @@ use disagg_model::Catalogue;
 use serde_json::{json, Value};
 
 use crate::format as f;
+use crate::output::outln;
 use crate::CmdResult;
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -91,18 +92,19 @@ pub fn run(a: ListArgs, cat: &Catalogue) -> CmdResult {
         } else {
             o.into_iter().next().map(|(_, v)| v).unwrap_or(Value::Null)
         };
-        println!("{}", serde_json::to_string_pretty(&v).expect("json"));
+        outln!("{}", serde_json::to_string_pretty(&v).expect("json"));
         return Ok(());
     }
     let mut first = true;
-    let mut sep = || {
+    let mut sep = || -> CmdResult {
         if !std::mem::take(&mut first) {
-            println!();
+            outln!();
         }
+        Ok(())
     };
     if want(What::Models) {
-        sep();
-        println!(
+        sep()?;
+        outln!(
             "{:<13} {:<14} {:>6} {:>7} {:>6} {:>8} {:>8} {:>7} {:>8} {:>9} {:>10} {:>11}",
             "model",
             "name",
@@ -118,7 +120,7 @@ pub fn run(a: ListArgs, cat: &Catalogue) -> CmdResult {
             "weights"
         );
         for m in &cat.models {
-            println!(
+            outln!(
                 "{:<13} {:<14} {:>6} {:>7} {:>6} {:>8} {:>8} {:>7} {:>8} {:>8}B {:>6} KiB {:>8} GB",
                 m.key,
                 m.name,
@@ -136,8 +138,8 @@ pub fn run(a: ListArgs, cat: &Catalogue) -> CmdResult {
         }
     }
     if want(What::Devices) {
-        sep();
-        println!(
+        sep()?;
+        outln!(
             "{:<10} {:<25} {:>9} {:>8} {:>7} {:>5} {:>5} {:>6} {:>6} {:>7} {:>7} {:>7}",
             "device",
             "name",
@@ -152,12 +154,23 @@ pub fn run(a: ListArgs, cat: &Catalogue) -> CmdResult {
             "energy",
             "ridge"
         );
-        println!(
+        outln!(
             "{:<10} {:<25} {:>9} {:>8} {:>7} {:>5} {:>5} {:>6} {:>6} {:>7} {:>7} {:>7}",
-            "", "", "TFLOP/s", "TB/s", "GB", "flop", "eff", "W", "W", "pJ/FLOP", "pJ/B", "FLOP/B"
+            "",
+            "",
+            "TFLOP/s",
+            "TB/s",
+            "GB",
+            "flop",
+            "eff",
+            "W",
+            "W",
+            "pJ/FLOP",
+            "pJ/B",
+            "FLOP/B"
         );
         for d in &cat.devices {
-            println!(
+            outln!(
                 "{:<10} {:<25} {:>9} {:>8} {:>7} {:>5} {:>5} {:>6} {:>6} {:>7} {:>7} {:>7.1}",
                 d.key,
                 d.name,
@@ -175,13 +188,18 @@ pub fn run(a: ListArgs, cat: &Catalogue) -> CmdResult {
         }
     }
     if want(What::Links) {
-        sep();
-        println!(
+        sep()?;
+        outln!(
             "{:<12} {:<36} {:>14} {:>10} {:>7} {:>8}",
-            "link", "name", "bandwidth", "latency", "pJ/bit", "channels"
+            "link",
+            "name",
+            "bandwidth",
+            "latency",
+            "pJ/bit",
+            "channels"
         );
         for l in &cat.links {
-            println!(
+            outln!(
                 "{:<12} {:<36} {:>14} {:>10} {:>7} {:>8}",
                 l.key,
                 l.name,
@@ -191,16 +209,19 @@ pub fn run(a: ListArgs, cat: &Catalogue) -> CmdResult {
                 l.channels
             );
         }
-        println!("(bandwidth per channel and direction)");
+        outln!("(bandwidth per channel and direction)");
     }
     if want(What::Compression) {
-        sep();
-        println!(
+        sep()?;
+        outln!(
             "{:<12} {:>6} {:>10} {:>4}  description",
-            "compression", "ratio", "ops/value", "fft"
+            "compression",
+            "ratio",
+            "ops/value",
+            "fft"
         );
         for c in &cat.compression {
-            println!(
+            outln!(
                 "{:<12} {:>6.3} {:>10} {:>4}  {}",
                 c.key,
                 c.ratio,
@@ -209,11 +230,11 @@ pub fn run(a: ListArgs, cat: &Catalogue) -> CmdResult {
                 c.description
             );
         }
-        println!(
+        outln!(
             "where: link (transit: a stage in the link at line rate, 1.6 ops/byte, 1 pJ/bit, 1 µs)"
         );
-        println!("       gpu (endpoint: the prefill GPU compresses; the pass lengthens the prefill step)");
-        println!("accuracy is out of scope: the model counts bytes and compute only");
+        outln!("       gpu (endpoint: the prefill GPU compresses; the pass lengthens the prefill step)");
+        outln!("accuracy is out of scope: the model counts bytes and compute only");
     }
     Ok(())
 }

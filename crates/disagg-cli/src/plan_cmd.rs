@@ -15,6 +15,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use crate::format::fixed;
+use crate::output::outln;
 use crate::scenario_flags::ScenarioFlags;
 use crate::{plots, CmdResult, UsageError};
 
@@ -561,10 +562,10 @@ pub fn run(a: PlanArgs, cat: &Catalogue) -> CmdResult {
             "pareto": cands.iter().filter(|c| c.pareto).map(|c| c.index).collect::<Vec<_>>(),
             "candidates": cands,
         });
-        println!("{}", serde_json::to_string_pretty(&doc).expect("json"));
+        outln!("{}", serde_json::to_string_pretty(&doc).expect("json"));
         return Ok(());
     }
-    println!(
+    outln!(
         "{} candidates at {rate} req/s: {} simulated ({} meet {}% SLO attainment), {} pruned by the analytic bounds, {} invalid",
         cands.len(),
         count("feasible") + count("infeasible"),
@@ -574,11 +575,11 @@ pub fn run(a: PlanArgs, cat: &Catalogue) -> CmdResult {
         count("invalid")
     );
     if ranked.is_empty() {
-        println!("no configuration in the search space meets the SLOs at {rate} req/s");
+        outln!("no configuration in the search space meets the SLOs at {rate} req/s");
         return Ok(());
     }
-    println!();
-    println!(
+    outln!();
+    outln!(
         "{:>4} {:>3} {:>3} {:<9} {:<9} {:<12} {:<12} {:>8} {:>11} {:>9} {:>9} {:>8}",
         "rank",
         "P",
@@ -594,7 +595,7 @@ pub fn run(a: PlanArgs, cat: &Catalogue) -> CmdResult {
         "pareto"
     );
     for (k, c) in ranked.iter().take(a.top.max(1)).enumerate() {
-        println!(
+        outln!(
             "{:>4} {:>3} {:>3} {:<9} {:<9} {:<12} {:<12} {:>8} {:>11} {:>9} {:>9} {:>8}",
             k + 1,
             c.prefill,
@@ -610,8 +611,8 @@ pub fn run(a: PlanArgs, cat: &Catalogue) -> CmdResult {
             if c.pareto { "*" } else { "" }
         );
     }
-    println!();
-    println!("Pareto frontier (cost against {} p99):", a.latency);
+    outln!();
+    outln!("Pareto frontier (cost against {} p99):", a.latency);
     let mut front: Vec<&Candidate> = cands.iter().filter(|c| c.pareto).collect();
     front.sort_by(|x, y| {
         x.usd_per_hour
@@ -619,7 +620,7 @@ pub fn run(a: PlanArgs, cat: &Catalogue) -> CmdResult {
             .total_cmp(&y.usd_per_hour.unwrap_or(0.0))
     });
     for c in front {
-        println!(
+        outln!(
             "  ${:>8}/hour  {:>10} ms   {}P {} + {}D {}, {}, {}",
             fixed(c.usd_per_hour.unwrap_or(f64::NAN), 2),
             fixed(1e3 * c.latency_p99_s.unwrap_or(f64::NAN), 1),
@@ -648,17 +649,17 @@ fn max_rate(a: &PlanArgs, base: Scenario, cat: &Catalogue) -> CmdResult {
             "simulations": r.simulations,
             "analytic": analytic,
         });
-        println!("{}", serde_json::to_string_pretty(&doc).expect("json"));
+        outln!("{}", serde_json::to_string_pretty(&doc).expect("json"));
         return Ok(());
     }
     if let Some(an) = &analytic {
-        println!(
+        outln!(
             "analytic ceiling {} req/s ({} bound)",
             fixed(an.ceiling_rps, 2),
             an.bottleneck
         );
     }
-    println!(
+    outln!(
         "highest rate meeting {}% SLO attainment: {} req/s (bracket {} to {}, {} simulations)",
         fixed(100.0 * a.slo_target, 1),
         fixed(r.rate, 2),

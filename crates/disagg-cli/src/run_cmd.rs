@@ -11,6 +11,7 @@ use disagg_sim::{
 use serde_json::json;
 
 use crate::output::{check_writable, csv_f64, Pending};
+use crate::output::{out, outln};
 use crate::scenario_flags::ScenarioFlags;
 use crate::{plots, report, CmdResult, UsageError};
 
@@ -155,12 +156,12 @@ pub fn run(a: RunArgs, cat: &Catalogue) -> CmdResult {
         plots::report(&written);
     }
     if a.json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&run_json(&prep.scenario, &s)).expect("json")
         );
     } else {
-        print!("{}", report::text(&s));
+        out!("{}", report::text(&s));
     }
     Ok(())
 }
@@ -284,20 +285,25 @@ pub fn compare(a: CompareArgs, cat: &Catalogue) -> CmdResult {
             .collect();
         let doc =
             json!({"schema_version": disagg_sim::SCHEMA_VERSION, "tool": "disagg", "runs": runs});
-        println!("{}", serde_json::to_string_pretty(&doc).expect("json"));
+        outln!("{}", serde_json::to_string_pretty(&doc).expect("json"));
         return Ok(());
     }
     if a.sweep_rate.is_none() {
         let cols: Vec<&Summary> = rows.iter().map(|r| &r.3).collect();
-        print!("{}", report::side_by_side(&["colocated", "disagg"], &cols));
+        out!("{}", report::side_by_side(&["colocated", "disagg"], &cols));
         return Ok(());
     }
-    println!(
+    outln!(
         "{:>8} {:<10} {:>12} {:>12} {:>14} {:>8}  hot-spot",
-        "rate", "mode", "TTFT p99 ms", "TPOT p99 ms", "goodput req/s", "SLO %"
+        "rate",
+        "mode",
+        "TTFT p99 ms",
+        "TPOT p99 ms",
+        "goodput req/s",
+        "SLO %"
     );
     for (rate, mode, _, s) in &rows {
-        println!(
+        outln!(
             "{:>8} {:<10} {:>12.1} {:>12.1} {:>14.2} {:>8.1}  {} -> {}",
             rate,
             mode,
@@ -344,11 +350,11 @@ fn compare_variants(a: &CompareArgs, base: &Scenario, cat: &Catalogue) -> CmdRes
             .collect();
         let doc =
             json!({"schema_version": disagg_sim::SCHEMA_VERSION, "tool": "disagg", "runs": runs});
-        println!("{}", serde_json::to_string_pretty(&doc).expect("json"));
+        outln!("{}", serde_json::to_string_pretty(&doc).expect("json"));
     } else {
         let names: Vec<&str> = cols.iter().map(|(n, _)| n.as_str()).collect();
         let refs: Vec<&Summary> = sums.iter().collect();
-        print!("{}", report::variants_table(&names, &refs));
+        out!("{}", report::variants_table(&names, &refs));
     }
     if let Some(dir) = &a.plot {
         let mut written = Vec::new();
@@ -375,20 +381,20 @@ pub fn presets(a: PresetsArgs) -> CmdResult {
             .iter()
             .map(|p| json!({"name": p.name, "group": p.group, "about": p.about, "scenario": p.scenario}))
             .collect();
-        println!("{}", serde_json::to_string_pretty(&v).expect("json"));
+        outln!("{}", serde_json::to_string_pretty(&v).expect("json"));
         return Ok(());
     }
     let mut group = "";
     for p in &all {
         if p.group != group {
             if !group.is_empty() {
-                println!();
+                outln!();
             }
             group = p.group;
-            println!("{group}");
+            outln!("{group}");
         }
-        println!("  {:<26} {}", p.name, p.about);
+        outln!("  {:<26} {}", p.name, p.about);
     }
-    println!("\nrun one with: disagg run --preset NAME");
+    outln!("\nrun one with: disagg run --preset NAME");
     Ok(())
 }
