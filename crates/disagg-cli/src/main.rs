@@ -8,6 +8,7 @@ mod custom;
 mod format;
 mod handoff_cmd;
 mod list_cmd;
+mod memory;
 mod output;
 mod plan_cmd;
 mod plots;

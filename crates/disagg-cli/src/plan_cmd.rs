@@ -16,6 +16,7 @@ use serde_json::json;
 
 use crate::format::fixed;
 use crate::output::outln;
+use crate::progress::Progress;
 use crate::scenario_flags::ScenarioFlags;
 use crate::{plots, CmdResult, UsageError};
 
@@ -45,6 +46,9 @@ pub const DEFAULT_LINK_PRICES: [(&str, f64); 9] = [
 
 /// An analytic ceiling more than this factor below the target rate is "hopeless": not simulated.
 pub const PRUNE_FACTOR: f64 = 1.25;
+
+/// Most candidates a plan may have without `--yes`.
+pub const MAX_CANDIDATES_WITHOUT_YES: u64 = 10_000;
 
 #[derive(Args, Debug)]
 pub struct PlanArgs {
@@ -144,6 +148,12 @@ pub struct PlanArgs {
     /// breakdown of the ranked configurations.
     #[arg(long, value_name = "DIR", help_heading = "Plan")]
     plot: Option<PathBuf>,
+    /// Allow more than 10,000 candidates (the count is stated on standard error first).
+    #[arg(long, help_heading = "Plan")]
+    yes: bool,
+    /// No candidate count and no progress bar on standard error.
+    #[arg(long, help_heading = "Plan")]
+    quiet: bool,
 }
 
 fn parse_counts(flag: &str, s: &str) -> Result<Vec<u32>, UsageError> {
@@ -366,28 +376,49 @@ pub fn run(a: PlanArgs, cat: &Catalogue) -> CmdResult {
             "--mode: plan searches disaggregated configurations; use --mode disagg".into(),
         ));
     }
-    // The grid, in a fixed order.
-    let mut grid = Vec::new();
-    for &p in &pcs {
-        for &d in &dcs {
-            for pd in &pds {
-                for dd in &dds {
-                    for l in &links {
-                        for c in &comps {
-                            grid.push((p, d, pd.clone(), dd.clone(), l.clone(), c.clone()));
-                        }
-                    }
-                }
-            }
-        }
+    // The grid, in a fixed order (the last list varies fastest), counted before anything is
+    // allocated per candidate.
+    let dims = [
+        pcs.len(),
+        dcs.len(),
+        pds.len(),
+        dds.len(),
+        links.len(),
+        comps.len(),
+    ];
+    let count = dims.iter().fold(1u64, |n, &d| n.saturating_mul(d as u64));
+    if count > MAX_CANDIDATES_WITHOUT_YES && !a.yes {
+        return Err(UsageError(format!(
+            "the plan has {count} candidates, more than {MAX_CANDIDATES_WITHOUT_YES}: shorten --prefill-counts, --decode-counts, the device, link or compression lists, or add --yes to run it"
+        )));
     }
-    let mut cands: Vec<Candidate> = grid
-        .par_iter()
-        .enumerate()
-        .map(|(index, (p, d, pd, dd, l, c))| {
+    if !a.quiet {
+        eprintln!("plan: {count} candidates at {rate} req/s");
+    }
+    let candidate = |index: usize| {
+        let mut rest = index;
+        let mut pick = [0usize; 6];
+        for (k, &d) in dims.iter().enumerate().rev() {
+            pick[k] = rest % d;
+            rest /= d;
+        }
+        (
+            pcs[pick[0]],
+            dcs[pick[1]],
+            &pds[pick[2]],
+            &dds[pick[3]],
+            &links[pick[4]],
+            &comps[pick[5]],
+        )
+    };
+    let progress = Progress::start("candidates", count, a.quiet);
+    let mut cands: Vec<Candidate> = (0..count as usize)
+        .into_par_iter()
+        .map(|index| {
+            let (p, d, pd, dd, l, c) = candidate(index);
             let sc = Scenario {
-                prefill: *p,
-                decode: *d,
+                prefill: p,
+                decode: d,
                 prefill_device: Some(pd.clone()),
                 decode_device: Some(dd.clone()),
                 link: l.clone(),
@@ -397,8 +428,8 @@ pub fn run(a: PlanArgs, cat: &Catalogue) -> CmdResult {
             };
             let mut cand = Candidate {
                 index,
-                prefill: *p,
-                decode: *d,
+                prefill: p,
+                decode: d,
                 prefill_device: pd.clone(),
                 decode_device: dd.clone(),
                 link: l.clone(),
@@ -468,7 +499,9 @@ pub fn run(a: PlanArgs, cat: &Catalogue) -> CmdResult {
             }
             cand
         })
+        .inspect(|_| progress.inc(1))
         .collect();
+    drop(progress);
     // Pareto frontier of (cost, latency) among feasible candidates.
     let feas: Vec<usize> = cands
         .iter()

@@ -75,6 +75,25 @@ impl Progress {
     }
 }
 
+impl Progress {
+    /// Whether the bar is drawn.
+    pub fn is_shown(&self) -> bool {
+        self.shared.is_some()
+    }
+}
+
+/// Counts a run's finished and rejected requests into a bar.
+pub struct Requests<'a>(pub &'a Progress);
+
+impl disagg_sim::observer::Observer for Requests<'_> {
+    fn finish(&mut self, _rid: usize, _t: f64) {
+        self.0.inc(1);
+    }
+    fn rejected(&mut self, _rid: usize, _t: f64) {
+        self.0.inc(1);
+    }
+}
+
 impl Drop for Progress {
     fn drop(&mut self) {
         if let Some(s) = &self.shared {
