@@ -108,8 +108,8 @@ pub fn resolve(flag: &str, path: &Path) -> Result<Target, UsageError> {
     if path.as_os_str() == "-" {
         return Ok(Target::Stdout);
     }
-    let real = follow_links(flag, path)?;
-    match std::fs::metadata(&real) {
+    // The kernel follows the links (also /proc's, such as /dev/stdout).
+    match std::fs::metadata(path) {
         Ok(m) => {
             let t = m.file_type();
             if t.is_dir() {
@@ -119,10 +119,13 @@ pub fn resolve(flag: &str, path: &Path) -> Result<Target, UsageError> {
                 )));
             }
             if t.is_file() {
+                let real = std::fs::canonicalize(path).map_err(|e| {
+                    UsageError(format!("{flag}: cannot write '{}': {e}", path.display()))
+                })?;
                 return Ok(Target::Replace(real));
             }
             if is_fifo_or_char_device(&t) {
-                return Ok(Target::Through(real));
+                return Ok(Target::Through(path.to_path_buf()));
             }
             Err(UsageError(format!(
                 "{flag}: '{}' is not a regular file, FIFO or character device",
@@ -130,6 +133,8 @@ pub fn resolve(flag: &str, path: &Path) -> Result<Target, UsageError> {
             )))
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            // A new file, or a link to one that does not exist yet: created where the links end.
+            let real = follow_links(flag, path)?;
             let dir = match real.parent() {
                 Some(d) if !d.as_os_str().is_empty() => d,
                 _ => Path::new("."),
