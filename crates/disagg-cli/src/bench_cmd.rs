@@ -9,6 +9,7 @@ use clap::Args;
 use disagg_model::Catalogue;
 use disagg_sim::{simulate_config, Scenario};
 
+use crate::output::outln;
 use crate::{CmdResult, UsageError};
 
 #[derive(Args, Debug)]
@@ -126,7 +127,7 @@ fn one(name: &str, cat: &Catalogue) -> CmdResult {
     let run = simulate_config(&cfg)?;
     let s = run.summary();
     std::hint::black_box(&s);
-    println!(
+    outln!(
         "{} {} {}",
         run.events(),
         s.requests.completed,
@@ -144,9 +145,14 @@ pub fn run(a: BenchArgs, cat: &Catalogue) -> CmdResult {
     if cfg!(debug_assertions) {
         eprintln!("note: this is a debug build; build with --release for meaningful figures");
     }
-    println!(
+    outln!(
         "{:<18} {:>10} {:>12} {:>14} {:>14} {:>10}  what",
-        "case", "requests", "wall ms", "events/s", "requests/s", "peak MiB"
+        "case",
+        "requests",
+        "wall ms",
+        "events/s",
+        "requests/s",
+        "peak MiB"
     );
     for c in cases() {
         if a.only.as_deref().is_some_and(|o| !c.name.contains(o)) {
@@ -180,7 +186,7 @@ pub fn run(a: BenchArgs, cat: &Catalogue) -> CmdResult {
         }
         if let Some(f) = &c.scenario.trace_file {
             if !std::path::Path::new(f).exists() {
-                println!(
+                outln!(
                     "{:<20} skipped: {f} not found (run from the repository's root)",
                     c.name
                 );
@@ -188,7 +194,7 @@ pub fn run(a: BenchArgs, cat: &Catalogue) -> CmdResult {
             }
         }
         let n = line.1 as f64;
-        println!(
+        outln!(
             "{:<18} {:>10} {:>12.1} {:>14.0} {:>14.0} {:>10.1}  {}",
             c.name,
             line.1,

@@ -6,6 +6,7 @@ use disagg_model::{Catalogue, CompressAt, SendMode};
 
 use crate::custom::{DeviceFlags, LinkFlags, ModelFlags};
 use crate::format as f;
+use crate::output::outln;
 use crate::{CmdResult, UsageError};
 
 #[derive(Args, Debug)]
@@ -101,7 +102,7 @@ pub fn run(a: HandoffArgs, cat: Catalogue) -> CmdResult {
     let doc = evaluate(&cat, &spec, Some(model.clone()), Some(device.clone()), link)
         .map_err(flag_error)?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&doc).expect("json"));
+        outln!("{}", serde_json::to_string_pretty(&doc).expect("json"));
         return Ok(());
     }
     let transit = transit_for(
@@ -130,7 +131,7 @@ pub fn run(a: HandoffArgs, cat: Catalogue) -> CmdResult {
         SendMode::Whole => "sent after the whole prefill",
         SendMode::Layerwise => "streamed layer by layer",
     };
-    println!(
+    outln!(
         "{}, {} prompt tokens, {}x {} prefill, {}, {}",
         m.name,
         f::thousands(a.prompt_tokens),
@@ -140,13 +141,13 @@ pub fn run(a: HandoffArgs, cat: Catalogue) -> CmdResult {
         send_text
     );
     if let Some(rows) = &doc.rows {
-        print_table(rows, send);
+        print_table(rows, send)?;
         return Ok(());
     }
     let Some(row) = &doc.row else { return Ok(()) };
     let h = &row.handoff;
     let kib = h.kv_bytes_per_token / 1024.0;
-    println!(
+    outln!(
         "  link                   {} ({}, {} latency, {} pJ/bit, {} channel{})",
         row.link_name,
         f::gb_per_s(row.link_bandwidth_bps),
@@ -155,7 +156,7 @@ pub fn run(a: HandoffArgs, cat: Catalogue) -> CmdResult {
         row.link_channels,
         if row.link_channels == 1 { "" } else { "s" }
     );
-    println!(
+    outln!(
         "  KV to hand off         {:<12} {} B per token ({} KiB)",
         f::bytes(h.kv_bytes),
         f::thousands(h.kv_bytes_per_token as u64),
@@ -166,7 +167,7 @@ pub fn run(a: HandoffArgs, cat: Catalogue) -> CmdResult {
     } else {
         format!("{:.2}x smaller", h.compression_ratio)
     };
-    println!(
+    outln!(
         "  on the wire            {:<12} {}",
         f::bytes(h.wire_bytes),
         wire_note
@@ -176,17 +177,17 @@ pub fn run(a: HandoffArgs, cat: Catalogue) -> CmdResult {
     } else {
         ""
     };
-    println!(
+    outln!(
         "  transfer               {}{}",
         f::time(h.transfer_s),
         bound
     );
-    println!("  prefill                {}", f::time(h.prefill_s));
-    println!(
+    outln!("  prefill                {}", f::time(h.prefill_s));
+    outln!(
         "  exposed after prefill  {:<12} added before decode can start",
         f::time(h.exposed_s)
     );
-    println!(
+    outln!(
         "  link full at           {:<12} hand-offs alone, one channel ({} with latency and all channels)",
         f::rps(h.link_saturation_rps),
         f::rps(h.link_capacity_rps)
@@ -196,7 +197,7 @@ pub fn run(a: HandoffArgs, cat: Catalogue) -> CmdResult {
     } else {
         String::new()
     };
-    println!(
+    outln!(
         "  link energy            {} J per hand-off{}",
         f::sig3(h.link_energy_j),
         transit_e
@@ -204,7 +205,7 @@ pub fn run(a: HandoffArgs, cat: Catalogue) -> CmdResult {
     Ok(())
 }
 
-fn print_table(rows: &[HandoffRow], send: SendMode) {
+fn print_table(rows: &[HandoffRow], send: SendMode) -> CmdResult {
     let size = rows
         .first()
         .map(|r| f::bytes(r.handoff.kv_bytes))
@@ -214,14 +215,19 @@ fn print_table(rows: &[HandoffRow], send: SendMode) {
         SendMode::Whole => "exposed",
         SendMode::Layerwise => "exposed (layer-wise)",
     };
-    println!();
-    println!(
+    outln!();
+    outln!(
         "{:<36} {:>12} {:>16} {:>20} {:>14} {:>12}",
-        "Link", "Bandwidth", takes, exposed, "link full at", "J/hand-off"
+        "Link",
+        "Bandwidth",
+        takes,
+        exposed,
+        "link full at",
+        "J/hand-off"
     );
     for r in rows {
         let h = &r.handoff;
-        println!(
+        outln!(
             "{:<36} {:>12} {:>16} {:>20} {:>14} {:>12}",
             r.link_name,
             f::gb_per_s(r.link_bandwidth_bps),
@@ -231,4 +237,5 @@ fn print_table(rows: &[HandoffRow], send: SendMode) {
             format!("{:.3}", h.link_energy_j + h.transit_energy_j)
         );
     }
+    Ok(())
 }

@@ -5,6 +5,7 @@ use disagg_model::Catalogue;
 use serde_json::{json, Value};
 
 use crate::format as f;
+use crate::output::{out, outln};
 use crate::CmdResult;
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -63,9 +64,9 @@ pub fn run(a: ListArgs, cat: &Catalogue) -> CmdResult {
     if a.what == Some(What::Ranges) {
         if a.json {
             let v = serde_json::to_value(disagg_sim::ranges::RANGES).expect("json");
-            println!("{}", serde_json::to_string_pretty(&v).expect("json"));
+            outln!("{}", serde_json::to_string_pretty(&v).expect("json"));
         } else {
-            print!("{}", disagg_sim::ranges::markdown_table());
+            out!("{}", disagg_sim::ranges::markdown_table());
         }
         return Ok(());
     }
@@ -103,18 +104,19 @@ pub fn run(a: ListArgs, cat: &Catalogue) -> CmdResult {
         } else {
             o.into_iter().next().map(|(_, v)| v).unwrap_or(Value::Null)
         };
-        println!("{}", serde_json::to_string_pretty(&v).expect("json"));
+        outln!("{}", serde_json::to_string_pretty(&v).expect("json"));
         return Ok(());
     }
     let mut first = true;
-    let mut sep = || {
+    let mut sep = || -> CmdResult {
         if !std::mem::take(&mut first) {
-            println!();
+            outln!();
         }
+        Ok(())
     };
     if want(What::Models) {
-        sep();
-        println!(
+        sep()?;
+        outln!(
             "{:<13} {:<14} {:>6} {:>7} {:>6} {:>8} {:>8} {:>7} {:>8} {:>9} {:>10} {:>11}",
             "model",
             "name",
@@ -130,7 +132,7 @@ pub fn run(a: ListArgs, cat: &Catalogue) -> CmdResult {
             "weights"
         );
         for m in &cat.models {
-            println!(
+            outln!(
                 "{:<13} {:<14} {:>6} {:>7} {:>6} {:>8} {:>8} {:>7} {:>8} {:>8}B {:>6} KiB {:>8} GB",
                 m.key,
                 m.name,
@@ -148,8 +150,8 @@ pub fn run(a: ListArgs, cat: &Catalogue) -> CmdResult {
         }
     }
     if want(What::Devices) {
-        sep();
-        println!(
+        sep()?;
+        outln!(
             "{:<10} {:<25} {:>9} {:>8} {:>7} {:>5} {:>5} {:>6} {:>6} {:>7} {:>7} {:>7}",
             "device",
             "name",
@@ -164,12 +166,23 @@ pub fn run(a: ListArgs, cat: &Catalogue) -> CmdResult {
             "energy",
             "ridge"
         );
-        println!(
+        outln!(
             "{:<10} {:<25} {:>9} {:>8} {:>7} {:>5} {:>5} {:>6} {:>6} {:>7} {:>7} {:>7}",
-            "", "", "TFLOP/s", "TB/s", "GB", "flop", "eff", "W", "W", "pJ/FLOP", "pJ/B", "FLOP/B"
+            "",
+            "",
+            "TFLOP/s",
+            "TB/s",
+            "GB",
+            "flop",
+            "eff",
+            "W",
+            "W",
+            "pJ/FLOP",
+            "pJ/B",
+            "FLOP/B"
         );
         for d in &cat.devices {
-            println!(
+            outln!(
                 "{:<10} {:<25} {:>9} {:>8} {:>7} {:>5} {:>5} {:>6} {:>6} {:>7} {:>7} {:>7.1}",
                 d.key,
                 d.name,
@@ -187,13 +200,18 @@ pub fn run(a: ListArgs, cat: &Catalogue) -> CmdResult {
         }
     }
     if want(What::Links) {
-        sep();
-        println!(
+        sep()?;
+        outln!(
             "{:<12} {:<36} {:>14} {:>10} {:>7} {:>8}",
-            "link", "name", "bandwidth", "latency", "pJ/bit", "channels"
+            "link",
+            "name",
+            "bandwidth",
+            "latency",
+            "pJ/bit",
+            "channels"
         );
         for l in &cat.links {
-            println!(
+            outln!(
                 "{:<12} {:<36} {:>14} {:>10} {:>7} {:>8}",
                 l.key,
                 l.name,
@@ -203,16 +221,19 @@ pub fn run(a: ListArgs, cat: &Catalogue) -> CmdResult {
                 l.channels
             );
         }
-        println!("(bandwidth per channel and direction)");
+        outln!("(bandwidth per channel and direction)");
     }
     if want(What::Compression) {
-        sep();
-        println!(
+        sep()?;
+        outln!(
             "{:<12} {:>6} {:>10} {:>4}  description",
-            "compression", "ratio", "ops/value", "fft"
+            "compression",
+            "ratio",
+            "ops/value",
+            "fft"
         );
         for c in &cat.compression {
-            println!(
+            outln!(
                 "{:<12} {:>6.3} {:>10} {:>4}  {}",
                 c.key,
                 c.ratio,
@@ -221,11 +242,11 @@ pub fn run(a: ListArgs, cat: &Catalogue) -> CmdResult {
                 c.description
             );
         }
-        println!(
+        outln!(
             "where: link (transit: a stage in the link at line rate, 1.6 ops/byte, 1 pJ/bit, 1 µs)"
         );
-        println!("       gpu (endpoint: the prefill GPU compresses; the pass lengthens the prefill step)");
-        println!("accuracy is out of scope: the model counts bytes and compute only");
+        outln!("       gpu (endpoint: the prefill GPU compresses; the pass lengthens the prefill step)");
+        outln!("accuracy is out of scope: the model counts bytes and compute only");
     }
     Ok(())
 }

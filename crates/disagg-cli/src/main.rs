@@ -8,9 +8,11 @@ mod custom;
 mod format;
 mod handoff_cmd;
 mod list_cmd;
+mod memory;
 mod output;
 mod plan_cmd;
 mod plots;
+mod progress;
 mod report;
 mod run_cmd;
 mod scenario_flags;
@@ -150,9 +152,17 @@ fn main() -> ExitCode {
             .map_err(UsageError),
         }
     })();
+    // Buffered output is flushed here so that a failed write is reported like any other.
+    let result = result.and_then(|()| output::flush_stdout());
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        // A closed pipe (`disagg list | head -1`): the reader has what it wanted.
+        Err(_) if output::stdout_closed() => {
+            plots::remove_created_dirs();
+            ExitCode::SUCCESS
+        }
         Err(UsageError(msg)) => {
+            plots::remove_created_dirs();
             eprintln!("error: {msg}");
             ExitCode::from(2)
         }

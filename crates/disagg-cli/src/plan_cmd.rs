@@ -15,6 +15,8 @@ use serde::Serialize;
 use serde_json::json;
 
 use crate::format::fixed;
+use crate::output::outln;
+use crate::progress::Progress;
 use crate::scenario_flags::ScenarioFlags;
 use crate::{plots, CmdResult, UsageError};
 
@@ -44,6 +46,9 @@ pub const DEFAULT_LINK_PRICES: [(&str, f64); 9] = [
 
 /// An analytic ceiling more than this factor below the target rate is "hopeless": not simulated.
 pub const PRUNE_FACTOR: f64 = 1.25;
+
+/// Most candidates a plan may have without `--yes`.
+pub const MAX_CANDIDATES_WITHOUT_YES: u64 = 10_000;
 
 #[derive(Args, Debug)]
 pub struct PlanArgs {
@@ -143,6 +148,12 @@ pub struct PlanArgs {
     /// breakdown of the ranked configurations.
     #[arg(long, value_name = "DIR", help_heading = "Plan")]
     plot: Option<PathBuf>,
+    /// Allow more than 10,000 candidates (the count is stated on standard error first).
+    #[arg(long, help_heading = "Plan")]
+    yes: bool,
+    /// No candidate count and no progress bar on standard error.
+    #[arg(long, help_heading = "Plan")]
+    quiet: bool,
 }
 
 fn parse_counts(flag: &str, s: &str) -> Result<Vec<u32>, UsageError> {
@@ -382,28 +393,49 @@ pub fn run(a: PlanArgs, cat: &Catalogue) -> CmdResult {
             "--mode: plan searches disaggregated configurations; use --mode disagg".into(),
         ));
     }
-    // The grid, in a fixed order.
-    let mut grid = Vec::new();
-    for &p in &pcs {
-        for &d in &dcs {
-            for pd in &pds {
-                for dd in &dds {
-                    for l in &links {
-                        for c in &comps {
-                            grid.push((p, d, pd.clone(), dd.clone(), l.clone(), c.clone()));
-                        }
-                    }
-                }
-            }
-        }
+    // The grid, in a fixed order (the last list varies fastest), counted before anything is
+    // allocated per candidate.
+    let dims = [
+        pcs.len(),
+        dcs.len(),
+        pds.len(),
+        dds.len(),
+        links.len(),
+        comps.len(),
+    ];
+    let count = dims.iter().fold(1u64, |n, &d| n.saturating_mul(d as u64));
+    if count > MAX_CANDIDATES_WITHOUT_YES && !a.yes {
+        return Err(UsageError(format!(
+            "the plan has {count} candidates, more than {MAX_CANDIDATES_WITHOUT_YES}: shorten --prefill-counts, --decode-counts, the device, link or compression lists, or add --yes to run it"
+        )));
     }
-    let mut cands: Vec<Candidate> = grid
-        .par_iter()
-        .enumerate()
-        .map(|(index, (p, d, pd, dd, l, c))| {
+    if !a.quiet {
+        eprintln!("plan: {count} candidates at {rate} req/s");
+    }
+    let candidate = |index: usize| {
+        let mut rest = index;
+        let mut pick = [0usize; 6];
+        for (k, &d) in dims.iter().enumerate().rev() {
+            pick[k] = rest % d;
+            rest /= d;
+        }
+        (
+            pcs[pick[0]],
+            dcs[pick[1]],
+            &pds[pick[2]],
+            &dds[pick[3]],
+            &links[pick[4]],
+            &comps[pick[5]],
+        )
+    };
+    let progress = Progress::start("candidates", count, a.quiet);
+    let mut cands: Vec<Candidate> = (0..count as usize)
+        .into_par_iter()
+        .map(|index| {
+            let (p, d, pd, dd, l, c) = candidate(index);
             let sc = Scenario {
-                prefill: *p,
-                decode: *d,
+                prefill: p,
+                decode: d,
                 prefill_device: Some(pd.clone()),
                 decode_device: Some(dd.clone()),
                 link: l.clone(),
@@ -413,8 +445,8 @@ pub fn run(a: PlanArgs, cat: &Catalogue) -> CmdResult {
             };
             let mut cand = Candidate {
                 index,
-                prefill: *p,
-                decode: *d,
+                prefill: p,
+                decode: d,
                 prefill_device: pd.clone(),
                 decode_device: dd.clone(),
                 link: l.clone(),
@@ -484,7 +516,9 @@ pub fn run(a: PlanArgs, cat: &Catalogue) -> CmdResult {
             }
             cand
         })
+        .inspect(|_| progress.inc(1))
         .collect();
+    drop(progress);
     // Pareto frontier of (cost, latency) among feasible candidates.
     let feas: Vec<usize> = cands
         .iter()
@@ -578,10 +612,10 @@ pub fn run(a: PlanArgs, cat: &Catalogue) -> CmdResult {
             "pareto": cands.iter().filter(|c| c.pareto).map(|c| c.index).collect::<Vec<_>>(),
             "candidates": cands,
         });
-        println!("{}", serde_json::to_string_pretty(&doc).expect("json"));
+        outln!("{}", serde_json::to_string_pretty(&doc).expect("json"));
         return Ok(());
     }
-    println!(
+    outln!(
         "{} candidates at {rate} req/s: {} simulated ({} meet {}% SLO attainment), {} pruned by the analytic bounds, {} invalid",
         cands.len(),
         count("feasible") + count("infeasible"),
@@ -591,11 +625,11 @@ pub fn run(a: PlanArgs, cat: &Catalogue) -> CmdResult {
         count("invalid")
     );
     if ranked.is_empty() {
-        println!("no configuration in the search space meets the SLOs at {rate} req/s");
+        outln!("no configuration in the search space meets the SLOs at {rate} req/s");
         return Ok(());
     }
-    println!();
-    println!(
+    outln!();
+    outln!(
         "{:>4} {:>3} {:>3} {:<9} {:<9} {:<12} {:<12} {:>8} {:>11} {:>9} {:>9} {:>8}",
         "rank",
         "P",
@@ -611,7 +645,7 @@ pub fn run(a: PlanArgs, cat: &Catalogue) -> CmdResult {
         "pareto"
     );
     for (k, c) in ranked.iter().take(a.top.max(1)).enumerate() {
-        println!(
+        outln!(
             "{:>4} {:>3} {:>3} {:<9} {:<9} {:<12} {:<12} {:>8} {:>11} {:>9} {:>9} {:>8}",
             k + 1,
             c.prefill,
@@ -627,8 +661,8 @@ pub fn run(a: PlanArgs, cat: &Catalogue) -> CmdResult {
             if c.pareto { "*" } else { "" }
         );
     }
-    println!();
-    println!("Pareto frontier (cost against {} p99):", a.latency);
+    outln!();
+    outln!("Pareto frontier (cost against {} p99):", a.latency);
     let mut front: Vec<&Candidate> = cands.iter().filter(|c| c.pareto).collect();
     front.sort_by(|x, y| {
         x.usd_per_hour
@@ -636,7 +670,7 @@ pub fn run(a: PlanArgs, cat: &Catalogue) -> CmdResult {
             .total_cmp(&y.usd_per_hour.unwrap_or(0.0))
     });
     for c in front {
-        println!(
+        outln!(
             "  ${:>8}/hour  {:>10} ms   {}P {} + {}D {}, {}, {}",
             fixed(c.usd_per_hour.unwrap_or(f64::NAN), 2),
             fixed(1e3 * c.latency_p99_s.unwrap_or(f64::NAN), 1),
@@ -665,17 +699,17 @@ fn max_rate(a: &PlanArgs, base: Scenario, cat: &Catalogue) -> CmdResult {
             "simulations": r.simulations,
             "analytic": analytic,
         });
-        println!("{}", serde_json::to_string_pretty(&doc).expect("json"));
+        outln!("{}", serde_json::to_string_pretty(&doc).expect("json"));
         return Ok(());
     }
     if let Some(an) = &analytic {
-        println!(
+        outln!(
             "analytic ceiling {} req/s ({} bound)",
             fixed(an.ceiling_rps, 2),
             an.bottleneck
         );
     }
-    println!(
+    outln!(
         "highest rate meeting {}% SLO attainment: {} req/s (bracket {} to {}, {} simulations)",
         fixed(100.0 * a.slo_target, 1),
         fixed(r.rate, 2),

@@ -13,16 +13,44 @@ use disagg_sim::{RunResult, Summary};
 use crate::output::write_file_atomic;
 use crate::UsageError;
 
-/// Creates the plot directory (and parents) up front, so a bad path fails before any run.
+/// The directories [`prepare_dir`] created, deepest first, so a failed command can remove them.
+static CREATED_DIRS: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+/// Creates the plot directory (and parents) up front, so a bad path fails before any run. The
+/// directories it creates are removed again by [`remove_created_dirs`] if the command fails.
 pub fn prepare_dir(dir: &Path) -> Result<(), UsageError> {
+    if dir.as_os_str() == "-" {
+        return Err(UsageError(
+            "--plot: '-' is not a directory: give the directory to write the charts into".into(),
+        ));
+    }
     if dir.exists() && !dir.is_dir() {
         return Err(UsageError(format!(
             "--plot: '{}' is not a directory",
             dir.display()
         )));
     }
+    let missing: Vec<PathBuf> = dir
+        .ancestors()
+        .filter(|a| !a.as_os_str().is_empty())
+        .take_while(|a| std::fs::symlink_metadata(a).is_err())
+        .map(Path::to_path_buf)
+        .collect();
     std::fs::create_dir_all(dir)
-        .map_err(|e| UsageError(format!("--plot: cannot create '{}': {e}", dir.display())))
+        .map_err(|e| UsageError(format!("--plot: cannot create '{}': {e}", dir.display())))?;
+    CREATED_DIRS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .extend(missing);
+    Ok(())
+}
+
+/// Removes the directories [`prepare_dir`] created that are still empty (after a failure).
+pub fn remove_created_dirs() {
+    let dirs = std::mem::take(&mut *CREATED_DIRS.lock().unwrap_or_else(|e| e.into_inner()));
+    for d in dirs {
+        let _ = std::fs::remove_dir(d);
+    }
 }
 
 fn write(

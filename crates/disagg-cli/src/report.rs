@@ -62,27 +62,37 @@ pub fn warn_clipping(cfg: &disagg_sim::SimConfig) {
     }
 }
 
-/// The runs' own warnings (each run's `summary.warnings`, in run order) as one line: the first
-/// run's message, and how many runs warned when more than one did.
-pub fn warn_runs<'a>(summaries: impl Iterator<Item = &'a serde_json::Value>) {
-    let mut n = 0;
-    let mut warned = 0;
-    let mut first: Option<String> = None;
-    for s in summaries {
-        n += 1;
-        if let Some(w) = s["warnings"].as_array().filter(|w| !w.is_empty()) {
-            warned += 1;
-            if first.is_none() {
-                first = w[0].as_str().map(str::to_string);
+/// The warnings of many runs (a sweep), told once at the end: the one warning, or how many runs
+/// warned and the first warning.
+#[derive(Default)]
+pub struct RunWarnings {
+    n: u64,
+    warned: u64,
+    first: Option<String>,
+}
+
+impl RunWarnings {
+    /// Counts one run's summary.
+    pub fn add(&mut self, summary: &serde_json::Value) {
+        self.n += 1;
+        if let Some(w) = summary["warnings"].as_array().filter(|w| !w.is_empty()) {
+            self.warned += 1;
+            if self.first.is_none() {
+                self.first = w[0].as_str().map(str::to_string);
             }
         }
     }
-    match first {
-        Some(m) if warned == 1 => warn(&m),
-        Some(m) => warn(&format!(
-            "{warned} of {n} runs warned (each run's summary.warnings in --jsonl); the first: {m}"
-        )),
-        None => {}
+
+    /// Prints one line if any run warned.
+    pub fn finish(self) {
+        match self.first {
+            Some(m) if self.warned == 1 => warn(&m),
+            Some(m) => warn(&format!(
+                "{} of {} runs warned (each run's summary.warnings in --jsonl); the first: {m}",
+                self.warned, self.n
+            )),
+            None => {}
+        }
     }
 }
 

@@ -10,7 +10,10 @@ use disagg_sim::{
 };
 use serde_json::json;
 
+use crate::memory;
 use crate::output::{check_writable, csv_f64, Pending};
+use crate::output::{out, outln};
+use crate::progress::{self, Progress};
 use crate::scenario_flags::ScenarioFlags;
 use crate::{plots, report, CmdResult, UsageError};
 
@@ -34,6 +37,12 @@ pub struct RunArgs {
     /// Write SVG charts here: latency CDFs, utilisation/queues/KV over time, stage breakdown.
     #[arg(long, value_name = "DIR")]
     pub plot: Option<PathBuf>,
+    /// Run even if the estimated memory of the run exceeds what the machine has available.
+    #[arg(long)]
+    pub yes: bool,
+    /// No progress bar (drawn on standard error only when it is a terminal).
+    #[arg(long)]
+    pub quiet: bool,
 }
 
 /// The validated configuration and the requests to run.
@@ -129,6 +138,13 @@ fn requests_csv(run: &RunResult, p: &mut Pending) -> std::io::Result<()> {
 
 pub fn run(a: RunArgs, cat: &Catalogue) -> CmdResult {
     let prep = prepare(&a.sc, cat, a.workload_file.as_ref())?;
+    let requests_flag = match (&a.workload_file, &prep.scenario.trace_file) {
+        (Some(_), _) => "--workload-file",
+        (None, Some(_)) => "--trace-file",
+        (None, None) => "--requests",
+    };
+    let requests = prep.cfg.workload.requests;
+    memory::check_run(requests_flag, requests, a.plot.is_some(), a.yes)?;
     if let Some(p) = &a.requests_out {
         check_writable("--requests-out", p)?;
     }
@@ -136,27 +152,31 @@ pub fn run(a: RunArgs, cat: &Catalogue) -> CmdResult {
         plots::prepare_dir(d)?;
     }
     let mut timeline = plots::Timeline::default();
+    let progress = Progress::start("requests", requests, a.quiet);
+    let mut counted = progress::Requests(&progress);
     let run = match (&a.trace, a.plot.is_some()) {
         (Some(path), with_plot) => {
             let mut pending = Pending::create("--trace", path)?;
             let mut tr = ChromeTrace::new(pending.writer());
             let run = if with_plot {
-                simulate_config_observed(&prep.cfg, &mut (&mut tr, &mut timeline))?
+                simulate_config_observed(&prep.cfg, &mut (&mut counted, (&mut tr, &mut timeline)))?
             } else {
-                simulate_config_observed(&prep.cfg, &mut tr)?
+                simulate_config_observed(&prep.cfg, &mut (&mut counted, &mut tr))?
             };
-            tr.finish()
-                .map_err(|e| UsageError(format!("--trace: cannot write: {e}")))?;
+            let finished = tr.finish().map(drop);
+            finished.map_err(|e| pending.error(e))?;
             pending.commit()?;
             run
         }
-        (None, true) => simulate_config_observed(&prep.cfg, &mut timeline)?,
+        (None, true) => simulate_config_observed(&prep.cfg, &mut (&mut counted, &mut timeline))?,
+        (None, false) if progress.is_shown() => simulate_config_observed(&prep.cfg, &mut counted)?,
         (None, false) => simulate_config(&prep.cfg)?,
     };
+    drop(progress);
     if let Some(path) = &a.requests_out {
         let mut pending = Pending::create("--requests-out", path)?;
-        requests_csv(&run, &mut pending)
-            .map_err(|e| UsageError(format!("--requests-out: cannot write: {e}")))?;
+        let written = requests_csv(&run, &mut pending);
+        written.map_err(|e| pending.error(e))?;
         pending.commit()?;
     }
     let s = run.summary();
@@ -171,12 +191,12 @@ pub fn run(a: RunArgs, cat: &Catalogue) -> CmdResult {
         plots::report(&written);
     }
     if a.json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&run_json(&prep.scenario, &s)).expect("json")
         );
     } else {
-        print!("{}", report::text(&s));
+        out!("{}", report::text(&s));
     }
     Ok(())
 }
@@ -199,6 +219,9 @@ pub struct CompareArgs {
     /// percentiles and SLO attainment against rate.
     #[arg(long, value_name = "DIR")]
     pub plot: Option<PathBuf>,
+    /// No progress bar (drawn on standard error only when it is a terminal).
+    #[arg(long)]
+    pub quiet: bool,
 }
 
 fn with_mode(s: &Scenario, mode: &str) -> Scenario {
@@ -262,8 +285,10 @@ pub fn compare(a: CompareArgs, cat: &Catalogue) -> CmdResult {
     }
     let mut rows = Vec::new();
     let mut lats = Vec::new();
+    let progress = Progress::start("runs", cfgs.len() as u64, a.quiet);
     for (rate, mode, sc, cfg) in &cfgs {
         let run = simulate_config(cfg)?;
+        progress.inc(1);
         if a.plot.is_some() && cfgs.len() <= 12 {
             let name = if rates.len() > 1 {
                 format!("{mode} @ {rate} req/s")
@@ -276,6 +301,7 @@ pub fn compare(a: CompareArgs, cat: &Catalogue) -> CmdResult {
         report::warn_summary(&sum);
         rows.push((*rate, *mode, sc.clone(), sum));
     }
+    drop(progress);
     if let Some(dir) = &a.plot {
         let mut written = Vec::new();
         let slo = base.slos();
@@ -320,20 +346,25 @@ pub fn compare(a: CompareArgs, cat: &Catalogue) -> CmdResult {
         let mut doc =
             json!({"schema_version": disagg_sim::SCHEMA_VERSION, "tool": "disagg", "runs": runs});
         with_warnings(&mut doc);
-        println!("{}", serde_json::to_string_pretty(&doc).expect("json"));
+        outln!("{}", serde_json::to_string_pretty(&doc).expect("json"));
         return Ok(());
     }
     if a.sweep_rate.is_none() {
         let cols: Vec<&Summary> = rows.iter().map(|r| &r.3).collect();
-        print!("{}", report::side_by_side(&["colocated", "disagg"], &cols));
+        out!("{}", report::side_by_side(&["colocated", "disagg"], &cols));
         return Ok(());
     }
-    println!(
+    outln!(
         "{:>8} {:<10} {:>12} {:>12} {:>14} {:>8}  hot-spot",
-        "rate", "mode", "TTFT p99 ms", "TPOT p99 ms", "goodput req/s", "SLO %"
+        "rate",
+        "mode",
+        "TTFT p99 ms",
+        "TPOT p99 ms",
+        "goodput req/s",
+        "SLO %"
     );
     for (rate, mode, _, s) in &rows {
-        println!(
+        outln!(
             "{:>8} {:<10} {:>12} {:>12} {:>14} {:>8}  {} -> {}",
             rate,
             mode,
@@ -365,8 +396,10 @@ fn compare_variants(a: &CompareArgs, base: &Scenario, cat: &Catalogue) -> CmdRes
     }
     let mut sums = Vec::new();
     let mut lats = Vec::new();
+    let progress = Progress::start("runs", cfgs.len() as u64, a.quiet);
     for ((name, _), cfg) in cols.iter().zip(&cfgs) {
         let run = simulate_config(cfg)?;
+        progress.inc(1);
         if a.plot.is_some() && cols.len() <= 12 {
             lats.push(plots::Latencies::of(name, &run));
         }
@@ -374,6 +407,7 @@ fn compare_variants(a: &CompareArgs, base: &Scenario, cat: &Catalogue) -> CmdRes
         report::warn_summary(&sum);
         sums.push(sum);
     }
+    drop(progress);
     if a.json {
         let runs: Vec<serde_json::Value> = cols
             .iter()
@@ -383,11 +417,11 @@ fn compare_variants(a: &CompareArgs, base: &Scenario, cat: &Catalogue) -> CmdRes
         let mut doc =
             json!({"schema_version": disagg_sim::SCHEMA_VERSION, "tool": "disagg", "runs": runs});
         with_warnings(&mut doc);
-        println!("{}", serde_json::to_string_pretty(&doc).expect("json"));
+        outln!("{}", serde_json::to_string_pretty(&doc).expect("json"));
     } else {
         let names: Vec<&str> = cols.iter().map(|(n, _)| n.as_str()).collect();
         let refs: Vec<&Summary> = sums.iter().collect();
-        print!("{}", report::variants_table(&names, &refs));
+        out!("{}", report::variants_table(&names, &refs));
     }
     if let Some(dir) = &a.plot {
         let mut written = Vec::new();
@@ -414,20 +448,20 @@ pub fn presets(a: PresetsArgs) -> CmdResult {
             .iter()
             .map(|p| json!({"name": p.name, "group": p.group, "about": p.about, "scenario": p.scenario}))
             .collect();
-        println!("{}", serde_json::to_string_pretty(&v).expect("json"));
+        outln!("{}", serde_json::to_string_pretty(&v).expect("json"));
         return Ok(());
     }
     let mut group = "";
     for p in &all {
         if p.group != group {
             if !group.is_empty() {
-                println!();
+                outln!();
             }
             group = p.group;
-            println!("{group}");
+            outln!("{group}");
         }
-        println!("  {:<26} {}", p.name, p.about);
+        outln!("  {:<26} {}", p.name, p.about);
     }
-    println!("\nrun one with: disagg run --preset NAME");
+    outln!("\nrun one with: disagg run --preset NAME");
     Ok(())
 }

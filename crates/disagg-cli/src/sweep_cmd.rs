@@ -2,18 +2,19 @@
 //! run (CSV and/or JSON Lines) with identical bytes whatever the thread count; `--shard I/N` runs a
 //! deterministic slice and `disagg sweep merge` joins the slices back into the one-machine output.
 
-use std::io::{IsTerminal, Write};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Condvar, Mutex};
 
 use clap::{Args, Subcommand};
 use disagg_model::Catalogue;
 use disagg_sim::{simulate_config, Scenario, SimConfig, Summary};
-use rayon::prelude::*;
 use serde_json::{json, Map, Value};
 
-use crate::output::{check_writable, Pending};
+use crate::output::{check_writable, outln, resolve, Pending, Target};
+use crate::progress::Progress;
 use crate::scenario_flags::ScenarioFlags;
 use crate::{plots, CmdResult, UsageError};
 
@@ -35,19 +36,29 @@ pub struct SweepArgs {
     /// table of arrays, in axis order.
     #[arg(long, value_name = "FILE.toml", help_heading = "Sweep")]
     spec: Option<PathBuf>,
-    /// Write one CSV row per run.
+    /// Write one CSV row per run (`-`: standard output). The columns are known only when every
+    /// run is done, so the CSV is written at the end; while the sweep runs, its finished rows are
+    /// kept as JSON Lines in FILE.csv.partial (unless --jsonl names a file).
     #[arg(long, value_name = "FILE.csv", help_heading = "Sweep")]
     csv: Option<PathBuf>,
-    /// Write one JSON object per line per run.
+    /// Write one JSON object per line per run (`-`: standard output). Rows are written as they
+    /// finish, in run order, to FILE.jsonl.partial, which is renamed to FILE.jsonl when the sweep
+    /// completes: an interrupted sweep leaves FILE.jsonl untouched and every finished row in
+    /// FILE.jsonl.partial (see --resume).
     #[arg(long, value_name = "FILE.jsonl", help_heading = "Sweep")]
     jsonl: Option<PathBuf>,
+    /// Continue an interrupted sweep: keep the rows of FILE.partial (or, without one, of FILE)
+    /// and run only the others. The rows must come from the same sweep (same spec fingerprint,
+    /// run count and shard), else the sweep is refused; an incomplete last line is dropped.
+    #[arg(long, help_heading = "Sweep", conflicts_with = "plot")]
+    resume: bool,
     /// Worker threads (default: all cores).
     #[arg(long, value_name = "N", help_heading = "Sweep")]
     threads: Option<usize>,
     /// Run only slice I of N (runs whose index modulo N is I), for a cluster array job.
     #[arg(long, value_name = "I/N", help_heading = "Sweep")]
     shard: Option<String>,
-    /// No progress bar.
+    /// No progress bar (it is drawn on standard error only when that is a terminal).
     #[arg(long, help_heading = "Sweep")]
     quiet: bool,
     /// Allow more than 100,000 runs.
@@ -358,38 +369,75 @@ fn csv_cell(v: &Value) -> String {
     }
 }
 
+/// The scalars of a row under dotted keys: its CSV cells by column name.
+fn flat_row(r: &Value) -> Vec<(String, Value)> {
+    let mut f = Vec::new();
+    flatten("", r, &mut f);
+    f
+}
+
+/// Adds the keys of `f` not seen yet to the CSV header, in order.
+fn extend_header(header: &mut Vec<String>, seen: &mut HashSet<String>, f: &[(String, Value)]) {
+    for (k, _) in f {
+        if seen.insert(k.clone()) {
+            header.push(k.clone());
+        }
+    }
+}
+
+/// One CSV line (with its newline) of a flattened row under `header`.
+fn csv_line(header: &[String], f: &[(String, Value)]) -> String {
+    let m: HashMap<&str, &Value> = f.iter().map(|(k, v)| (k.as_str(), v)).collect();
+    let cells: Vec<String> = header
+        .iter()
+        .map(|h| m.get(h.as_str()).map_or(String::new(), |v| csv_cell(v)))
+        .collect();
+    let mut line = cells.join(",");
+    line.push('\n');
+    line
+}
+
 /// CSV text of JSONL rows: one column per scalar of `run`, `scenario.*` and `summary.*`.
 fn rows_to_csv(rows: &[Value]) -> String {
-    let flat: Vec<Vec<(String, Value)>> = rows
-        .iter()
-        .map(|r| {
-            let mut f = Vec::new();
-            flatten("", r, &mut f);
-            f
-        })
-        .collect();
+    let flat: Vec<Vec<(String, Value)>> = rows.iter().map(flat_row).collect();
     let mut header: Vec<String> = Vec::new();
-    let mut seen = std::collections::HashSet::new();
+    let mut seen = HashSet::new();
     for f in &flat {
-        for (k, _) in f {
-            if seen.insert(k.clone()) {
-                header.push(k.clone());
-            }
-        }
+        extend_header(&mut header, &mut seen, f);
     }
     let mut out = header.join(",");
     out.push('\n');
     for f in &flat {
-        let m: std::collections::HashMap<&str, &Value> =
-            f.iter().map(|(k, v)| (k.as_str(), v)).collect();
-        let cells: Vec<String> = header
-            .iter()
-            .map(|h| m.get(h.as_str()).map_or(String::new(), |v| csv_cell(v)))
-            .collect();
-        out.push_str(&cells.join(","));
-        out.push('\n');
+        out.push_str(&csv_line(&header, f));
     }
     out
+}
+
+/// The rows of a JSON Lines file, one at a time.
+fn jsonl_rows(path: &Path) -> Result<impl Iterator<Item = Result<Value, UsageError>>, UsageError> {
+    let shown = path.display().to_string();
+    let f =
+        std::fs::File::open(path).map_err(|e| UsageError(format!("cannot read '{shown}': {e}")))?;
+    Ok(BufReader::new(f).lines().map(move |l| {
+        let l = l.map_err(|e| UsageError(format!("cannot read '{shown}': {e}")))?;
+        serde_json::from_str(&l).map_err(|e| UsageError(format!("{shown}: not a sweep row: {e}")))
+    }))
+}
+
+/// Writes the CSV of the rows in the JSON Lines file `rows` to `out`, reading the file twice
+/// (columns, then cells) so that memory does not grow with the number of rows. The bytes are
+/// those of [`rows_to_csv`].
+fn csv_from_jsonl(rows: &Path, out: &mut Pending) -> CmdResult {
+    let mut header: Vec<String> = Vec::new();
+    let mut seen = HashSet::new();
+    for r in jsonl_rows(rows)? {
+        extend_header(&mut header, &mut seen, &flat_row(&r?));
+    }
+    out.write_all(format!("{}\n", header.join(",")).as_bytes())?;
+    for r in jsonl_rows(rows)? {
+        out.write_all(csv_line(&header, &flat_row(&r?)).as_bytes())?;
+    }
+    Ok(())
 }
 
 fn run_one(
@@ -508,6 +556,135 @@ fn sweep_plots(dir: &Path, sweep: &Sweep, rows: &[RunRow], base: &Value) -> CmdR
     Ok(())
 }
 
+/// The name of the file that holds a sweep's finished rows while it runs, next to its output.
+fn partial_name(name: &str) -> String {
+    format!("{name}.partial")
+}
+
+/// The partial file of the output at `real` (a regular file's path, links resolved).
+fn partial_path(real: &Path) -> PathBuf {
+    let name = real
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    real.with_file_name(partial_name(&name))
+}
+
+/// How many runs slice `i` of `n` has.
+fn shard_runs(total: u64, i: u64, n: u64) -> u64 {
+    if total > i {
+        (total - i - 1) / n + 1
+    } else {
+        0
+    }
+}
+
+/// Checks that the rows of `path` are the first rows of this sweep's slice, in order, and
+/// returns how many there are and the bytes they take (an incomplete last line is not counted).
+fn resumable_rows(
+    path: &Path,
+    fp: &str,
+    total: u64,
+    (shard_i, shard_n): (u64, u64),
+    runs: u64,
+) -> Result<(u64, u64), UsageError> {
+    let shown = path.display();
+    let cannot = |e: std::io::Error| UsageError(format!("--resume: cannot read '{shown}': {e}"));
+    let mut r = BufReader::new(std::fs::File::open(path).map_err(cannot)?);
+    let mut line = Vec::new();
+    let (mut k, mut bytes) = (0u64, 0u64);
+    loop {
+        line.clear();
+        let got = r.read_until(b'\n', &mut line).map_err(cannot)?;
+        if got == 0 || line.last() != Some(&b'\n') {
+            break;
+        }
+        let at = format!("{shown}:{}", k + 1);
+        let v: Value = serde_json::from_slice(&line)
+            .map_err(|e| UsageError(format!("--resume: {at}: not a sweep row: {e}")))?;
+        let (row_fp, row_total) = (v["spec"].as_str(), v["runs_total"].as_u64());
+        if row_fp != Some(fp) || row_total != Some(total) {
+            return Err(UsageError(format!(
+                "--resume: '{shown}' holds rows of another sweep (spec {}, {} runs; this sweep is spec {fp}, {total} runs): remove it or drop --resume",
+                row_fp.unwrap_or("?"),
+                row_total.map_or("?".to_string(), |t| t.to_string())
+            )));
+        }
+        let want = shard_i + k * shard_n;
+        if k >= runs || v["run"].as_u64() != Some(want) {
+            return Err(UsageError(format!(
+                "--resume: {at}: run {} where run {want} was expected (rows of another shard, or a damaged file): remove it or drop --resume",
+                v["run"]
+            )));
+        }
+        k += 1;
+        bytes += got as u64;
+    }
+    Ok((k, bytes))
+}
+
+/// What the workers of a sweep share: the runs, the next one to take, and the reorder window.
+struct Work<'a> {
+    sweep: &'a Sweep,
+    cat: &'a Catalogue,
+    fp: &'a str,
+    shard: (u64, u64),
+    runs: u64,
+    keep_latencies: bool,
+    /// The next run (position in the slice) a worker takes.
+    next: AtomicU64,
+    /// Rows written so far; a worker waits while its run is `window` or more ahead of it.
+    written: Mutex<u64>,
+    advanced: Condvar,
+    window: u64,
+    stop: AtomicBool,
+}
+
+impl Work<'_> {
+    /// One worker: takes runs in order and sends their rows, never more than `window` ahead of
+    /// the writer, so memory stays bounded whatever the number of runs.
+    fn worker(&self, tx: &mpsc::Sender<(u64, Result<RunRow, String>)>) {
+        loop {
+            let k = self.next.fetch_add(1, Ordering::Relaxed);
+            if k >= self.runs || self.stop.load(Ordering::Relaxed) {
+                return;
+            }
+            {
+                let mut w = self.written.lock().unwrap_or_else(|e| e.into_inner());
+                while k >= *w + self.window && !self.stop.load(Ordering::Relaxed) {
+                    w = self.advanced.wait(w).unwrap_or_else(|e| e.into_inner());
+                }
+            }
+            if self.stop.load(Ordering::Relaxed) {
+                return;
+            }
+            let i = self.shard.0 + k * self.shard.1;
+            let total = self.sweep.runs();
+            let row = self.sweep.scenario(i).map_err(|e| e.0).and_then(|sc| {
+                let cfg = sc.build(self.cat).map_err(|e| format!("run {i}: {e}"))?;
+                run_one(
+                    &cfg,
+                    i,
+                    self.sweep,
+                    total,
+                    self.fp,
+                    &sc,
+                    self.keep_latencies,
+                )
+            });
+            if tx.send((k, row)).is_err() {
+                return;
+            }
+        }
+    }
+
+    /// Lets the workers run up to `window` past row `done`.
+    fn advance(&self, done: u64) {
+        *self.written.lock().unwrap_or_else(|e| e.into_inner()) = done;
+        self.advanced.notify_all();
+    }
+}
+
 pub fn run(a: SweepArgs, cat: &Catalogue) -> CmdResult {
     if let Some(SweepSub::Merge(m)) = a.cmd {
         return merge(m);
@@ -523,11 +700,12 @@ pub fn run(a: SweepArgs, cat: &Catalogue) -> CmdResult {
         Some(s) => parse_shard(s)?,
         None => (0, 1),
     };
-    for (flag, p) in [("--csv", &a.csv), ("--jsonl", &a.jsonl)] {
-        if let Some(p) = p {
-            check_writable(flag, p)?;
-        }
-    }
+    let jsonl_target = a
+        .jsonl
+        .as_deref()
+        .map(|p| resolve("--jsonl", p))
+        .transpose()?;
+    let csv_target = a.csv.as_deref().map(|p| resolve("--csv", p)).transpose()?;
     if let Some(t) = a.threads {
         if t == 0 || t > 1024 {
             return Err(UsageError(format!(
@@ -536,15 +714,57 @@ pub fn run(a: SweepArgs, cat: &Catalogue) -> CmdResult {
         }
     }
     let fp = sweep.fingerprint();
+    let runs = shard_runs(total, shard_i, shard_n);
+    // The finished rows are kept (and resumed from) next to the JSON Lines file, else the CSV.
+    let kept: Option<(&str, PathBuf)> = match (&jsonl_target, &csv_target) {
+        (Some(Target::Replace(p)), _) => Some(("--jsonl", p.clone())),
+        (_, Some(Target::Replace(p))) => Some(("--csv", p.clone())),
+        _ => None,
+    };
+    let mut start = 0;
+    let mut keep_bytes = None;
+    match (&kept, a.resume) {
+        (None, true) => {
+            return Err(UsageError(
+                "--resume: needs --jsonl or --csv naming a file (where the finished rows are kept)"
+                    .into(),
+            ))
+        }
+        (Some((flag, real)), resume) => {
+            let partial = partial_path(real);
+            if partial.exists() {
+                if !resume {
+                    return Err(UsageError(format!(
+                        "{flag}: '{}' holds the rows of an interrupted sweep: add --resume to continue it, or remove it",
+                        partial.display()
+                    )));
+                }
+                let (k, bytes) = resumable_rows(&partial, &fp, total, (shard_i, shard_n), runs)?;
+                start = k;
+                keep_bytes = Some(bytes);
+            } else if resume && *flag == "--jsonl" && real.is_file() {
+                // A finished (or earlier) output: keep its rows of this sweep.
+                let (k, bytes) = resumable_rows(real, &fp, total, (shard_i, shard_n), runs)?;
+                std::fs::copy(real, &partial).map_err(|e| {
+                    UsageError(format!(
+                        "--jsonl: cannot write '{}': {e}",
+                        partial.display()
+                    ))
+                })?;
+                start = k;
+                keep_bytes = Some(bytes);
+            }
+        }
+        (None, false) => {}
+    }
     if let Some(d) = &a.plot {
         plots::prepare_dir(d)?;
     }
     // Validate every run of this shard before running any.
-    let mine: Vec<u64> = (0..total).filter(|i| i % shard_n == shard_i).collect();
-    let mut cfgs = Vec::with_capacity(mine.len());
-    for &i in &mine {
+    for k in 0..runs {
+        let i = shard_i + k * shard_n;
         let sc = sweep.scenario(i)?;
-        let cfg = sc.build(cat).map_err(|e| {
+        sc.build(cat).map_err(|e| {
             let point: Vec<String> = sweep
                 .point(i)
                 .iter()
@@ -552,7 +772,6 @@ pub fn run(a: SweepArgs, cat: &Catalogue) -> CmdResult {
                 .collect();
             UsageError(format!("run {i} ({}): {e}", point.join(" ")))
         })?;
-        cfgs.push((i, sc, cfg));
     }
     let pool = {
         let mut b = rayon::ThreadPoolBuilder::new();
@@ -562,107 +781,226 @@ pub fn run(a: SweepArgs, cat: &Catalogue) -> CmdResult {
         b.build()
             .map_err(|e| UsageError(format!("--threads: {e}")))?
     };
-    let keep_lat = a.plot.is_some() && cfgs.len() <= 12;
-    let done = AtomicUsize::new(0);
-    let finished = AtomicBool::new(false);
-    let show = !a.quiet && std::io::stderr().is_terminal();
-    let n = cfgs.len();
-    let rows: Vec<Result<RunRow, String>> = std::thread::scope(|scope| {
-        if show {
-            scope.spawn(|| {
-                while !finished.load(Ordering::Relaxed) {
-                    let d = done.load(Ordering::Relaxed);
-                    let w = 30 * d / n.max(1);
-                    eprint!("\r[{}{}] {d}/{n} runs", "#".repeat(w), " ".repeat(30 - w));
-                    std::thread::sleep(Duration::from_millis(100));
+    // Where the rows go as they finish.
+    let resume_at = |flag: &str| keep_bytes.filter(|_| kept.as_ref().is_some_and(|k| k.0 == flag));
+    let jsonl_is_file = matches!(jsonl_target, Some(Target::Replace(_)));
+    let mut jsonl_out = match (&a.jsonl, &jsonl_target) {
+        (Some(shown), Some(t)) => Some(Pending::open(
+            "--jsonl",
+            shown,
+            t.clone(),
+            partial_name,
+            resume_at("--jsonl"),
+        )?),
+        _ => None,
+    };
+    // The CSV is written at the end from the rows kept in a file: the JSON Lines one, else a
+    // spool (the CSV's partial file, or a temporary file when the CSV goes to a stream).
+    let mut spool = match (&a.csv, &csv_target) {
+        (Some(shown), Some(Target::Replace(real))) if !jsonl_is_file => Some(Pending::open(
+            "--csv",
+            shown,
+            Target::Replace(real.clone()),
+            partial_name,
+            resume_at("--csv"),
+        )?),
+        (Some(shown), Some(_)) if !jsonl_is_file => {
+            let tmp =
+                std::env::temp_dir().join(format!("disagg-sweep-{}.jsonl", std::process::id()));
+            Some(Pending::open(
+                "--csv",
+                shown,
+                Target::Replace(tmp),
+                |n| format!(".{n}.tmp"),
+                None,
+            )?)
+        }
+        _ => None,
+    };
+    // A resumed file holds the work of earlier runs: it is not removed if this run fails.
+    for (p, flag) in [(&mut jsonl_out, "--jsonl"), (&mut spool, "--csv")] {
+        if let (Some(p), Some(_)) = (p, resume_at(flag)) {
+            p.keep_on_failure();
+        }
+    }
+    let table = a.csv.is_none() && a.jsonl.is_none();
+    let names: Vec<&str> = sweep.axes.iter().map(|(n, _)| n.as_str()).collect();
+    if table {
+        outln!("{}", table_head(&names));
+    }
+    let keep_runs = a.plot.is_some();
+    let work = Work {
+        sweep: &sweep,
+        cat,
+        fp: &fp,
+        shard: (shard_i, shard_n),
+        runs,
+        keep_latencies: keep_runs && runs <= 12,
+        next: AtomicU64::new(start),
+        written: Mutex::new(start),
+        advanced: Condvar::new(),
+        window: 32 * pool.current_num_threads().max(2) as u64,
+        stop: AtomicBool::new(false),
+    };
+    let mut sinks = Sinks {
+        jsonl: jsonl_out,
+        spool,
+        table: table.then_some(names),
+        runs: keep_runs.then(Vec::new),
+        progress: Progress::start("runs", runs - start, a.quiet),
+        warnings: Default::default(),
+    };
+    let outcome: CmdResult = std::thread::scope(|scope| {
+        let (tx, rx) = mpsc::channel();
+        let (work, pool) = (&work, &pool);
+        scope.spawn(move || pool.broadcast(|_| work.worker(&tx)));
+        let mut ahead: BTreeMap<u64, Result<RunRow, String>> = BTreeMap::new();
+        let mut done = start;
+        let mut failure = None;
+        for (k, row) in rx {
+            if failure.is_some() {
+                continue;
+            }
+            ahead.insert(k, row);
+            while let Some(row) = ahead.remove(&done) {
+                if let Err(e) = row.map_err(UsageError).and_then(|r| sinks.emit(r)) {
+                    failure = Some(e);
+                    break;
                 }
-                eprintln!("\r[{}] {n}/{n} runs", "#".repeat(30));
-            });
+                done += 1;
+            }
+            // Every finished row reaches the file (an interrupted sweep keeps them all).
+            if failure.is_none() {
+                failure = sinks.flush().err();
+            }
+            if failure.is_some() {
+                work.stop.store(true, Ordering::Relaxed);
+                ahead.clear();
+            }
+            work.advance(done);
         }
-        let r = pool.install(|| {
-            cfgs.par_iter()
-                .map(|(i, sc, cfg)| {
-                    let r = run_one(cfg, *i, &sweep, total, &fp, sc, keep_lat);
-                    done.fetch_add(1, Ordering::Relaxed);
-                    r
-                })
-                .collect()
-        });
-        finished.store(true, Ordering::Relaxed);
-        r
+        failure.map_or(Ok(()), Err)
     });
-    let runs: Vec<RunRow> = rows
-        .into_iter()
-        .collect::<Result<_, _>>()
-        .map_err(UsageError)?;
-    if let Some(dir) = &a.plot {
-        sweep_plots(dir, &sweep, &runs, &sweep.base)?;
+    let Sinks {
+        jsonl: mut jsonl_out,
+        mut spool,
+        runs: kept_runs,
+        progress,
+        warnings,
+        ..
+    } = sinks;
+    drop(progress);
+    outcome?;
+    warnings.finish();
+    if let (Some(dir), Some(kept_runs)) = (&a.plot, kept_runs) {
+        sweep_plots(dir, &sweep, &kept_runs, &sweep.base)?;
     }
-    let rows: Vec<Value> = runs.into_iter().map(|r| r.row).collect();
-    crate::report::warn_runs(rows.iter().map(|r| &r["summary"]));
-    if let Some(p) = &a.jsonl {
-        let mut f = Pending::create("--jsonl", p)?;
-        for r in &rows {
-            writeln!(f.writer(), "{r}").map_err(|e| UsageError(format!("--jsonl: {e}")))?;
-        }
-        f.commit()?;
+    if let (Some(shown), Some(t)) = (&a.csv, csv_target) {
+        let rows = match (&mut jsonl_out, &mut spool) {
+            (Some(j), _) if jsonl_is_file => j,
+            (_, Some(s)) => s,
+            _ => unreachable!("a CSV always has its rows in a file"),
+        };
+        rows.flush()?;
+        let rows_path = rows.tmp_path().expect("rows kept in a file").to_path_buf();
+        let mut c = Pending::open(
+            "--csv",
+            shown,
+            t,
+            |n| format!(".{n}.{}.tmp", std::process::id()),
+            None,
+        )?;
+        csv_from_jsonl(&rows_path, &mut c)?;
+        c.commit()?;
     }
-    if let Some(p) = &a.csv {
-        let mut f = Pending::create("--csv", p)?;
-        f.writer()
-            .write_all(rows_to_csv(&rows).as_bytes())
-            .map_err(|e| UsageError(format!("--csv: {e}")))?;
-        f.commit()?;
-    }
-    if a.csv.is_none() && a.jsonl.is_none() {
-        print_table(&sweep, &rows);
+    if let Some(j) = jsonl_out {
+        j.commit()?;
     }
     Ok(())
 }
 
-fn print_table(sweep: &Sweep, rows: &[Value]) {
-    let names: Vec<&str> = sweep.axes.iter().map(|(n, _)| n.as_str()).collect();
+/// Where a sweep's rows go, in run order, as they finish.
+struct Sinks<'a> {
+    jsonl: Option<Pending>,
+    /// The rows the CSV is made from at the end (when the JSON Lines output is not a file).
+    spool: Option<Pending>,
+    /// The axis names of the table printed when there is no output file.
+    table: Option<Vec<&'a str>>,
+    /// Every row, for `--plot`.
+    runs: Option<Vec<RunRow>>,
+    progress: Progress,
+    /// The runs' warnings, told once at the end.
+    warnings: crate::report::RunWarnings,
+}
+
+impl Sinks<'_> {
+    fn emit(&mut self, r: RunRow) -> CmdResult {
+        self.warnings.add(&r.row["summary"]);
+        let line = format!("{}\n", r.row);
+        for p in [&mut self.jsonl, &mut self.spool].into_iter().flatten() {
+            p.write_all(line.as_bytes())?;
+        }
+        if let Some(names) = &self.table {
+            outln!("{}", table_line(names, &r.row));
+        }
+        if let Some(runs) = &mut self.runs {
+            runs.push(r);
+        }
+        self.progress.inc(1);
+        Ok(())
+    }
+
+    fn flush(&mut self) -> CmdResult {
+        for p in [&mut self.jsonl, &mut self.spool].into_iter().flatten() {
+            p.flush()?;
+        }
+        Ok(())
+    }
+}
+
+fn table_head(names: &[&str]) -> String {
     let mut head = format!("{:>5}", "run");
-    for n in &names {
+    for n in names {
         head.push_str(&format!(" {n:>14}"));
     }
     head.push_str(&format!(
         " {:>12} {:>12} {:>14} {:>8} {:>10} {:>8}",
         "TTFT p99 ms", "TPOT p99 ms", "hand-off p99", "SLO %", "goodput", "J/token"
     ));
-    println!("{head}");
+    head
+}
+
+fn table_line(names: &[&str], r: &Value) -> String {
     let ms = |v: &Value| {
         v.as_f64()
             .map_or("-".to_string(), |x| format!("{:.1}", 1e3 * x))
     };
-    for r in rows {
-        let mut line = format!("{:>5}", r["run"].as_u64().unwrap_or(0));
-        for n in &names {
-            let v = &r["axes"][*n];
-            let t = match v {
-                Value::String(s) => s.clone(),
-                other => other.to_string(),
-            };
-            line.push_str(&format!(" {t:>14}"));
-        }
-        let s = &r["summary"];
-        line.push_str(&format!(
-            " {:>12} {:>12} {:>14} {:>8} {:>10} {:>8}",
-            ms(&s["ttft_s"]["p99"]),
-            ms(&s["tpot_s"]["p99"]),
-            ms(&s["handoff_s"]["p99"]),
-            s["slo_attainment"]
-                .as_f64()
-                .map_or("-".into(), |x| format!("{:.1}", 100.0 * x)),
-            s["goodput_rps"]
-                .as_f64()
-                .map_or("-".into(), |x| format!("{x:.2}")),
-            s["j_per_token"]
-                .as_f64()
-                .map_or("-".into(), |x| format!("{x:.3}")),
-        ));
-        println!("{line}");
+    let mut line = format!("{:>5}", r["run"].as_u64().unwrap_or(0));
+    for n in names {
+        let v = &r["axes"][*n];
+        let t = match v {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        line.push_str(&format!(" {t:>14}"));
     }
+    let s = &r["summary"];
+    line.push_str(&format!(
+        " {:>12} {:>12} {:>14} {:>8} {:>10} {:>8}",
+        ms(&s["ttft_s"]["p99"]),
+        ms(&s["tpot_s"]["p99"]),
+        ms(&s["handoff_s"]["p99"]),
+        s["slo_attainment"]
+            .as_f64()
+            .map_or("-".into(), |x| format!("{:.1}", 100.0 * x)),
+        s["goodput_rps"]
+            .as_f64()
+            .map_or("-".into(), |x| format!("{x:.2}")),
+        s["j_per_token"]
+            .as_f64()
+            .map_or("-".into(), |x| format!("{x:.3}")),
+    ));
+    line
 }
 
 fn merge(m: MergeArgs) -> CmdResult {
@@ -732,15 +1070,13 @@ fn merge(m: MergeArgs) -> CmdResult {
     let rows: Vec<(String, Value)> = lines.into_iter().flatten().collect();
     let mut f = Pending::create("--jsonl", &m.jsonl)?;
     for (text, _) in &rows {
-        writeln!(f.writer(), "{text}").map_err(|e| UsageError(format!("--jsonl: {e}")))?;
+        f.write_all(format!("{text}\n").as_bytes())?;
     }
     f.commit()?;
     if let Some(c) = &m.csv {
         let vals: Vec<Value> = rows.into_iter().map(|(_, v)| v).collect();
         let mut f = Pending::create("--csv", c)?;
-        f.writer()
-            .write_all(rows_to_csv(&vals).as_bytes())
-            .map_err(|e| UsageError(format!("--csv: {e}")))?;
+        f.write_all(rows_to_csv(&vals).as_bytes())?;
         f.commit()?;
     }
     Ok(())

@@ -8,6 +8,7 @@ use disagg_trace::{read_path, ReadOptions, Trace, TraceFormat, Unsorted};
 use serde_json::json;
 
 use crate::format::{fixed, thousands};
+use crate::output::outln;
 use crate::{CmdResult, UsageError};
 
 /// How to read a trace file.
@@ -120,28 +121,28 @@ pub fn run(a: TraceStatsArgs) -> CmdResult {
                 }
             }
         }
-        println!("{}", serde_json::to_string_pretty(&v).expect("json"));
+        outln!("{}", serde_json::to_string_pretty(&v).expect("json"));
         return Ok(());
     }
-    println!("{} ({} format)", a.file.display(), t.format.as_str());
-    println!("  rows          {}", thousands(s.rows));
-    println!(
+    outln!("{} ({} format)", a.file.display(), t.format.as_str());
+    outln!("  rows          {}", thousands(s.rows));
+    outln!(
         "  duration      {} s ({} min)",
         fixed(s.duration_s, 1),
         fixed(s.duration_s / 60.0, 1)
     );
-    println!("  mean rate     {} req/s", fixed(s.mean_rate_rps, 2));
-    println!(
+    outln!("  mean rate     {} req/s", fixed(s.mean_rate_rps, 2));
+    outln!(
         "  peak rate     {} requests in the busiest second, {} in the busiest minute ({} req/s)",
         thousands(s.busiest_1s_requests),
         thousands(s.busiest_60s_requests),
         fixed(s.peak_rate_60s_rps, 2)
     );
-    println!("  longest gap   {} s", fixed(s.longest_gap_s, 1));
-    println!("  tokens            mean       p50       p90       p99       min       max");
+    outln!("  longest gap   {} s", fixed(s.longest_gap_s, 1));
+    outln!("  tokens            mean       p50       p90       p99       min       max");
     for (name, ts) in [("input", &s.input_tokens), ("output", &s.output_tokens)] {
         if let Some(x) = ts {
-            println!(
+            outln!(
                 "  {:<10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9}",
                 name,
                 fixed(x.mean, 1),
@@ -154,7 +155,7 @@ pub fn run(a: TraceStatsArgs) -> CmdResult {
         }
     }
     if let Some(b) = &s.prefix_blocks {
-        println!(
+        outln!(
             "  prefix blocks {} in all, {} distinct, {}% seen before (512-token blocks)",
             thousands(b.total_blocks),
             thousands(b.distinct_blocks),
@@ -163,13 +164,13 @@ pub fn run(a: TraceStatsArgs) -> CmdResult {
     }
     let r = &t.report;
     if r.bad_lines_skipped > 0 {
-        println!(
+        outln!(
             "  skipped       {} malformed lines",
             thousands(r.bad_lines_skipped)
         );
     }
     if r.failed_requests_skipped > 0 {
-        println!(
+        outln!(
             "  skipped       {} failed requests (0 response tokens)",
             thousands(r.failed_requests_skipped)
         );
