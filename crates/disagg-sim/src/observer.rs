@@ -117,6 +117,12 @@ pub trait Observer {
     fn wants_samples(&self) -> bool {
         false
     }
+    /// Whether the sampler must take a sample at every interval, as the reference does. By
+    /// default it may skip the samples of an event-free stretch (they would all equal the one
+    /// taken before it): see the sampler in `serving.rs`.
+    fn every_sample_interval(&self) -> bool {
+        false
+    }
     /// A periodic sample.
     fn sample(&mut self, _s: &Sample<'_>) {}
     /// The run ended at `horizon`.
@@ -145,7 +151,8 @@ pub struct SampleRow {
     pub instances: Vec<InstanceSample>,
 }
 
-/// An observer that records every sample (the reference's `samples` time series).
+/// An observer that records every sample (the reference's `samples` time series: one row per
+/// interval, idle stretches included).
 #[derive(Clone, Debug, Default)]
 pub struct TimeSeries {
     /// Instance table.
@@ -159,6 +166,9 @@ impl Observer for TimeSeries {
         self.instances = instances.to_vec();
     }
     fn wants_samples(&self) -> bool {
+        true
+    }
+    fn every_sample_interval(&self) -> bool {
         true
     }
     fn sample(&mut self, s: &Sample<'_>) {
@@ -196,6 +206,9 @@ impl<O: Observer + ?Sized> Observer for &mut O {
     fn wants_samples(&self) -> bool {
         (**self).wants_samples()
     }
+    fn every_sample_interval(&self) -> bool {
+        (**self).every_sample_interval()
+    }
     fn sample(&mut self, s: &Sample<'_>) {
         (**self).sample(s)
     }
@@ -232,6 +245,10 @@ impl<A: Observer, B: Observer> Observer for (A, B) {
     }
     fn wants_samples(&self) -> bool {
         self.0.wants_samples() || self.1.wants_samples()
+    }
+    fn every_sample_interval(&self) -> bool {
+        (self.0.wants_samples() && self.0.every_sample_interval())
+            || (self.1.wants_samples() && self.1.every_sample_interval())
     }
     fn sample(&mut self, s: &Sample<'_>) {
         self.0.sample(s);

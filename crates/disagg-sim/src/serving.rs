@@ -645,6 +645,8 @@ struct Sim<'a, O: Observer> {
     scratch: Vec<u32>,
     samples: Vec<InstanceSample>,
     sampling: bool,
+    /// The observer wants a sample at every interval (no skipping of event-free stretches).
+    sample_every_interval: bool,
     // hoisted
     pcost: Option<&'a CostModel>,
     dcost: Option<&'a CostModel>,
@@ -895,6 +897,7 @@ impl<'a, O: Observer> Sim<'a, O> {
         let endpoint = transit.filter(|t| t.at == CompressAt::Endpoint);
         let n_inst = n_p + n_d + n_c;
         let sampling = obs.wants_samples();
+        let sample_every_interval = obs.every_sample_interval();
         let ho = cfg.handoff;
         let sharing = match ho.link_sharing {
             LinkSharing::Fifo => Sharing::Fifo,
@@ -939,6 +942,7 @@ impl<'a, O: Observer> Sim<'a, O> {
             scratch: Vec::new(),
             samples: vec![InstanceSample::default(); n_inst],
             sampling,
+            sample_every_interval,
             pcost: pp.map(|p| &p.cost),
             dcost: dp.map(|p| &p.cost),
             ccost: cp.map(|p| &p.cost),
@@ -1018,7 +1022,7 @@ impl<'a, O: Observer> Sim<'a, O> {
                 }
                 Ev::Sample => {
                     self.take_sample();
-                    self.q.schedule_in(self.cfg.sample_dt_s, Ev::Sample);
+                    self.schedule_next_sample();
                 }
                 Ev::Done => break,
             }
@@ -1090,6 +1094,27 @@ impl<'a, O: Observer> Sim<'a, O> {
             closed_turns: self.books.succ.iter().filter(|&&x| x != NO_SUCC).count() as u64,
             clipped_prompts: 0,
         }
+    }
+
+    /// The next sample, `sample_dt_s` after this one (the reference's grid: each instant is the
+    /// previous one plus `sample_dt_s`). The state only changes at events, so the samples between
+    /// now and the next event would all equal this one: unless the observer wants every interval,
+    /// the sampler walks the same grid to the last instant before that event and samples there
+    /// (which keeps a step's shape in charts). The samples taken are then a subsequence of the
+    /// reference's, time for time. Without this a long idle gap (`--rate 1e-6`, long think times)
+    /// would take one sample per 50 ms of silence. Only stretches longer than
+    /// [`SKIP_SAMPLES_AFTER`] intervals are skipped, so ordinary runs sample (and their traces and
+    /// charts read) exactly as before.
+    fn schedule_next_sample(&mut self) {
+        let dt = self.cfg.sample_dt_s;
+        let mut t = self.q.now() + dt;
+        let next = self.q.peek_time().filter(|_| !self.sample_every_interval);
+        if let Some(next) = next.filter(|&n| n - t > SKIP_SAMPLES_AFTER * dt) {
+            while t + dt < next {
+                t += dt;
+            }
+        }
+        self.q.schedule_at(t, Ev::Sample);
     }
 
     fn take_sample(&mut self) {
@@ -1900,3 +1925,7 @@ impl<'a, O: Observer> Sim<'a, O> {
         self.coloc_body(c);
     }
 }
+
+/// Event-free stretches longer than this many sample intervals are not sampled interval by
+/// interval (see `Sim::schedule_next_sample`).
+const SKIP_SAMPLES_AFTER: f64 = 1000.0;

@@ -585,3 +585,77 @@ fn csv_export_round_trips() {
         assert_eq!(cells[9].parse::<f64>().unwrap(), rec.finish_s.unwrap());
     }
 }
+
+/// Records samples like [`TimeSeries`] but lets the sampler skip event-free stretches.
+#[derive(Default)]
+struct SkippingSeries(TimeSeries);
+
+impl Observer for SkippingSeries {
+    fn wants_samples(&self) -> bool {
+        true
+    }
+    fn sample(&mut self, s: &disagg_sim::Sample<'_>) {
+        self.0.sample(s)
+    }
+}
+
+/// The sampler skips the samples of an event-free stretch; read as a step function (a value holds
+/// until the next sample) its series equals the reference's one-row-per-interval series at every
+/// interval, and a very slow arrival rate no longer takes one sample per 50 ms of silence.
+#[test]
+fn the_sampler_skips_only_samples_that_cannot_differ() {
+    for flags in [
+        vec!["--rate", "0.01", "--requests", "20"],
+        vec!["--rate", "8", "--requests", "200"],
+        vec!["--rate", "0.005", "--requests", "10", "--mode", "colocated"],
+    ] {
+        let c = chapter(&flags);
+        let wl = c.generate_workload();
+        let mut every = TimeSeries::default();
+        let a = simulate_observed(&c, &wl, &mut every).unwrap();
+        let mut skip = SkippingSeries::default();
+        let b = simulate_observed(&c, &wl, &mut skip).unwrap();
+        assert_eq!(json(&a.summary()), json(&b.summary()), "{flags:?}");
+        let (every, skip) = (&every.rows, &skip.0.rows);
+        assert!(skip.len() <= every.len(), "{flags:?}");
+        let mut k = 0;
+        for row in every {
+            // The last skipping-sampler row at or before this instant.
+            while k + 1 < skip.len() && skip[k + 1].t <= row.t {
+                k += 1;
+            }
+            let held = &skip[k];
+            assert!(held.t <= row.t, "{flags:?}");
+            let strip = |r: &disagg_sim::SampleRow| {
+                (
+                    r.in_system,
+                    r.link_queue,
+                    r.link_busy,
+                    r.link_bytes_in_flight.to_bits(),
+                    r.decode_mem_wait,
+                    r.instances.clone(),
+                )
+            };
+            assert_eq!(strip(held), strip(row), "{flags:?} at t = {}", row.t);
+        }
+        if flags[1] == "8" {
+            // No event-free stretch of 50 s: every interval is sampled, as the reference does.
+            assert_eq!(skip, every, "{flags:?}");
+        } else {
+            assert!(
+                skip.len() * 5 < every.len(),
+                "{flags:?}: {} of {} samples",
+                skip.len(),
+                every.len()
+            );
+        }
+    }
+    // 50 requests at 1e-6 req/s span ~5e7 s: 1e9 samples at 50 ms; now a few per request.
+    let c = chapter(&["--requests", "50"]);
+    let mut c = c;
+    c.workload = c.workload.at_rate(1e-6);
+    let mut skip = SkippingSeries::default();
+    simulate_observed(&c, &c.generate_workload(), &mut skip).unwrap();
+    let n = skip.0.rows.len();
+    assert!(n > 50 && n < 50 * 2_000, "{n} samples");
+}
