@@ -9,10 +9,13 @@ use disagg_model::Catalogue;
 
 use crate::UsageError;
 
-/// Reads a TOML file into `T`, with errors that name the file (and the key, for unknown keys).
-pub fn read_toml<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, UsageError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| UsageError(format!("cannot read '{}': {e}", path.display())))?;
+/// Reads the TOML file given to `flag` into `T`, with errors that name the flag and the file (and
+/// the line, for syntax errors and unknown keys). The file is read with
+/// `disagg_trace::input::read_input` (a regular file of at most 16 MiB, or `--max-input-bytes`).
+pub fn read_toml<T: serde::de::DeserializeOwned>(flag: &str, path: &Path) -> Result<T, UsageError> {
+    use disagg_trace::input::{read_input, InputKind};
+    let text =
+        read_input(path, InputKind::Config).map_err(|e| UsageError(format!("{flag}: {e}")))?;
     toml::from_str(&text).map_err(|e| {
         let msg = e.message().replace('\n', " ");
         let at = e
@@ -22,7 +25,7 @@ pub fn read_toml<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, Usage
                 format!(":{line}")
             })
             .unwrap_or_default();
-        UsageError(format!("{}{at}: {msg}", path.display()))
+        UsageError(format!("{flag}: {}{at}: {msg}", path.display()))
     })
 }
 
@@ -30,7 +33,7 @@ pub fn read_toml<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, Usage
 pub fn load_catalogue(path: Option<&Path>) -> Result<Catalogue, UsageError> {
     let mut cat = Catalogue::builtin();
     if let Some(p) = path {
-        let f: CatalogueFile = read_toml(p)?;
+        let f: CatalogueFile = read_toml("--catalogue", p)?;
         f.apply(&mut cat)
             .map_err(|e| UsageError(format!("{}: {e}", p.display())))?;
     }

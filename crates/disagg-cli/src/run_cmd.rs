@@ -58,7 +58,14 @@ pub fn prepare(
         scenario.trace_file = Some(p.display().to_string());
         scenario.trace_format = Some("reference".into());
     }
-    let cfg = scenario.build(cat)?;
+    let cfg = scenario.build(cat).map_err(|e| {
+        let e = e.to_string();
+        match (workload_file, e.strip_prefix("--trace-file: ")) {
+            // The workload file is read as a reference-format trace: name the flag given.
+            (Some(_), Some(rest)) => UsageError(format!("--workload-file: {rest}")),
+            _ => UsageError(e),
+        }
+    })?;
     Ok(Prepared { scenario, cfg })
 }
 

@@ -207,7 +207,7 @@ fn check_axis(
 }
 
 fn read_spec(path: &Path, flags: &ScenarioFlags) -> Result<Sweep, UsageError> {
-    let mut t: toml::Table = crate::custom::read_toml(path)?;
+    let mut t: toml::Table = crate::custom::read_toml("--spec", path)?;
     for k in t.keys() {
         if k != "base" && k != "vary" {
             return Err(UsageError(format!(
@@ -222,21 +222,8 @@ fn read_spec(path: &Path, flags: &ScenarioFlags) -> Result<Sweep, UsageError> {
             .as_table()
             .cloned()
             .ok_or_else(|| UsageError(format!("{}: base: expected a table", path.display())))?;
-        let tmp = std::env::temp_dir().join(format!(".disagg-spec-{}.toml", std::process::id()));
-        std::fs::write(
-            &tmp,
-            toml::to_string(&bt).map_err(|e| UsageError(e.to_string()))?,
-        )
-        .map_err(|e| UsageError(e.to_string()))?;
-        let r = crate::scenario_flags::overlay_file(base, &tmp, flags.preset.is_some());
-        let _ = std::fs::remove_file(&tmp);
-        base = r.map_err(|e| {
-            UsageError(format!(
-                "{}: base: {}",
-                path.display(),
-                e.0.split(": ").skip(1).collect::<Vec<_>>().join(": ")
-            ))
-        })?;
+        let at = format!("{}: base", path.display());
+        base = crate::scenario_flags::overlay_table(base, bt, &at, flags.preset.is_some())?;
     }
     let base = serde_json::to_value(&base).expect("scenario");
     let mut axes = Vec::new();
@@ -650,8 +637,8 @@ fn merge(m: MergeArgs) -> CmdResult {
     let mut spec: Option<(String, u64)> = None;
     let mut lines: Vec<Option<(String, Value)>> = Vec::new();
     for f in &m.files {
-        let text = std::fs::read_to_string(f)
-            .map_err(|e| UsageError(format!("cannot read '{}': {e}", f.display())))?;
+        let text = disagg_trace::input::read_input(f, disagg_trace::input::InputKind::Data)
+            .map_err(|e| UsageError(format!("sweep merge: {e}")))?;
         for (ln, line) in text.lines().enumerate() {
             if line.trim().is_empty() {
                 continue;

@@ -43,6 +43,7 @@
 #![warn(missing_docs)]
 
 mod error;
+pub mod input;
 mod parse;
 mod stats;
 
@@ -300,29 +301,24 @@ impl Trace {
     }
 }
 
-/// Reads the trace at `path` (the path's display form names it in messages). A missing or
-/// unreadable file, or one that is not UTF-8, is an error of kind [`TraceErrorKind::Io`]; the
-/// rest is [`read_str`].
+/// Reads the trace at `path` (the path's display form names it in messages) with
+/// [`input::read_input`] ([`input::InputKind::Data`]: a regular file of at most 1 GiB by default,
+/// UTF-8 text): what it refuses is an error of kind [`TraceErrorKind::Io`] (an empty file:
+/// [`TraceErrorKind::NoRequests`]); the rest is [`read_str`].
 pub fn read_path(path: &Path, opts: &ReadOptions) -> Result<Trace, TraceError> {
     let name = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|e| {
-        let what = if e.kind() == std::io::ErrorKind::NotFound {
-            "file does not exist".to_owned()
+    let text = input::read_input(path, input::InputKind::Data).map_err(|e| {
+        if e.problem == input::InputProblem::Empty {
+            // As for a whitespace-only text: no requests.
+            TraceError::new(
+                TraceErrorKind::NoRequests,
+                Some(&name),
+                None,
+                "empty file: no requests",
+            )
         } else {
-            format!("cannot read the file: {e}")
-        };
-        TraceError::new(TraceErrorKind::Io, Some(&name), None, what)
-    })?;
-    let text = String::from_utf8(bytes).map_err(|e| {
-        let bad = e.utf8_error().valid_up_to();
-        let bytes = e.as_bytes();
-        let line = 1 + bytes[..bad].iter().filter(|&&b| b == b'\n').count();
-        TraceError::new(
-            TraceErrorKind::Io,
-            Some(&name),
-            Some(line),
-            "expected UTF-8 text, got invalid UTF-8 bytes",
-        )
+            TraceError::new(TraceErrorKind::Io, Some(&name), e.line(), e.message())
+        }
     })?;
     read_str(&text, &name, opts)
 }

@@ -320,7 +320,10 @@ fn missing_and_unreadable_files() {
 
     let e = read_path(&fixture(""), &opts()).unwrap_err();
     assert_eq!(e.kind(), TraceErrorKind::Io);
-    assert!(e.to_string().contains("cannot read the file"), "{e}");
+    assert!(
+        e.to_string().contains("not a regular file (a directory)"),
+        "{e}"
+    );
 }
 
 #[test]
