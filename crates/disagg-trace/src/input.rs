@@ -131,10 +131,10 @@ pub struct InputError {
     pub problem: InputProblem,
 }
 
-impl InputError {
+impl InputProblem {
     /// The 1-based line of the problem, for the problems that have one.
     pub fn line(&self) -> Option<usize> {
-        match self.problem {
+        match *self {
             InputProblem::Binary(l) | InputProblem::NotUtf8(l) => Some(l),
             _ => None,
         }
@@ -142,7 +142,7 @@ impl InputError {
 
     /// The message without the path.
     pub fn message(&self) -> String {
-        match &self.problem {
+        match self {
             InputProblem::Missing => "file does not exist".into(),
             InputProblem::NotRegular(what) => {
                 format!("not a regular file ({what}); give the path of a file")
@@ -171,6 +171,18 @@ impl InputError {
             }
             InputProblem::Io(e) => format!("cannot read the file: {e}"),
         }
+    }
+}
+
+impl InputError {
+    /// The 1-based line of the problem, for the problems that have one.
+    pub fn line(&self) -> Option<usize> {
+        self.problem.line()
+    }
+
+    /// The message without the path.
+    pub fn message(&self) -> String {
+        self.problem.message()
     }
 }
 
@@ -253,15 +265,21 @@ pub fn read_input(path: &Path, kind: InputKind) -> Result<String, InputError> {
     if bytes.len() as u64 > cap {
         return Err(too_large(0));
     }
+    text_from_bytes(bytes).map_err(err)
+}
+
+/// The text in `bytes`, or why it is not text: empty (or whitespace only), a NUL byte (binary
+/// data), or invalid UTF-8. The checks [`read_input`] makes after reading.
+pub fn text_from_bytes(bytes: Vec<u8>) -> Result<String, InputProblem> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Err(err(InputProblem::Empty));
+        return Err(InputProblem::Empty);
     }
     if let Some(at) = bytes.iter().position(|&b| b == 0) {
-        return Err(err(InputProblem::Binary(line_of(&bytes, at))));
+        return Err(InputProblem::Binary(line_of(&bytes, at)));
     }
     String::from_utf8(bytes).map_err(|e| {
         let at = e.utf8_error().valid_up_to();
-        err(InputProblem::NotUtf8(line_of(e.as_bytes(), at)))
+        InputProblem::NotUtf8(line_of(e.as_bytes(), at))
     })
 }
 

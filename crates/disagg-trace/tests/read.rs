@@ -796,3 +796,37 @@ fn stats_buckets_count_from_the_first_arrival() {
     assert_eq!(s.busiest_60s_requests, 5); // [10.5, 70.5)
     assert_eq!(s.longest_gap_s, 70.49 - 12.0);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Inputs found by fuzzing (tests/fuzz.rs; also in fuzz/corpus/)
+
+#[test]
+fn fuzz_findings_are_clean_errors() {
+    // A non-ASCII character in a zone offset panicked (a byte slice inside a character).
+    let csv = "TIMESTAMP,ContextTokens,GeneratedTokens\n2024-01-02 03:04:05+0\u{e9}0,10,1\n";
+    let e = read_str(csv, "z.csv", &opts()).unwrap_err();
+    assert_eq!(e.kind(), TraceErrorKind::Malformed);
+    assert_eq!(e.line(), Some(2));
+
+    // Timestamps 2e308 s apart gave an infinite arrival time.
+    let csv = "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n\
+               -1e308,ChatGPT,10,1,11,API log\n1e308,ChatGPT,10,1,11,API log\n";
+    let e = read_str(csv, "b.csv", &opts()).unwrap_err();
+    assert_eq!(e.line(), Some(3));
+    assert!(e.to_string().contains("overflows"), "{e}");
+    // So did a huge time scale.
+    let o = ReadOptions {
+        time_scale: f64::MAX,
+        ..opts()
+    };
+    let e = read_path(&fixture("azure_sample.csv"), &o).unwrap_err();
+    assert_eq!(e.kind(), TraceErrorKind::InvalidOption);
+
+    // A negative arrival time in the reference rows was kept as is.
+    let e = read_str("[[-1.0, 10, 1], [0.5, 5, 5]]", "r.json", &opts()).unwrap_err();
+    assert_eq!(e.kind(), TraceErrorKind::Malformed);
+    assert!(
+        e.to_string().contains("expected arrival_seconds >= 0"),
+        "{e}"
+    );
+}
