@@ -16,8 +16,21 @@ pub fn read_toml<T: serde::de::DeserializeOwned>(flag: &str, path: &Path) -> Res
     use disagg_trace::input::{read_input, InputKind};
     let text =
         read_input(path, InputKind::Config).map_err(|e| UsageError(format!("{flag}: {e}")))?;
-    toml::from_str(&text).map_err(|e| {
-        let msg = e.message().replace('\n', " ");
+    parse_toml(flag, &path.display().to_string(), &text)
+}
+
+/// Parses the TOML `text` of the file `name` given to `flag` into `T` (errors as [`read_toml`]).
+pub fn parse_toml<T: serde::de::DeserializeOwned>(
+    flag: &str,
+    name: &str,
+    text: &str,
+) -> Result<T, UsageError> {
+    toml::from_str(text).map_err(|e| {
+        let mut msg = e.message().replace('\n', " ");
+        if msg.trim().is_empty() {
+            // Some syntax errors (e.g. `key =` and nothing after) come without a message.
+            msg = "invalid TOML: expected a value".into();
+        }
         let at = e
             .span()
             .map(|s| {
@@ -25,7 +38,7 @@ pub fn read_toml<T: serde::de::DeserializeOwned>(flag: &str, path: &Path) -> Res
                 format!(":{line}")
             })
             .unwrap_or_default();
-        UsageError(format!("{flag}: {}{at}: {msg}", path.display()))
+        UsageError(format!("{flag}: {name}{at}: {msg}"))
     })
 }
 

@@ -6,6 +6,8 @@
 mod bench_cmd;
 mod custom;
 mod format;
+#[cfg(test)]
+mod fuzz_tests;
 mod handoff_cmd;
 mod list_cmd;
 mod output;

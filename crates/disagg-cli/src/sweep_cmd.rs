@@ -207,7 +207,16 @@ fn check_axis(
 }
 
 fn read_spec(path: &Path, flags: &ScenarioFlags) -> Result<Sweep, UsageError> {
-    let mut t: toml::Table = crate::custom::read_toml("--spec", path)?;
+    let t: toml::Table = crate::custom::read_toml("--spec", path)?;
+    spec_from_table(t, path, flags)
+}
+
+/// The sweep of a spec file's table (`path` names it in messages).
+pub(crate) fn spec_from_table(
+    mut t: toml::Table,
+    path: &Path,
+    flags: &ScenarioFlags,
+) -> Result<Sweep, UsageError> {
     for k in t.keys() {
         if k != "base" && k != "vary" {
             return Err(UsageError(format!(
