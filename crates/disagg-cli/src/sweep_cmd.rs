@@ -644,7 +644,8 @@ fn merge(m: MergeArgs) -> CmdResult {
         check_writable("--csv", c)?;
     }
     let mut spec: Option<(String, u64)> = None;
-    let mut lines: Vec<Option<(String, Value)>> = Vec::new();
+    // By run index; not a vector of runs_total slots, which a hostile row could make huge.
+    let mut lines: std::collections::BTreeMap<u64, (String, Value)> = Default::default();
     for f in &m.files {
         let text = disagg_trace::input::read_input(f, disagg_trace::input::InputKind::Data)
             .map_err(|e| UsageError(format!("sweep merge: {e}")))?;
@@ -667,7 +668,6 @@ fn merge(m: MergeArgs) -> CmdResult {
             match &spec {
                 None => {
                     spec = Some((fp.to_string(), total));
-                    lines = vec![None; total as usize];
                 }
                 Some((s, t)) if s != fp || *t != total => {
                     return Err(UsageError(format!(
@@ -676,33 +676,31 @@ fn merge(m: MergeArgs) -> CmdResult {
                 }
                 _ => {}
             }
-            let slot = lines
-                .get_mut(run as usize)
-                .ok_or_else(|| UsageError(format!("{at}: run {run} out of range")))?;
-            if slot.is_some() {
+            if run >= total {
+                return Err(UsageError(format!("{at}: run {run} out of range")));
+            }
+            if lines.contains_key(&run) {
                 return Err(UsageError(format!("{at}: run {run} appears twice")));
             }
-            *slot = Some((line.to_string(), v));
+            lines.insert(run, (line.to_string(), v));
         }
     }
-    if spec.is_none() {
+    let Some((_, total)) = spec else {
         return Err(UsageError("no sweep rows in the given files".into()));
-    }
-    let missing: Vec<String> = lines
-        .iter()
-        .enumerate()
-        .filter(|(_, l)| l.is_none())
-        .map(|(i, _)| i.to_string())
-        .take(10)
-        .collect();
-    if !missing.is_empty() {
-        let n = lines.iter().filter(|l| l.is_none()).count();
+    };
+    let n = total - lines.len() as u64;
+    if n > 0 {
+        let missing: Vec<String> = (0..total)
+            .filter(|i| !lines.contains_key(i))
+            .map(|i| i.to_string())
+            .take(10)
+            .collect();
         return Err(UsageError(format!(
             "{n} runs missing (first: {})",
             missing.join(", ")
         )));
     }
-    let rows: Vec<(String, Value)> = lines.into_iter().flatten().collect();
+    let rows: Vec<(String, Value)> = lines.into_values().collect();
     let mut f = Pending::create("--jsonl", &m.jsonl)?;
     for (text, _) in &rows {
         writeln!(f.writer(), "{text}").map_err(|e| UsageError(format!("--jsonl: {e}")))?;

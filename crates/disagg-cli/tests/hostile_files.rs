@@ -271,3 +271,34 @@ fn max_input_bytes_takes_sizes_with_units() {
         assert_eq!(code, Some(0), "{good}: {err}");
     }
 }
+
+#[test]
+fn merge_input_with_a_huge_run_count_is_an_error() {
+    // A row claiming 10^18 runs made merge allocate a slot per run (capacity overflow panic).
+    let dir = scratch("merge");
+    let out = dir.join("out");
+    std::fs::create_dir(&out).unwrap();
+    let rows = dir.join("rows.jsonl");
+    std::fs::write(
+        &rows,
+        "{\"spec\": \"abc\", \"runs_total\": 1000000000000000000, \"run\": 0}\n",
+    )
+    .unwrap();
+    let merged = out.join("merged.jsonl").display().to_string();
+    let (code, stdout_len, err) = run_bounded(&s(&[
+        "sweep",
+        "merge",
+        &rows.display().to_string(),
+        "--jsonl",
+        &merged,
+    ]));
+    assert_eq!(code, Some(2), "{err}");
+    assert_eq!(stdout_len, 0);
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("999999999999999999 runs missing (first: 1, 2"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_dir(&out).unwrap().count(), 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
