@@ -157,6 +157,8 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(UsageError(msg)) => {
+            // One line, whatever the message quotes (a value may hold line breaks).
+            let msg = msg.replace('\r', "\\r").replace('\n', "\\n");
             eprintln!("error: {msg}");
             ExitCode::from(2)
         }

@@ -302,3 +302,23 @@ fn merge_input_with_a_huge_run_count_is_an_error() {
     assert_eq!(std::fs::read_dir(&out).unwrap().count(), 0);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_value_with_a_line_break_is_one_error_line() {
+    // Found by the scenario fuzz target: the message quoted the value, line break and all.
+    let dir = scratch("linebreak");
+    let config = dir.join("send.toml");
+    std::fs::write(&config, "send = \"a\\nb\"\n").unwrap();
+    let path = config.display().to_string();
+    for args in [
+        s(&["run", "--config", &path]),
+        s(&["run", "--send", "a\nb"]),
+    ] {
+        let (code, stdout_len, err) = run_bounded(&args);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert_eq!(stdout_len, 0);
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains("'a\\nb'") && err.contains("--send"), "{err}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
