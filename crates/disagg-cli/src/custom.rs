@@ -9,12 +9,28 @@ use disagg_model::Catalogue;
 
 use crate::UsageError;
 
-/// Reads a TOML file into `T`, with errors that name the file (and the key, for unknown keys).
-pub fn read_toml<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, UsageError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| UsageError(format!("cannot read '{}': {e}", path.display())))?;
-    toml::from_str(&text).map_err(|e| {
-        let msg = e.message().replace('\n', " ");
+/// Reads the TOML file given to `flag` into `T`, with errors that name the flag and the file (and
+/// the line, for syntax errors and unknown keys). The file is read with
+/// `disagg_trace::input::read_input` (a regular file of at most 16 MiB, or `--max-input-bytes`).
+pub fn read_toml<T: serde::de::DeserializeOwned>(flag: &str, path: &Path) -> Result<T, UsageError> {
+    use disagg_trace::input::{read_input, InputKind};
+    let text =
+        read_input(path, InputKind::Config).map_err(|e| UsageError(format!("{flag}: {e}")))?;
+    parse_toml(flag, &path.display().to_string(), &text)
+}
+
+/// Parses the TOML `text` of the file `name` given to `flag` into `T` (errors as [`read_toml`]).
+pub fn parse_toml<T: serde::de::DeserializeOwned>(
+    flag: &str,
+    name: &str,
+    text: &str,
+) -> Result<T, UsageError> {
+    toml::from_str(text).map_err(|e| {
+        let mut msg = e.message().replace('\n', " ");
+        if msg.trim().is_empty() {
+            // Some syntax errors (e.g. `key =` and nothing after) come without a message.
+            msg = "invalid TOML: expected a value".into();
+        }
         let at = e
             .span()
             .map(|s| {
@@ -22,7 +38,7 @@ pub fn read_toml<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, Usage
                 format!(":{line}")
             })
             .unwrap_or_default();
-        UsageError(format!("{}{at}: {msg}", path.display()))
+        UsageError(format!("{flag}: {name}{at}: {msg}"))
     })
 }
 
@@ -30,7 +46,7 @@ pub fn read_toml<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, Usage
 pub fn load_catalogue(path: Option<&Path>) -> Result<Catalogue, UsageError> {
     let mut cat = Catalogue::builtin();
     if let Some(p) = path {
-        let f: CatalogueFile = read_toml(p)?;
+        let f: CatalogueFile = read_toml("--catalogue", p)?;
         for key in f.replaced(&cat) {
             let kind = key.split('.').next().unwrap_or("").trim_end_matches('s');
             crate::report::warn(&format!(

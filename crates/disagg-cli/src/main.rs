@@ -6,6 +6,8 @@
 mod bench_cmd;
 mod custom;
 mod format;
+#[cfg(test)]
+mod fuzz_tests;
 mod handoff_cmd;
 mod list_cmd;
 mod memory;
@@ -49,6 +51,10 @@ struct Cli {
     /// Extra models, devices and links from a TOML file ([models.KEY], [devices.KEY], [links.KEY]).
     #[arg(long, global = true, value_name = "FILE")]
     catalogue: Option<std::path::PathBuf>,
+    /// The largest input file read, for every input flag (bytes, or with a KiB/MiB/GiB suffix;
+    /// default: 1GiB for traces, workload files and merge inputs, 16MiB for TOML files).
+    #[arg(long, global = true, value_name = "SIZE", value_parser = disagg_trace::input::parse_byte_size)]
+    max_input_bytes: Option<u64>,
     #[command(subcommand)]
     command: Command,
 }
@@ -129,6 +135,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    disagg_trace::input::set_max_input_bytes(cli.max_input_bytes);
     let result = (|| -> CmdResult {
         let cat = custom::load_catalogue(cli.catalogue.as_deref())?;
         match cli.command {
@@ -163,6 +170,8 @@ fn main() -> ExitCode {
         }
         Err(UsageError(msg)) => {
             plots::remove_created_dirs();
+            // One line, whatever the message quotes (a value may hold line breaks).
+            let msg = msg.replace('\r', "\\r").replace('\n', "\\n");
             eprintln!("error: {msg}");
             ExitCode::from(2)
         }

@@ -68,10 +68,13 @@ pub fn prepare(
         scenario.trace_file = Some(p.display().to_string());
         scenario.trace_format = Some("reference".into());
     }
-    let cfg = scenario.build(cat).map_err(|e| match workload_file {
-        // The reference rows of --workload-file are read as a trace: name the flag the user gave.
-        Some(_) => UsageError(e.to_string().replace("--trace-file", "--workload-file")),
-        None => UsageError(e.to_string()),
+    let cfg = scenario.build(cat).map_err(|e| {
+        let e = e.to_string();
+        match (workload_file, e.strip_prefix("--trace-file: ")) {
+            // The workload file is read as a reference-format trace: name the flag given.
+            (Some(_), Some(rest)) => UsageError(format!("--workload-file: {rest}")),
+            _ => UsageError(e),
+        }
     })?;
     Ok(Prepared { scenario, cfg })
 }

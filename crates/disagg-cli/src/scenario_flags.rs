@@ -275,17 +275,28 @@ pub struct ScenarioFlags {
     pub device_custom: crate::custom::DeviceFlags,
 }
 
-/// Reads a scenario file on top of `base`: keys are `Scenario`'s fields, plus `preset`.
+/// Reads a scenario file (`--config`) on top of `base`: keys are `Scenario`'s fields, plus
+/// `preset`.
 pub fn overlay_file(base: Scenario, path: &Path, cli_preset: bool) -> Result<Scenario, UsageError> {
-    let mut table: toml::Table = crate::custom::read_toml(path)?;
+    let table: toml::Table = crate::custom::read_toml("--config", path)?;
+    overlay_table(base, table, &path.display().to_string(), cli_preset)
+}
+
+/// A scenario table on top of `base`; `at` (a file name, ...) prefixes messages.
+pub fn overlay_table(
+    base: Scenario,
+    mut table: toml::Table,
+    at: &str,
+    cli_preset: bool,
+) -> Result<Scenario, UsageError> {
     let mut base = base;
     if let Some(p) = table.remove("preset") {
         let name = p
             .as_str()
-            .ok_or_else(|| UsageError(format!("{}: preset: expected a string", path.display())))?;
+            .ok_or_else(|| UsageError(format!("{at}: preset: expected a string")))?;
         if !cli_preset {
             base = disagg_sim::presets::find(name)
-                .map_err(|e| UsageError(format!("{}: {e}", path.display())))?
+                .map_err(|e| UsageError(format!("{at}: {e}")))?
                 .scenario;
         }
     }
@@ -294,13 +305,8 @@ pub fn overlay_file(base: Scenario, path: &Path, cli_preset: bool) -> Result<Sce
         merged.insert(k, v);
     }
     let text = toml::to_string(&merged).map_err(|e| UsageError(e.to_string()))?;
-    toml::from_str::<Scenario>(&text).map_err(|e| {
-        UsageError(format!(
-            "{}: {}",
-            path.display(),
-            e.message().replace('\n', " ")
-        ))
-    })
+    toml::from_str::<Scenario>(&text)
+        .map_err(|e| UsageError(format!("{at}: {}", e.message().replace('\n', " "))))
 }
 
 impl ScenarioFlags {

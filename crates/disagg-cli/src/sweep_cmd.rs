@@ -230,7 +230,16 @@ fn check_axis(
 }
 
 fn read_spec(path: &Path, flags: &ScenarioFlags) -> Result<Sweep, UsageError> {
-    let mut t: toml::Table = crate::custom::read_toml(path)?;
+    let t: toml::Table = crate::custom::read_toml("--spec", path)?;
+    spec_from_table(t, path, flags)
+}
+
+/// The sweep of a spec file's table (`path` names it in messages).
+pub(crate) fn spec_from_table(
+    mut t: toml::Table,
+    path: &Path,
+    flags: &ScenarioFlags,
+) -> Result<Sweep, UsageError> {
     for k in t.keys() {
         if k != "base" && k != "vary" {
             return Err(UsageError(format!(
@@ -245,21 +254,8 @@ fn read_spec(path: &Path, flags: &ScenarioFlags) -> Result<Sweep, UsageError> {
             .as_table()
             .cloned()
             .ok_or_else(|| UsageError(format!("{}: base: expected a table", path.display())))?;
-        let tmp = std::env::temp_dir().join(format!(".disagg-spec-{}.toml", std::process::id()));
-        std::fs::write(
-            &tmp,
-            toml::to_string(&bt).map_err(|e| UsageError(e.to_string()))?,
-        )
-        .map_err(|e| UsageError(e.to_string()))?;
-        let r = crate::scenario_flags::overlay_file(base, &tmp, flags.preset.is_some());
-        let _ = std::fs::remove_file(&tmp);
-        base = r.map_err(|e| {
-            UsageError(format!(
-                "{}: base: {}",
-                path.display(),
-                e.0.split(": ").skip(1).collect::<Vec<_>>().join(": ")
-            ))
-        })?;
+        let at = format!("{}: base", path.display());
+        base = crate::scenario_flags::overlay_table(base, bt, &at, flags.preset.is_some())?;
     }
     let base = scenario_value(&base);
     let mut axes = Vec::new();
@@ -1009,10 +1005,11 @@ fn merge(m: MergeArgs) -> CmdResult {
         check_writable("--csv", c)?;
     }
     let mut spec: Option<(String, u64)> = None;
-    let mut lines: Vec<Option<(String, Value)>> = Vec::new();
+    // By run index; not a vector of runs_total slots, which a hostile row could make huge.
+    let mut lines: std::collections::BTreeMap<u64, (String, Value)> = Default::default();
     for f in &m.files {
-        let text = std::fs::read_to_string(f)
-            .map_err(|e| UsageError(format!("cannot read '{}': {e}", f.display())))?;
+        let text = disagg_trace::input::read_input(f, disagg_trace::input::InputKind::Data)
+            .map_err(|e| UsageError(format!("sweep merge: {e}")))?;
         for (ln, line) in text.lines().enumerate() {
             if line.trim().is_empty() {
                 continue;
@@ -1032,7 +1029,6 @@ fn merge(m: MergeArgs) -> CmdResult {
             match &spec {
                 None => {
                     spec = Some((fp.to_string(), total));
-                    lines = vec![None; total as usize];
                 }
                 Some((s, t)) if s != fp || *t != total => {
                     return Err(UsageError(format!(
@@ -1041,33 +1037,31 @@ fn merge(m: MergeArgs) -> CmdResult {
                 }
                 _ => {}
             }
-            let slot = lines
-                .get_mut(run as usize)
-                .ok_or_else(|| UsageError(format!("{at}: run {run} out of range")))?;
-            if slot.is_some() {
+            if run >= total {
+                return Err(UsageError(format!("{at}: run {run} out of range")));
+            }
+            if lines.contains_key(&run) {
                 return Err(UsageError(format!("{at}: run {run} appears twice")));
             }
-            *slot = Some((line.to_string(), v));
+            lines.insert(run, (line.to_string(), v));
         }
     }
-    if spec.is_none() {
+    let Some((_, total)) = spec else {
         return Err(UsageError("no sweep rows in the given files".into()));
-    }
-    let missing: Vec<String> = lines
-        .iter()
-        .enumerate()
-        .filter(|(_, l)| l.is_none())
-        .map(|(i, _)| i.to_string())
-        .take(10)
-        .collect();
-    if !missing.is_empty() {
-        let n = lines.iter().filter(|l| l.is_none()).count();
+    };
+    let n = total - lines.len() as u64;
+    if n > 0 {
+        let missing: Vec<String> = (0..total)
+            .filter(|i| !lines.contains_key(i))
+            .map(|i| i.to_string())
+            .take(10)
+            .collect();
         return Err(UsageError(format!(
             "{n} runs missing (first: {})",
             missing.join(", ")
         )));
     }
-    let rows: Vec<(String, Value)> = lines.into_iter().flatten().collect();
+    let rows: Vec<(String, Value)> = lines.into_values().collect();
     let mut f = Pending::create("--jsonl", &m.jsonl)?;
     for (text, _) in &rows {
         f.write_all(format!("{text}\n").as_bytes())?;

@@ -1,10 +1,13 @@
-//! Real workloads through `disagg run`: trace replay in every format (excerpts in
-//! crates/disagg-trace/tests/fixtures, see its README), the shipped traces, named session workloads,
-//! and bad input.
+//! Real workloads through `disagg run`: trace replay in every format (small synthetic files in
+//! crates/disagg-trace/tests/fixtures, see its README), the real traces (read from
+//! `../shared/traces/` or `$DISAGG_TRACES_DIR`, skipped with a message when absent), named session
+//! workloads, and bad input.
 
 mod common;
 #[allow(unused_imports)]
 use common::*;
+mod shared_traces;
+use shared_traces::shared_trace;
 
 use serde_json::Value;
 
@@ -13,10 +16,6 @@ fn fixture(name: &str) -> String {
         "{}/../disagg-trace/tests/fixtures/{name}",
         env!("CARGO_MANIFEST_DIR")
     )
-}
-
-fn trace(name: &str) -> String {
-    format!("{}/../../traces/{name}", env!("CARGO_MANIFEST_DIR"))
 }
 
 const SMALL: [&str; 4] = ["--model", "llama3-8b", "--devices-per-instance", "1"];
@@ -32,8 +31,8 @@ fn run(extra: &[&str]) -> Value {
 #[test]
 fn every_format_replays() {
     for (f, format) in [
-        ("azure_conv_head.csv", "azure"),
-        ("mooncake_head.jsonl", "mooncake"),
+        ("azure_sample.csv", "azure"),
+        ("mooncake_sample.jsonl", "mooncake"),
         ("burstgpt_sample.csv", "burstgpt"),
         ("reference_rows.json", "reference"),
     ] {
@@ -57,27 +56,24 @@ fn every_format_replays() {
 }
 
 #[test]
-fn shipped_traces_replay_whole() {
-    let v = run(&[
-        "--trace-file",
-        &trace("AzureLLMInferenceTrace_code.csv"),
-        "--fast",
-    ]);
-    assert_eq!(v["summary"]["requests"]["completed"], 8819);
-    let v = run(&[
-        "--trace-file",
-        &trace("mooncake_conversation_trace.jsonl"),
-        "--max-requests",
-        "500",
-        "--fast",
-    ]);
+fn real_traces_replay_whole() {
+    if let Some(path) = shared_trace("AzureLLMInferenceTrace_code.csv") {
+        let v = run(&["--trace-file", &path, "--fast"]);
+        assert_eq!(v["summary"]["requests"]["completed"], 8819);
+    }
+    let Some(path) = shared_trace("mooncake_conversation_trace.jsonl") else {
+        return;
+    };
+    let v = run(&["--trace-file", &path, "--max-requests", "500", "--fast"]);
     assert_eq!(v["summary"]["requests"]["completed"], 500);
     assert_eq!(v["summary"]["workload"]["trace"]["max_context"], 131072);
 }
 
 #[test]
 fn options_window_scale_and_clip() {
-    let path = trace("AzureLLMInferenceTrace_conv.csv");
+    let Some(path) = shared_trace("AzureLLMInferenceTrace_conv.csv") else {
+        return;
+    };
     let a = run(&["--trace-file", &path, "--duration", "60", "--fast"]);
     let n = a["summary"]["requests"]["completed"].as_u64().unwrap();
     assert!(n > 100 && n < 1000, "{n}");
@@ -127,6 +123,10 @@ fn options_window_scale_and_clip() {
         text.contains(&format!("{clipped} prompts clipped to 1,024 tokens")),
         "{text}"
     );
+}
+
+#[test]
+fn out_of_order_and_malformed_traces() {
     // Out of order: rejected, or sorted on request.
     bad(
         &["run", "--trace-file", &fixture("azure_out_of_order.csv")],
@@ -183,7 +183,7 @@ fn replay_bad_input() {
         &[
             "run",
             "--trace-file",
-            &fixture("mooncake_head.jsonl"),
+            &fixture("mooncake_sample.jsonl"),
             "--trace-format",
             "parquet",
         ],
@@ -193,7 +193,7 @@ fn replay_bad_input() {
         &[
             "run",
             "--trace-file",
-            &fixture("mooncake_head.jsonl"),
+            &fixture("mooncake_sample.jsonl"),
             "--time-scale",
             "0",
         ],
@@ -217,7 +217,7 @@ fn replay_bad_input() {
             "--workload",
             "chat",
             "--trace-file",
-            &fixture("mooncake_head.jsonl"),
+            &fixture("mooncake_sample.jsonl"),
         ],
         &["--workload"],
     );

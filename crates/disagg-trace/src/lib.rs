@@ -43,6 +43,7 @@
 #![warn(missing_docs)]
 
 mod error;
+pub mod input;
 mod parse;
 mod stats;
 
@@ -300,31 +301,42 @@ impl Trace {
     }
 }
 
-/// Reads the trace at `path` (the path's display form names it in messages). A missing or
-/// unreadable file, or one that is not UTF-8, is an error of kind [`TraceErrorKind::Io`]; the
-/// rest is [`read_str`].
+/// Reads the trace at `path` (the path's display form names it in messages) with
+/// [`input::read_input`] ([`input::InputKind::Data`]: a regular file of at most 1 GiB by default,
+/// UTF-8 text): what it refuses is an error of kind [`TraceErrorKind::Io`] (an empty file:
+/// [`TraceErrorKind::NoRequests`]); the rest is [`read_str`].
 pub fn read_path(path: &Path, opts: &ReadOptions) -> Result<Trace, TraceError> {
     let name = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|e| {
-        let what = if e.kind() == std::io::ErrorKind::NotFound {
-            "file does not exist".to_owned()
-        } else {
-            format!("cannot read the file: {e}")
-        };
-        TraceError::new(TraceErrorKind::Io, Some(&name), None, what)
-    })?;
-    let text = String::from_utf8(bytes).map_err(|e| {
-        let bad = e.utf8_error().valid_up_to();
-        let bytes = e.as_bytes();
-        let line = 1 + bytes[..bad].iter().filter(|&&b| b == b'\n').count();
+    let text = input::read_input(path, input::InputKind::Data)
+        .map_err(|e| input_error(&name, &e.problem))?;
+    read_str(&text, &name, opts)
+}
+
+/// Reads a trace from raw bytes (e.g. a file's content): the text checks of [`read_path`] (not
+/// empty, no NUL byte, UTF-8), then [`read_str`].
+pub fn read_bytes(bytes: &[u8], name: &str, opts: &ReadOptions) -> Result<Trace, TraceError> {
+    let text = input::text_from_bytes(bytes.to_vec()).map_err(|p| input_error(name, &p))?;
+    read_str(&text, name, opts)
+}
+
+/// An input problem as a trace error: an empty file has no requests, the rest is [`TraceErrorKind::Io`].
+fn input_error(name: &str, problem: &input::InputProblem) -> TraceError {
+    if *problem == input::InputProblem::Empty {
+        // As for a whitespace-only text: no requests.
+        TraceError::new(
+            TraceErrorKind::NoRequests,
+            Some(name),
+            None,
+            "empty file: no requests",
+        )
+    } else {
         TraceError::new(
             TraceErrorKind::Io,
-            Some(&name),
-            Some(line),
-            "expected UTF-8 text, got invalid UTF-8 bytes",
+            Some(name),
+            problem.line(),
+            problem.message(),
         )
-    })?;
-    read_str(&text, &name, opts)
+    }
 }
 
 /// Reads a trace from `text`; `name` (usually the file name) prefixes every message. See the
@@ -455,32 +467,43 @@ fn finish(
     let max_context = opts.max_context.unwrap_or(u64::MAX);
     let max_blocks = max_context.div_ceil(MOONCAKE_BLOCK_TOKENS);
     let mut clipped = 0u64;
-    let out: Vec<TraceRow> = rows
-        .into_iter()
-        .map(|r| {
-            let arrival_s = if rebase {
-                r.t.since(first) * scale
-            } else {
-                r.t.as_secs()
-            };
-            let mut prompt_len = r.prompt;
-            let mut hash_ids = r.hash_ids;
-            if prompt_len > max_context {
-                prompt_len = max_context;
-                clipped += 1;
-                if let Some(h) = hash_ids.as_mut() {
-                    h.truncate(usize::try_from(max_blocks).unwrap_or(usize::MAX));
-                }
+    let mut out: Vec<TraceRow> = Vec::with_capacity(rows.len());
+    for r in rows {
+        let arrival_s = if rebase {
+            r.t.since(first) * scale
+        } else {
+            r.t.as_secs()
+        };
+        if !arrival_s.is_finite() {
+            // Only reachable with huge timestamps or a huge time_scale.
+            return Err(TraceError::new(
+                TraceErrorKind::InvalidOption,
+                Some(name),
+                Some(r.line),
+                format!(
+                    "the arrival time overflows: the time since the first request ({} s) times \
+                     time_scale ({scale}) is not a finite number of seconds",
+                    r.t.since(first)
+                ),
+            ));
+        }
+        let mut prompt_len = r.prompt;
+        let mut hash_ids = r.hash_ids;
+        if prompt_len > max_context {
+            prompt_len = max_context;
+            clipped += 1;
+            if let Some(h) = hash_ids.as_mut() {
+                h.truncate(usize::try_from(max_blocks).unwrap_or(usize::MAX));
             }
-            TraceRow {
-                arrival_s,
-                prompt_len,
-                output_len: r.output,
-                line: r.line,
-                hash_ids,
-            }
-        })
-        .collect();
+        }
+        out.push(TraceRow {
+            arrival_s,
+            prompt_len,
+            output_len: r.output,
+            line: r.line,
+            hash_ids,
+        });
+    }
     if clipped > 0 {
         report.warnings.push(format!(
             "{clipped} prompts longer than max_context = {max_context} tokens were clipped to it"

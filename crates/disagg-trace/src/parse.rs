@@ -445,6 +445,9 @@ pub(crate) fn parse_timestamp_ns(s: &str) -> Option<i128> {
         Some(b'Z') if i + 1 == b.len() => i += 1,
         Some(&sign @ (b'+' | b'-')) => {
             let rest = &s[i + 1..];
+            if !rest.is_ascii() {
+                return None;
+            }
             let (hh, mm) = match rest.len() {
                 5 if rest.as_bytes()[2] == b':' => (&rest[0..2], &rest[3..5]),
                 4 => (&rest[0..2], &rest[2..4]),
@@ -780,7 +783,16 @@ fn parse_reference(text: &str, ctx: &mut Ctx<'_>) -> Result<(), TraceError> {
             Some(Ok(r)) => {
                 let end = pos + rows.byte_offset();
                 let row_text = text[pos..end].trim();
-                let raw = if r.prompt < 0 || r.output < 0 {
+                let raw = if !(r.arrival.is_finite() && r.arrival >= 0.0) {
+                    Err(ctx.err(
+                        TraceErrorKind::Malformed,
+                        line,
+                        format!(
+                            "row {row}: expected arrival_seconds >= 0, got {}",
+                            quote(row_text)
+                        ),
+                    ))
+                } else if r.prompt < 0 || r.output < 0 {
                     Err(ctx.err(
                         TraceErrorKind::NegativeTokens,
                         line,
@@ -922,6 +934,8 @@ mod tests {
             "2023/11/16 18:17:03",
             "2023-11-16 18:17:03 ",
             "2023-11-16 18:17:03.12x",
+            "2023-11-16 18:17:03+0\u{e9}0",
+            "2023-11-16 18:17:03+\u{e9}:00",
             "abc",
         ] {
             assert_eq!(parse_timestamp_ns(bad), None, "{bad}");

@@ -36,27 +36,27 @@ fn lines(rows: &[TraceRow]) -> Vec<usize> {
     rows.iter().map(|r| r.line).collect()
 }
 
-/// The Azure conv head: seconds after 18:15:46.6805900 of lines 2-7, from the integer
+/// The synthetic Azure sample: seconds after 03:04:05.1234567 of lines 2-7, from the integer
 /// nanosecond differences.
-const AZURE_HEAD: [f64; 6] = [0.0, 4.314579, 4.541877, 4.710427, 5.892655, 6.311529];
+const AZURE_HEAD: [f64; 6] = [0.0, 4.3333324, 4.5308643, 4.7530865, 5.8888889, 6.3765434];
 
 // ---------------------------------------------------------------------------------------------
 // Azure
 
 #[test]
 fn azure_crlf_without_final_newline() {
-    let raw = std::fs::read(fixture("azure_conv_head.csv")).unwrap();
+    let raw = std::fs::read(fixture("azure_sample.csv")).unwrap();
     assert!(raw.windows(2).any(|w| w == b"\r\n"));
     assert!(!raw.ends_with(b"\n"));
 
-    let t = read_path(&fixture("azure_conv_head.csv"), &opts()).unwrap();
+    let t = read_path(&fixture("azure_sample.csv"), &opts()).unwrap();
     assert_eq!(t.format, TraceFormat::Azure);
     assert_eq!(arrivals(&t.rows), AZURE_HEAD);
     assert_eq!(lines(&t.rows), [2, 3, 4, 5, 6, 7]);
     let prompts: Vec<u64> = t.rows.iter().map(|r| r.prompt_len).collect();
     let outputs: Vec<u64> = t.rows.iter().map(|r| r.output_len).collect();
-    assert_eq!(prompts, [374, 396, 879, 91, 91, 381]);
-    assert_eq!(outputs, [44, 109, 55, 16, 16, 84]);
+    assert_eq!(prompts, [300, 420, 800, 90, 90, 390]);
+    assert_eq!(outputs, [40, 100, 50, 20, 20, 80]);
     assert!(t.rows.iter().all(|r| r.hash_ids.is_none()));
     assert_eq!(t.report.lines_read, 7);
     assert_eq!(t.report.rows_kept, 6);
@@ -105,7 +105,7 @@ fn azure_malformed_line_is_an_error_with_file_line_and_text() {
     assert_eq!(
         e.to_string(),
         "trace.csv:4: expected 3 comma-separated fields (TIMESTAMP,ContextTokens,GeneratedTokens), \
-         got \"2023-11-16 18:15:51.2224670,879\""
+         got \"2024-01-02 03:04:09.6543210,800\""
     );
 
     let e = read_path(&fixture("azure_malformed.csv"), &opts()).unwrap_err();
@@ -117,20 +117,20 @@ fn azure_malformed_line_is_an_error_with_file_line_and_text() {
 #[test]
 fn azure_bad_number_names_the_column() {
     let csv = "TIMESTAMP,ContextTokens,GeneratedTokens\r\n\
-               2023-11-16 18:15:52.5732450,91,abc\r\n";
+               2024-01-02 03:04:11.0123456,90,abc\r\n";
     let e = read_str(csv, "t.csv", &opts()).unwrap_err();
     assert_eq!(
         e.to_string(),
         "t.csv:2: expected GeneratedTokens to be a non-negative integer, got \"abc\" in \
-         \"2023-11-16 18:15:52.5732450,91,abc\""
+         \"2024-01-02 03:04:11.0123456,90,abc\""
     );
-    let csv = "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.68x,1,2\n";
+    let csv = "TIMESTAMP,ContextTokens,GeneratedTokens\n2024-01-02 03:04:05.12x,1,2\n";
     let e = read_str(csv, "t.csv", &opts()).unwrap_err();
     assert_eq!(e.kind(), TraceErrorKind::Malformed);
     assert!(e
         .to_string()
         .starts_with("t.csv:2: expected TIMESTAMP as YYYY-MM-DD HH:MM:SS"));
-    assert!(e.to_string().contains("\"2023-11-16 18:15:46.68x\""));
+    assert!(e.to_string().contains("\"2024-01-02 03:04:05.12x\""));
 }
 
 #[test]
@@ -177,9 +177,9 @@ fn negative_tokens() {
     assert_eq!(e.line(), Some(3));
     let shown = e.to_string();
     assert!(shown.contains("azure_negative.csv:3: "), "{shown}");
-    assert!(shown.contains("\"-396\""), "{shown}");
+    assert!(shown.contains("\"-420\""), "{shown}");
     assert!(
-        shown.contains("\"2023-11-16 18:15:50.9951690,-396,109\""),
+        shown.contains("\"2024-01-02 03:04:09.4567891,-420,100\""),
         "{shown}"
     );
 
@@ -207,7 +207,7 @@ fn out_of_order_rejected_by_default() {
     assert!(shown.contains("azure_out_of_order.csv:5: "), "{shown}");
     assert!(shown.contains("earlier than line 4"), "{shown}");
     assert!(
-        shown.contains("\"2023-11-16 18:15:51.2224670,879,55\""),
+        shown.contains("\"2024-01-02 03:04:09.6543210,800,50\""),
         "{shown}"
     );
 }
@@ -320,7 +320,10 @@ fn missing_and_unreadable_files() {
 
     let e = read_path(&fixture(""), &opts()).unwrap_err();
     assert_eq!(e.kind(), TraceErrorKind::Io);
-    assert!(e.to_string().contains("cannot read the file"), "{e}");
+    assert!(
+        e.to_string().contains("not a regular file (a directory)"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -341,30 +344,30 @@ fn long_offending_text_is_cut() {
 
 #[test]
 fn mooncake_rows_and_blocks() {
-    let t = read_path(&fixture("mooncake_head.jsonl"), &opts()).unwrap();
+    let t = read_path(&fixture("mooncake_sample.jsonl"), &opts()).unwrap();
     assert_eq!(t.format, TraceFormat::Mooncake);
     assert_eq!(t.rows.len(), 11);
     let mut expected = vec![0.0; 10];
     expected.push(3.0);
     assert_eq!(arrivals(&t.rows), expected);
-    assert_eq!(t.rows[0].prompt_len, 6758);
-    assert_eq!(t.rows[0].output_len, 500);
+    assert_eq!(t.rows[0].prompt_len, 5000);
+    assert_eq!(t.rows[0].output_len, 400);
     assert_eq!(t.rows[10].line, 11);
     assert_eq!(
         t.rows[0].hash_ids.as_deref().unwrap(),
-        (0..14).collect::<Vec<u64>>()
+        (0..10).collect::<Vec<u64>>()
     );
     let blocks = t.stats().prefix_blocks.unwrap();
-    assert_eq!(blocks.total_blocks, 255);
-    assert_eq!(blocks.distinct_blocks, 245);
+    assert_eq!(blocks.total_blocks, 104);
+    assert_eq!(blocks.distinct_blocks, 94);
     assert_eq!(blocks.reused_blocks, 10);
-    assert_eq!(blocks.reused_fraction, 10.0 / 255.0);
+    assert_eq!(blocks.reused_fraction, 10.0 / 104.0);
 
     let lite = ReadOptions {
         keep_hash_ids: false,
         ..opts()
     };
-    let t2 = read_path(&fixture("mooncake_head.jsonl"), &lite).unwrap();
+    let t2 = read_path(&fixture("mooncake_sample.jsonl"), &lite).unwrap();
     assert!(t2.rows.iter().all(|r| r.hash_ids.is_none()));
     assert_eq!(arrivals(&t2.rows), expected);
     assert_eq!(t2.stats().prefix_blocks, None);
@@ -372,7 +375,7 @@ fn mooncake_rows_and_blocks() {
 
 #[test]
 fn mooncake_malformed_line() {
-    let mut jsonl = text("mooncake_head.jsonl");
+    let mut jsonl = text("mooncake_sample.jsonl");
     jsonl.push_str("{\"timestamp\": 6000, \"output_length\": 5}\n");
     let e = read_str(&jsonl, "m.jsonl", &opts()).unwrap_err();
     assert_eq!(e.kind(), TraceErrorKind::Malformed);
@@ -567,23 +570,23 @@ fn window_is_in_trace_time_and_rebased() {
         duration_s: Some(1.3),
         ..opts()
     };
-    let t = read_path(&fixture("azure_conv_head.csv"), &o).unwrap();
-    // 4.541877 and 4.710427 are in [4.5, 5.8); re-based on exact nanoseconds.
-    assert_eq!(arrivals(&t.rows), [0.0, 0.16855]);
+    let t = read_path(&fixture("azure_sample.csv"), &o).unwrap();
+    // 4.5308643 and 4.7530865 are in [4.5, 5.8); re-based on exact nanoseconds.
+    assert_eq!(arrivals(&t.rows), [0.0, 0.2222222]);
     assert_eq!(lines(&t.rows), [4, 5]);
 
     // The start is inclusive, the end exclusive.
     let o = ReadOptions {
-        start_s: Some(4.314579),
+        start_s: Some(4.3333324),
         ..opts()
     };
-    let t = read_path(&fixture("azure_conv_head.csv"), &o).unwrap();
+    let t = read_path(&fixture("azure_sample.csv"), &o).unwrap();
     assert_eq!(lines(&t.rows), [3, 4, 5, 6, 7]);
     let o = ReadOptions {
-        duration_s: Some(4.541877),
+        duration_s: Some(4.5308643),
         ..opts()
     };
-    let t = read_path(&fixture("azure_conv_head.csv"), &o).unwrap();
+    let t = read_path(&fixture("azure_sample.csv"), &o).unwrap();
     assert_eq!(lines(&t.rows), [2, 3]);
 
     // Only a start, only a duration.
@@ -592,7 +595,7 @@ fn window_is_in_trace_time_and_rebased() {
         ..opts()
     };
     assert_eq!(
-        lines(&read_path(&fixture("azure_conv_head.csv"), &o).unwrap().rows),
+        lines(&read_path(&fixture("azure_sample.csv"), &o).unwrap().rows),
         [6, 7]
     );
     let o = ReadOptions {
@@ -600,7 +603,7 @@ fn window_is_in_trace_time_and_rebased() {
         ..opts()
     };
     assert_eq!(
-        lines(&read_path(&fixture("azure_conv_head.csv"), &o).unwrap().rows),
+        lines(&read_path(&fixture("azure_sample.csv"), &o).unwrap().rows),
         [2, 3, 4]
     );
 
@@ -608,7 +611,7 @@ fn window_is_in_trace_time_and_rebased() {
         start_s: Some(100.0),
         ..opts()
     };
-    let e = read_path(&fixture("azure_conv_head.csv"), &o).unwrap_err();
+    let e = read_path(&fixture("azure_sample.csv"), &o).unwrap_err();
     assert_eq!(e.kind(), TraceErrorKind::NothingSelected);
     assert!(
         e.to_string()
@@ -623,7 +626,7 @@ fn max_requests() {
         max_requests: Some(3),
         ..opts()
     };
-    let t = read_path(&fixture("azure_conv_head.csv"), &o).unwrap();
+    let t = read_path(&fixture("azure_sample.csv"), &o).unwrap();
     assert_eq!(arrivals(&t.rows), AZURE_HEAD[..3]);
     assert_eq!(t.report.rows_kept, 3);
 
@@ -633,7 +636,7 @@ fn max_requests() {
         ..opts()
     };
     assert_eq!(
-        lines(&read_path(&fixture("azure_conv_head.csv"), &o).unwrap().rows),
+        lines(&read_path(&fixture("azure_sample.csv"), &o).unwrap().rows),
         [4]
     );
 
@@ -641,7 +644,7 @@ fn max_requests() {
         max_requests: Some(0),
         ..opts()
     };
-    let e = read_path(&fixture("azure_conv_head.csv"), &o).unwrap_err();
+    let e = read_path(&fixture("azure_sample.csv"), &o).unwrap_err();
     assert_eq!(e.kind(), TraceErrorKind::NothingSelected);
 }
 
@@ -652,7 +655,7 @@ fn time_scale_multiplies_every_gap() {
             time_scale: scale,
             ..opts()
         };
-        let t = read_path(&fixture("azure_conv_head.csv"), &o).unwrap();
+        let t = read_path(&fixture("azure_sample.csv"), &o).unwrap();
         let want: Vec<f64> = AZURE_HEAD.iter().map(|a| a * scale).collect();
         assert_eq!(arrivals(&t.rows), want);
     }
@@ -662,16 +665,16 @@ fn time_scale_multiplies_every_gap() {
         time_scale: 10.0,
         ..opts()
     };
-    let t = read_path(&fixture("azure_conv_head.csv"), &o).unwrap();
+    let t = read_path(&fixture("azure_sample.csv"), &o).unwrap();
     assert_eq!(t.rows.len(), 4);
-    assert_eq!(t.rows[1].arrival_s, 0.16855 * 10.0);
+    assert_eq!(t.rows[1].arrival_s, 0.2222222 * 10.0);
 
     for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
         let o = ReadOptions {
             time_scale: bad,
             ..opts()
         };
-        let e = read_path(&fixture("azure_conv_head.csv"), &o).unwrap_err();
+        let e = read_path(&fixture("azure_sample.csv"), &o).unwrap_err();
         assert_eq!(e.kind(), TraceErrorKind::InvalidOption);
         assert!(e.to_string().contains("time_scale must be finite and > 0"));
     }
@@ -685,7 +688,7 @@ fn time_scale_multiplies_every_gap() {
             duration_s: duration,
             ..opts()
         };
-        let e = read_path(&fixture("azure_conv_head.csv"), &o).unwrap_err();
+        let e = read_path(&fixture("azure_sample.csv"), &o).unwrap_err();
         assert_eq!(e.kind(), TraceErrorKind::InvalidOption);
     }
 }
@@ -696,9 +699,9 @@ fn max_context_clips_and_counts() {
         max_context: Some(380),
         ..opts()
     };
-    let t = read_path(&fixture("azure_conv_head.csv"), &o).unwrap();
+    let t = read_path(&fixture("azure_sample.csv"), &o).unwrap();
     let prompts: Vec<u64> = t.rows.iter().map(|r| r.prompt_len).collect();
-    assert_eq!(prompts, [374, 380, 380, 91, 91, 380]);
+    assert_eq!(prompts, [300, 380, 380, 90, 90, 380]);
     assert_eq!(t.report.clipped_prompts, 3);
     assert_eq!(t.report.warnings.len(), 1);
     assert!(t.report.warnings[0].contains("3 prompts longer than max_context = 380"));
@@ -708,17 +711,17 @@ fn max_context_clips_and_counts() {
         max_context: Some(1000),
         ..opts()
     };
-    let t = read_path(&fixture("mooncake_head.jsonl"), &o).unwrap();
+    let t = read_path(&fixture("mooncake_sample.jsonl"), &o).unwrap();
     assert_eq!(t.report.clipped_prompts, 11);
     assert!(t.rows.iter().all(|r| r.prompt_len == 1000));
     assert_eq!(t.rows[0].hash_ids.as_deref().unwrap(), [0, 1]);
-    assert_eq!(t.rows[10].hash_ids.as_deref().unwrap(), [0, 219]);
+    assert_eq!(t.rows[10].hash_ids.as_deref().unwrap(), [0, 75]);
 
     let o = ReadOptions {
         max_context: Some(0),
         ..opts()
     };
-    let e = read_path(&fixture("azure_conv_head.csv"), &o).unwrap_err();
+    let e = read_path(&fixture("azure_sample.csv"), &o).unwrap_err();
     assert_eq!(e.kind(), TraceErrorKind::InvalidOption);
 }
 
@@ -737,27 +740,27 @@ fn row(arrival_s: f64, prompt_len: u64, output_len: u64) -> TraceRow {
 
 #[test]
 fn stats_of_small_inputs() {
-    let t = read_path(&fixture("azure_conv_head.csv"), &opts()).unwrap();
+    let t = read_path(&fixture("azure_sample.csv"), &opts()).unwrap();
     let s = t.stats();
     assert_eq!(s.rows, 6);
-    assert_eq!(s.duration_s, 6.311529);
-    assert_eq!(s.mean_rate_rps, 6.0 / 6.311529);
-    assert_eq!(s.longest_gap_s, 4.314579);
-    assert_eq!(s.busiest_1s_requests, 3); // seconds 4, 4, 4 (4.31, 4.54, 4.71)
+    assert_eq!(s.duration_s, 6.3765434);
+    assert_eq!(s.mean_rate_rps, 6.0 / 6.3765434);
+    assert_eq!(s.longest_gap_s, 4.3333324);
+    assert_eq!(s.busiest_1s_requests, 3); // seconds 4, 4, 4 (4.33, 4.53, 4.75)
     assert_eq!(s.busiest_60s_requests, 6);
     assert_eq!(s.peak_rate_60s_rps, 0.1);
     assert_eq!(s.distinct_arrivals, 6);
     let i = s.input_tokens.clone().unwrap();
-    // sorted 91 91 374 381 396 879: p50 rank 3, p90 rank ceil(5.4) = 6, p99 rank 6.
+    // sorted 90 90 300 390 420 800: p50 rank 3, p90 rank ceil(5.4) = 6, p99 rank 6.
     assert_eq!(
         (i.p50, i.p90, i.p99, i.min, i.max),
-        (374, 879, 879, 91, 879)
+        (300, 800, 800, 90, 800)
     );
-    assert_eq!(i.mean, 2212.0 / 6.0);
+    assert_eq!(i.mean, 2090.0 / 6.0);
 
     let json = serde_json::to_value(&s).unwrap();
     assert_eq!(json["busiest_1s_requests"], 3);
-    assert_eq!(json["input_tokens"]["p50"], 374);
+    assert_eq!(json["input_tokens"]["p50"], 300);
     assert!(json["prefix_blocks"].is_null());
 
     // One row: no duration, no rate, no gap; NaN becomes null in JSON.
@@ -792,4 +795,38 @@ fn stats_buckets_count_from_the_first_arrival() {
     assert_eq!(s.busiest_1s_requests, 2); // [10.5, 11.5): 10.5, 11.4
     assert_eq!(s.busiest_60s_requests, 5); // [10.5, 70.5)
     assert_eq!(s.longest_gap_s, 70.49 - 12.0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Inputs found by fuzzing (tests/fuzz.rs; also in fuzz/corpus/)
+
+#[test]
+fn fuzz_findings_are_clean_errors() {
+    // A non-ASCII character in a zone offset panicked (a byte slice inside a character).
+    let csv = "TIMESTAMP,ContextTokens,GeneratedTokens\n2024-01-02 03:04:05+0\u{e9}0,10,1\n";
+    let e = read_str(csv, "z.csv", &opts()).unwrap_err();
+    assert_eq!(e.kind(), TraceErrorKind::Malformed);
+    assert_eq!(e.line(), Some(2));
+
+    // Timestamps 2e308 s apart gave an infinite arrival time.
+    let csv = "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n\
+               -1e308,ChatGPT,10,1,11,API log\n1e308,ChatGPT,10,1,11,API log\n";
+    let e = read_str(csv, "b.csv", &opts()).unwrap_err();
+    assert_eq!(e.line(), Some(3));
+    assert!(e.to_string().contains("overflows"), "{e}");
+    // So did a huge time scale.
+    let o = ReadOptions {
+        time_scale: f64::MAX,
+        ..opts()
+    };
+    let e = read_path(&fixture("azure_sample.csv"), &o).unwrap_err();
+    assert_eq!(e.kind(), TraceErrorKind::InvalidOption);
+
+    // A negative arrival time in the reference rows was kept as is.
+    let e = read_str("[[-1.0, 10, 1], [0.5, 5, 5]]", "r.json", &opts()).unwrap_err();
+    assert_eq!(e.kind(), TraceErrorKind::Malformed);
+    assert!(
+        e.to_string().contains("expected arrival_seconds >= 0"),
+        "{e}"
+    );
 }
