@@ -42,12 +42,12 @@ fn chapter(n: u64) -> Scenario {
 /// data, not in the repository: they are read from `$DISAGG_TRACES_DIR`, else from
 /// `../shared/traces/` (run from the repository's root); a case whose trace is absent is skipped.
 fn trace_case(file: &str) -> Scenario {
-    let dir = std::env::var("DISAGG_TRACES_DIR").unwrap_or_else(|_| "../shared/traces".into());
+    let (path, _) = disagg_trace::shared::trace_path(std::path::Path::new(""), file);
     Scenario {
         prefill: 2,
         decode: 2,
         fast: true,
-        trace_file: Some(format!("{}/{file}", dir.trim_end_matches('/'))),
+        trace_file: Some(path.display().to_string()),
         ..Scenario::default()
     }
 }

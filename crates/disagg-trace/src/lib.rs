@@ -45,6 +45,7 @@
 mod error;
 pub mod input;
 mod parse;
+pub mod shared;
 mod stats;
 
 use std::fmt;

@@ -9,25 +9,8 @@ use disagg_trace::{read_path, ReadOptions, TokenStats, Trace, TraceFormat, Trace
 
 /// The real trace `name`, or `None` (after printing why the test is skipped) when it is absent.
 fn trace_path(name: &str) -> Option<PathBuf> {
-    let (path, shown) = match std::env::var_os("DISAGG_TRACES_DIR") {
-        Some(dir) => {
-            let p = PathBuf::from(dir).join(name);
-            let shown = p.display().to_string();
-            (p, shown)
-        }
-        None => (
-            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-                .join("../../../shared/traces")
-                .join(name),
-            format!("../shared/traces/{name}"),
-        ),
-    };
-    if path.is_file() {
-        Some(path)
-    } else {
-        println!("skipped: {shown} not found (set DISAGG_TRACES_DIR to read it elsewhere)");
-        None
-    }
+    let root = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
+    disagg_trace::shared::trace_or_skip(root, name)
 }
 
 fn read(name: &str) -> Option<Trace> {
