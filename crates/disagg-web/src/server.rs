@@ -312,10 +312,34 @@ async fn refuse_connection(sock: tokio::net::TcpStream) {
     // A fresh socket's send buffer holds these few bytes: one write, no waiting on the client.
     if tokio::time::timeout(Duration::from_secs(1), sock.writable())
         .await
-        .is_ok()
+        .is_err()
     {
-        let _ = sock.try_write(msg.as_bytes());
+        return;
     }
+    let _ = sock.try_write(msg.as_bytes());
+    // Closing with the request unread would reset the connection and lose the answer: end the
+    // answer, then read and drop what the client sends for up to a second.
+    let Ok(std) = sock.into_std() else { return };
+    let _ = std.shutdown(std::net::Shutdown::Write);
+    let Ok(sock) = tokio::net::TcpStream::from_std(std) else {
+        return;
+    };
+    let drain = async {
+        let mut buf = [0u8; 4096];
+        let mut left: usize = 64 * 1024;
+        while left > 0 {
+            if sock.readable().await.is_err() {
+                return;
+            }
+            match sock.try_read(&mut buf) {
+                Ok(0) => return,
+                Ok(n) => left = left.saturating_sub(n),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+                Err(_) => return,
+            }
+        }
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(1), drain).await;
 }
 
 fn to_http(r: crate::Response) -> axum::response::Response {
@@ -529,6 +553,25 @@ async fn guard(
     r
 }
 
+/// Lowers the calling thread's CPU priority (nice 10) once: simulations are background work, the
+/// page and the quick endpoints come first. The threads a sweep starts inherit it. Only the
+/// blocking pool's threads call this, and they only ever run simulations.
+fn background_priority() {
+    #[cfg(target_os = "linux")]
+    {
+        thread_local!(static DONE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) });
+        DONE.with(|d| {
+            if !d.replace(true) {
+                // SAFETY: plain syscalls on the calling thread's own id; failure is harmless.
+                unsafe {
+                    let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+                    libc::setpriority(libc::PRIO_PROCESS, tid, 10);
+                }
+            }
+        });
+    }
+}
+
 /// Counts a request waiting for a simulation permit while it waits.
 struct Queued<'a>(&'a AtomicUsize);
 
@@ -613,6 +656,7 @@ async fn answer(State(st): State<Arc<Shared>>, req: Request) -> axum::response::
     let api = Arc::clone(&st.api);
     let job = tokio::task::spawn_blocking(move || {
         let _permit = permit;
+        background_priority();
         api.handle(&method, &path, &body)
     });
     match job.await {
