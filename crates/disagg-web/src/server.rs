@@ -449,7 +449,7 @@ fn host_ok(host: &str, bound: SocketAddr, local: SocketAddr) -> bool {
     (ip == bound.ip() && !ip.is_unspecified()) || ip == local.ip() || (loopback && ip.is_loopback())
 }
 
-fn header_str<'a>(h: &'a HeaderMap, name: header::HeaderName) -> Option<&'a str> {
+fn header_str(h: &HeaderMap, name: header::HeaderName) -> Option<&str> {
     h.get(name).map(|v| v.to_str().unwrap_or("\u{fffd}"))
 }
 

@@ -444,3 +444,16 @@ fn batched_handoff_is_one_call() {
     assert_eq!(a.json()["limit"], "max_handoff_batch");
     server.shutdown();
 }
+
+#[test]
+fn head_answers_have_no_body() {
+    let server = default_server();
+    let a = exchange(
+        server.addr(),
+        b"HEAD / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(a.status, 200);
+    assert!(a.head.contains("content-type: text/html"));
+    assert!(a.body.is_empty(), "{} body bytes", a.body.len());
+    server.shutdown();
+}
