@@ -122,13 +122,14 @@ pub fn path_field(key: &str) -> bool {
             .any(|s| k.ends_with(s))
 }
 
-/// 422 for the first path-like key in `m` or in any object nested in it. The message names the
-/// key, never its value.
+/// 422 for the first path-like key with a value (not `null`: a scenario as the API returns it has
+/// `"trace_file": null`) in `m` or in any object nested in it. The message names the key, never
+/// its value.
 fn no_paths(m: &Map<String, Value>) -> Result<(), ApiError> {
     fn walk(v: &Value) -> Option<&str> {
         match v {
             Value::Object(m) => m.iter().find_map(|(k, v)| {
-                if path_field(k) {
+                if path_field(k) && !v.is_null() {
                     Some(k.as_str())
                 } else {
                     walk(v)
@@ -139,7 +140,7 @@ fn no_paths(m: &Map<String, Value>) -> Result<(), ApiError> {
         }
     }
     for (k, v) in m {
-        let key = if path_field(k) {
+        let key = if path_field(k) && !v.is_null() {
             Some(k.as_str())
         } else {
             walk(v)
@@ -433,6 +434,14 @@ mod tests {
         }
         let e = object(br#"{"batch": [{"link": "x"}, {"trace_file": "/dev/zero"}]}"#).unwrap_err();
         assert_eq!(e.field.as_deref(), Some("trace_file"));
+        // A scenario as the API answers it (the page sends it back) has "trace_file": null.
+        for body in [&br#"{"trace_file": null}"#[..], br#"{"a": {"spec": null}}"#] {
+            assert!(object(body).is_ok());
+        }
+        for v in ["\"\"", "0", "false", "[]", "{}"] {
+            let body = format!("{{\"trace_file\": {v}}}");
+            assert!(object(body.as_bytes()).is_err(), "{body}");
+        }
     }
 
     #[test]
