@@ -88,15 +88,20 @@ enum Command {
 #[cfg(feature = "web")]
 #[derive(clap::Args, Debug)]
 struct ServeArgs {
-    /// Address to listen on (127.0.0.1: this machine only).
+    /// Address to listen on (127.0.0.1: this machine only; any other address prints a warning:
+    /// the API has no authentication).
     #[arg(long, default_value = "127.0.0.1")]
     host: String,
     /// Port (0 picks a free one and prints it).
     #[arg(long, default_value_t = 8080)]
     port: u16,
-    /// Worker threads (0: twice the cores, at least 4).
+    /// Simulations that run at once (0: one per core); others wait in a bounded queue.
     #[arg(long, default_value_t = 0)]
     threads: usize,
+    /// An origin (scheme://host[:port]) besides the server's own whose pages may call the API;
+    /// repeatable.
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
+    allow_origin: Vec<String>,
 }
 
 fn main() -> ExitCode {
@@ -153,6 +158,7 @@ fn main() -> ExitCode {
                 host: a.host,
                 port: a.port,
                 threads: a.threads,
+                allow_origins: a.allow_origin,
                 catalogue: cat,
                 ..Default::default()
             })

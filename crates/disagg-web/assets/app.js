@@ -12,6 +12,7 @@
   const clone = (o) => JSON.parse(JSON.stringify(o));
   const perf = window.__disagg = {
     ready: false, runs: [], calcDraws: [], calcHits: [], sweeps: [], errors: [], prefetchIdle: false,
+    handoffBatches: 0,
   };
 
   async function api(path, body) {
@@ -29,6 +30,36 @@
     let v;
     try { v = await r.json(); } catch (e) { v = { error: `unexpected answer (${r.status})` }; }
     return { status: r.status, body: v, timing: r.headers.get('Server-Timing') };
+  }
+
+  // An error about one input sits next to it: the input is marked invalid and described by the
+  // message. An empty message clears it.
+  function fieldError(el, msg) {
+    const box = el.closest('.field') || el.parentElement;
+    const id = `${el.id}-err`;
+    let note = document.getElementById(id);
+    if (!note && !msg) return;
+    if (!note) {
+      note = document.createElement('p');
+      note.className = 'error field-error';
+      note.id = id;
+      note.setAttribute('aria-live', 'polite');
+      box.appendChild(note);
+    }
+    note.textContent = msg || '';
+    note.hidden = !msg;
+    const ids = (el.getAttribute('aria-describedby') || '').split(/\s+/).filter((x) => x && x !== id);
+    if (msg) {
+      el.setAttribute('aria-invalid', 'true');
+      ids.push(id);
+    } else {
+      el.removeAttribute('aria-invalid');
+    }
+    if (ids.length) el.setAttribute('aria-describedby', ids.join(' '));
+    else el.removeAttribute('aria-describedby');
+  }
+  function clearFieldErrors(root) {
+    for (const el of root.querySelectorAll('[aria-invalid="true"]')) fieldError(el, '');
   }
 
   // ---- number formats: the CLI's (crates/disagg-cli/src/format.rs) --------------------------
@@ -130,8 +161,8 @@
   ];
 
   const cfgs = {
-    a: { id: 'a', on: true, preset: 'link-ib-ndr', sc: null, seq: 0, result: null, sweep: null, err: null, retried: {} },
-    b: { id: 'b', on: true, preset: 'link-eth-25g', sc: null, seq: 0, result: null, sweep: null, err: null, retried: {} },
+    a: { id: 'a', on: true, preset: 'link-ib-ndr', sc: null, seq: 0, result: null, sweep: null, err: null, retried: {}, bad: new Set() },
+    b: { id: 'b', on: true, preset: 'link-eth-25g', sc: null, seq: 0, result: null, sweep: null, err: null, retried: {}, bad: new Set() },
   };
   const supported = {};
 
@@ -157,7 +188,10 @@
     });
     num.addEventListener('input', () => {
       const v = Number(num.value);
-      if (num.value === '' || !Number.isFinite(v)) return;
+      if (num.value === '' || !Number.isFinite(v)) {
+        calcInvalid(num, 'prompt_tokens', 'Prompt tokens: enter a whole number, 1 or more');
+        return;
+      }
       range.value = String(Math.min(Math.max(v, 256), 32768));
       setCalc('prompt_tokens', v);
     });
@@ -166,7 +200,12 @@
       $(id).addEventListener('change', (e) => setCalc(key, e.target.value));
     }
     $('#calc-gpus').addEventListener('input', (e) => {
-      if (e.target.value !== '') setCalc('devices_per_instance', Number(e.target.value));
+      const v = Number(e.target.value);
+      if (e.target.value === '' || !Number.isFinite(v)) {
+        calcInvalid(e.target, 'devices_per_instance', 'GPUs per instance: enter a whole number, 1 or more');
+        return;
+      }
+      setCalc('devices_per_instance', v);
     });
     for (const r of form.querySelectorAll('input[name="send"]')) {
       r.addEventListener('change', () => { if (r.checked) setCalc('send', r.value); });
@@ -197,6 +236,7 @@
   let calcInputAt = 0;
   let lastCalc = null;
   const calcCache = new Map();
+  const calcBad = new Set(); // inputs whose text is not a number: nothing is shown until fixed
   let simBusy = 0; // simulations in flight: the background prefetch waits for them
   const calcKey = (o) => JSON.stringify(Object.keys(CALC_DEFAULT).map((k) => o[k]));
   const recordDraw = (t0, hit) => {
@@ -205,11 +245,40 @@
     if (perf.calcDraws.length > 500) { perf.calcDraws.shift(); perf.calcHits.shift(); }
   };
 
+  // An input the page cannot send: the error goes next to it, and the numbers of the last good
+  // state are taken off (they no longer answer what the form shows).
+  function calcInvalid(el, key, msg) {
+    calcBad.add(key);
+    fieldError(el, msg);
+    calcDrawn = ++calcSeq; // answers in flight are for an older state
+    calcDirty = false;
+    clearTimeout(prefetchTimer);
+    prefetchGen++;
+    clearCalcResult();
+  }
+
+  function clearCalcResult() {
+    for (const id of ['t-kv', 't-wire', 't-transfer', 't-prefill', 't-exposed', 't-full']) $(`#${id}`).textContent = '–';
+    for (const id of ['t-kv-s', 't-wire-s', 't-transfer-s', 't-prefill-s']) $(`#${id}`).textContent = '';
+    $('#calc-tiles').classList.add('stale');
+    $('#calc-chart').textContent = '';
+    lastCalc = null;
+  }
+
+  // The input that field `key` of a calculator request comes from.
+  function calcInput(key) {
+    return $(`#calc-form [name="${key}"]:not([type="radio"])`) || (key === 'send' ? $('#calc-send-whole') : null);
+  }
+
   function setCalc(key, value) {
+    calcBad.delete(key);
+    const input = calcInput(key);
+    if (input) fieldError(input, '');
     calc[key] = value;
     calcInputAt = performance.now();
     $('#calc-at').disabled = calc.compression === 'none';
     writeUrl();
+    if (calcBad.size) return;
     const hit = calcCache.get(calcKey(calc));
     if (hit) {
       calcDrawn = ++calcSeq;
@@ -233,18 +302,21 @@
     calcInFlight = false;
     if (calcDirty) sendCalc();
     requestAnimationFrame(() => {
-      if (seq < calcDrawn) return;
+      if (seq < calcDrawn || calcBad.size) return;
       calcDrawn = seq;
       drawCalc(r, body);
       recordDraw(t0, false);
     });
-    schedulePrefetch();
+    if (r.status === 200) schedulePrefetch();
   }
 
-  // Fills the cache around the current state, nearest slider positions first, a few requests at a
-  // time; starts over whenever the state changes.
+  // Fills the cache around the current state (every menu alternative, the slider positions nearest
+  // first) with one batched request (`"batch": [...]`, up to the server's max_handoff_batch), a
+  // quarter second after the last change; starts over whenever the state changes. A server without
+  // batches gets no prefetch (never one request per alternative).
   let prefetchTimer = null;
   let prefetchGen = 0;
+  let batchOk = true;
   function schedulePrefetch() {
     clearTimeout(prefetchTimer);
     const gen = ++prefetchGen;
@@ -253,6 +325,8 @@
   }
   async function prefetch(gen) {
     if (!perf.ready || simBusy > 0) { prefetchTimer = setTimeout(() => prefetch(gen), 100); return; }
+    const max = (cat.limits && cat.limits.max_handoff_batch) || 0;
+    if (!batchOk || !max || calcBad.size) { perf.prefetchIdle = true; return; }
     const base = { ...calc };
     const todo = [];
     const range = $('#calc-tokens-range');
@@ -269,31 +343,47 @@
       model: cat.models.map((m) => m.key),
       prefill_device: cat.devices.map((d) => d.key),
     };
-    for (const [k, vals] of Object.entries(menus)) for (const v of vals) todo.push({ ...base, [k]: v });
-    for (const v of slots) todo.push({ ...base, prompt_tokens: v });
+    for (const [k, vals] of Object.entries(menus)) for (const v of vals) todo.push([k, v]);
+    for (const v of slots) todo.push(['prompt_tokens', v]);
     if (calcCache.size + todo.length > 20000) calcCache.clear();
-    const queue = todo.filter((o) => !calcCache.has(calcKey(o)));
-    const worker = async () => {
-      while (queue.length && gen === prefetchGen && simBusy === 0) {
-        const body = queue.shift();
-        const r = await api('/api/handoff', body);
-        if (r.status === 200) calcCache.set(calcKey(body), r.body);
+    const seen = new Set();
+    const queue = todo.filter(([k, v]) => {
+      const key = calcKey({ ...base, [k]: v });
+      if (calcCache.has(key) || seen.has(key)) return false;
+      seen.add(key);
+      return true;
+    }).slice(0, max);
+    if (queue.length) {
+      perf.handoffBatches++;
+      const r = await api('/api/handoff', { ...base, batch: queue.map(([k, v]) => ({ [k]: v })) });
+      if (r.status === 200 && Array.isArray(r.body.batch)) {
+        r.body.batch.forEach((v, i) => {
+          const [k, x] = queue[i];
+          if (v && !v.error) calcCache.set(calcKey({ ...base, [k]: x }), v);
+        });
+      } else if (r.status === 400 && r.body.field === 'batch') {
+        batchOk = false;
       }
-    };
-    await Promise.all([worker(), worker()]);
+    }
     if (gen !== prefetchGen) return;
-    if (queue.length) schedulePrefetch(); // paused for a simulation: resume later
-    else perf.prefetchIdle = true;
+    perf.prefetchIdle = true;
   }
 
   function drawCalc(r, req) {
     const err = $('#calc-error');
     if (r.status !== 200) {
-      err.textContent = r.body.error || `error ${r.status}`;
-      err.hidden = false;
+      // The error next to the input it is about (else under the form); no numbers of another state.
+      const msg = r.body.error || `error ${r.status}`;
+      const input = r.body.field && calcInput(r.body.field);
+      if (input) fieldError(input, msg);
+      err.textContent = input ? '' : msg;
+      err.hidden = !!input;
+      clearCalcResult();
       return;
     }
     err.hidden = true;
+    clearFieldErrors($('#calc-form'));
+    $('#calc-tiles').classList.remove('stale');
     const h = r.body;
     lastCalc = { h, req };
     $('#t-kv').textContent = bytes(h.kv_bytes);
@@ -672,6 +762,9 @@
     c.preset = p.name;
     c.sc = clone(p.scenario);
     c.retried = {};
+    c.bad.clear();
+    const form = $(`#cfg-${id}`);
+    if (form) clearFieldErrors(form);
     syncConfig(id);
     writeUrl();
     if (run) runNow(id);
@@ -716,14 +809,28 @@
     const c = cfgs[id];
     let v;
     if (f.num) {
-      if (el.value === '') return;
       v = Number(el.value);
-      if (!Number.isFinite(v)) return;
+      if (el.value === '' || !Number.isFinite(v)) {
+        // Nothing to run: say so next to the input and take the old numbers off.
+        fieldError(el, `${f.label}: enter a number`);
+        c.bad.add(f.k);
+        clearTimeout(debounce[id]);
+        c.seq++;
+        c.err = 'invalid input';
+        c.result = null;
+        c.sweep = null;
+        renderResults();
+        drawCharts();
+        setStatus();
+        return;
+      }
       if (f.scale) v /= f.scale;
     } else {
       v = el.value;
       if (f.k === 'kv_compress' && v === '') v = null;
     }
+    fieldError(el, '');
+    c.bad.delete(f.k);
     c.sc[f.k] = v;
     syncConfig(id);
     writeUrl();
@@ -735,7 +842,7 @@
 
   function runNow(id) {
     clearTimeout(debounce[id]);
-    if (!cfgs[id].on) return;
+    if (!cfgs[id].on || cfgs[id].bad.size) return;
     run(id);
   }
 
@@ -764,7 +871,10 @@
     if (r.status !== 200) {
       if (handleOptionalError(id, r)) return;
       c.err = r.body.error || `error ${r.status}`;
-      showError(id, c.err);
+      // Next to the input it is about when there is one, else under the form.
+      const input = r.body.field && $(`#${id}-${r.body.field}`);
+      if (input) fieldError(input, c.err);
+      showError(id, input ? '' : c.err);
       c.result = null;
       c.sweep = null;
       renderResults();
@@ -774,6 +884,7 @@
     }
     c.err = null;
     showError(id, '');
+    clearFieldErrors($(`#cfg-${id}`));
     c.result = r.body;
     const sim = /sim;dur=([\d.]+)/.exec(r.timing || '');
     c.timing = { rtt, sim: sim ? Number(sim[1]) : NaN, requests: body.requests };
@@ -952,7 +1063,7 @@
     $('#b-on').checked = cfgs.b.on;
     applyOnOff();
     $('#sweep-metric').addEventListener('change', () => { drawSweep(); writeUrl(); });
-    $('#api-example').textContent = `curl -s ${location.origin}/api/handoff -d '{"prompt_tokens": 2048, "link": "eth-25g", "send": "layerwise"}'`;
+    $('#api-example').textContent = `curl -s ${location.origin}/api/handoff -H 'Content-Type: application/json' -d '{"prompt_tokens": 2048, "link": "eth-25g", "send": "layerwise"}'`;
     renderResults();
     sendCalc();
     await Promise.all(['a', 'b'].filter((id) => cfgs[id].on).map((id) => run(id)));

@@ -271,6 +271,84 @@ test('an engine without an option: the page hides its control after a 400 "unkno
   await page.close();
 });
 
+test('an invalid input shows its error next to it and no stale numbers', async () => {
+  const { page } = await open(1280);
+  await page.waitForFunction(() => window.__disagg.prefetchIdle, null, { timeout: 15000 });
+  const number = /\d/;
+  assert.match(await text(page, '#t-kv'), number);
+  const tiles = ['#t-kv', '#t-wire', '#t-transfer', '#t-prefill', '#t-exposed', '#t-full'];
+  const noNumbers = async () => {
+    for (const t of tiles) assert.equal(await text(page, t), '–', `${t} still shows a number`);
+  };
+  // Not a number at all: the page's own message, next to the input.
+  await page.fill('#calc-tokens', '');
+  await page.waitForFunction(() => {
+    const e = document.getElementById('calc-tokens-err');
+    return e && !e.hidden && /Prompt tokens/.test(e.textContent);
+  });
+  assert.equal(await page.$eval('#calc-tokens', (el) => el.getAttribute('aria-invalid')), 'true');
+  assert.match(await page.$eval('#calc-tokens', (el) => el.getAttribute('aria-describedby') || ''), /calc-tokens-err/);
+  await noNumbers();
+  // A number the server refuses: its friendly message, next to the input; still no numbers.
+  await page.fill('#calc-tokens', '1.5');
+  await page.waitForFunction(() => /expected a whole number, got 1\.5/.test(document.getElementById('calc-tokens-err')?.textContent || ''));
+  const msg = await text(page, '#calc-tokens-err');
+  assert.equal(msg, "field 'prompt_tokens': expected a whole number, got 1.5");
+  assert.doesNotMatch(msg, /invalid type|floating point|u64/);
+  await noNumbers();
+  // Fixed: numbers back, error gone.
+  await page.fill('#calc-tokens', '4096');
+  await waitText(page, '#t-kv', '536.9 MB');
+  assert.equal(await page.$eval('#calc-tokens-err', (el) => el.hidden), true);
+  assert.equal(await page.$eval('#calc-tokens', (el) => el.hasAttribute('aria-invalid')), false);
+
+  // The simulator: an empty rate, then a refused one; the results column shows no numbers.
+  await page.waitForFunction(() => /%$/.test(document.getElementById('r-a-slo_attainment').textContent.trim()));
+  await page.fill('#a-rate', '');
+  await page.waitForFunction(() => !document.getElementById('a-rate-err')?.hidden);
+  assert.doesNotMatch(await text(page, '#r-a-slo_attainment'), number);
+  assert.doesNotMatch(await text(page, '#r-a-ttft_p50'), number);
+  await page.fill('#a-rate', '-1');
+  await page.waitForFunction(() => /rate/.test(document.getElementById('a-rate-err')?.textContent || '')
+    && !document.getElementById('a-rate-err').hidden, null, { timeout: 10000 });
+  assert.doesNotMatch(await text(page, '#r-a-ttft_p50'), number);
+  await page.fill('#a-rate', '4');
+  await page.waitForFunction(() => /%$/.test(document.getElementById('r-a-slo_attainment').textContent.trim()), null, { timeout: 10000 });
+  assert.equal(await page.$eval('#a-rate-err', (el) => el.hidden), true);
+  await page.close();
+});
+
+test('a calculator change sends only a few /api/handoff requests', async () => {
+  const { page } = await open(1280);
+  let count = 0;
+  page.on('request', (r) => { if (new URL(r.url()).pathname === '/api/handoff') count++; });
+  const settle = async () => {
+    await page.waitForTimeout(50);
+    await page.waitForFunction(() => window.__disagg.prefetchIdle, null, { timeout: 15000 });
+    await page.waitForTimeout(400); // anything scheduled late would show up here
+  };
+  await settle();
+  const changes = [
+    async () => page.selectOption('#calc-link', 'eth-100g'),
+    async () => page.fill('#calc-tokens', '5000'),
+    async () => page.selectOption('#calc-model', { index: 0 }),
+    async () => page.check('#calc-send-layerwise'),
+    async () => page.selectOption('#calc-compression', 'fp8'),
+  ];
+  const counts = [];
+  for (const change of changes) {
+    count = 0;
+    await change();
+    await settle();
+    counts.push(count);
+  }
+  console.log(`[calc] /api/handoff requests per change: ${counts.join(', ')}`);
+  for (const c of counts) assert.ok(c <= 3, `a change sent ${c} /api/handoff requests (${counts})`);
+  assert.ok(await page.evaluate(() => window.__disagg.handoffBatches) >= 1, 'the prefetch is batched');
+  assert.match(await text(page, '#t-exposed'), /\d/);
+  await page.close();
+});
+
 test('the API from a client: 800-request runs round-trip in milliseconds', async () => {
   const body = JSON.stringify({ preset: 'link-ib-ndr' });
   const post = async (path, b) => {
@@ -314,7 +392,7 @@ test("the API's hand-off numbers are the CLI's, key for key", { skip: !cliBinary
     [{ all_links: true, send: 'layerwise', compression: 'kivi2' }, ['--all-links', '--send', 'layerwise', '--compression', 'kivi2']],
   ];
   for (const [body, args] of cases) {
-    const r = await fetch(server.url + 'api/handoff', { method: 'POST', body: JSON.stringify(body) });
+    const r = await fetch(server.url + 'api/handoff', { method: 'POST', body: JSON.stringify(body), headers: { 'Content-Type': 'application/json' } });
     assert.equal(r.status, 200);
     const api = await r.json();
     const cli = JSON.parse(execFileSync(cliBinary(), ['handoff', ...args, '--json'], { encoding: 'utf8' }));

@@ -5,7 +5,7 @@
 //! | GET | `/` | | the page |
 //! | GET | `/api/catalogue` | | `disagg list --json`, plus `scenario_defaults`, `handoff_defaults`, `limits` |
 //! | GET | `/api/presets` | | `disagg presets --json` |
-//! | POST | `/api/handoff` | `disagg handoff` options | `disagg handoff --json` |
+//! | POST | `/api/handoff` | `disagg handoff` options (+ `batch`) | `disagg handoff --json` (or `{"batch": [...]}`) |
 //! | POST | `/api/run` | a `Scenario` (+ `preset`, `latency_samples`, `series`) | `disagg run --json` (+ extras) |
 //! | POST | `/api/sweep` | a `Scenario` (+ `preset`, `rates`, `compact`) | one summary per rate |
 
@@ -185,6 +185,7 @@ impl Api {
                 "max_sweep_points": l.max_sweep_points,
                 "max_sweep_requests": l.max_sweep_requests,
                 "max_latency_samples": l.max_latency_samples,
+                "max_handoff_batch": l.max_handoff_batch,
                 "max_body_bytes": l.max_body_bytes,
                 "time_limit_s": l.time_limit.as_secs_f64(),
             },
@@ -193,10 +194,41 @@ impl Api {
 
     // ---- /api/handoff --------------------------------------------------------------------------
 
+    /// One hand-off, or with `"batch": [{...}, ...]` one answer per item: each item's keys laid
+    /// over the body's other keys, answered as `{"batch": [doc or {"error", "status", ...}]}`.
     fn handoff(&self, body: &[u8]) -> Answer {
-        let obj = object(body)?;
+        let mut obj = object(body)?;
+        let batch = take::<Vec<Map<String, Value>>>(&mut obj, "batch", "an array of objects")?;
         let req: HandoffSpec = overlay(&HandoffSpec::default(), &obj)?;
-        Ok((self.handoff_json(&req)?, Vec::new()))
+        let Some(items) = batch else {
+            return Ok((self.handoff_json(&req)?, Vec::new()));
+        };
+        let max = self.limits.max_handoff_batch;
+        if items.len() > max {
+            return Err(ApiError::limit(
+                "max_handoff_batch",
+                max as f64,
+                Some("batch"),
+                format!(
+                    "batch: {} items is over the limit of {max} per call (max_handoff_batch)",
+                    items.len()
+                ),
+            ));
+        }
+        let answers: Vec<Value> = items
+            .iter()
+            .map(
+                |item| match overlay(&req, item).and_then(|one| self.handoff_json(&one)) {
+                    Ok(v) => v,
+                    Err(e) => {
+                        let mut v = e.to_json();
+                        v["status"] = json!(e.status);
+                        v
+                    }
+                },
+            )
+            .collect();
+        Ok((json!({ "batch": answers }), Vec::new()))
     }
 
     fn handoff_json(&self, a: &HandoffSpec) -> Result<Value, ApiError> {
@@ -249,6 +281,8 @@ impl Api {
     }
 
     fn run(&self, body: &[u8]) -> Answer {
+        // The time limit covers the whole call: building the workload, simulating, summarising.
+        let deadline_at = Instant::now() + self.limits.time_limit;
         let mut obj = object(body)?;
         let points = take::<usize>(&mut obj, "latency_samples", "a whole number of points")?;
         let series = take::<bool>(&mut obj, "series", "a boolean")?.unwrap_or(false);
@@ -269,8 +303,8 @@ impl Api {
         self.check_requests(&sc)?;
         no_files(&sc)?;
         let cfg = self.build(&sc)?;
-        let t0 = Instant::now();
-        let deadline = Deadline::new(t0 + self.limits.time_limit);
+        let t_sim = Instant::now();
+        let deadline = Deadline::new(deadline_at);
         let workload = cfg.requests();
         let (run, series) = if series {
             let last = workload.requests.last().map_or(0.0, |w| w.arrival_s);
@@ -287,7 +321,7 @@ impl Api {
                 None,
             )
         };
-        let sim_ms = t0.elapsed().as_secs_f64() * 1e3;
+        let sim_ms = t_sim.elapsed().as_secs_f64() * 1e3;
         let summary = run.summary();
         let mut doc = run_json(&sc, &summary);
         // Read through serde so that engines with and without these options both work: the
@@ -306,7 +340,10 @@ impl Api {
             let s = s.finish(run.horizon(), links);
             o.insert("series".into(), serde_json::to_value(s).expect("json"));
         }
-        let total_ms = t0.elapsed().as_secs_f64() * 1e3;
+        if Instant::now() > deadline_at {
+            return Err(self.time_up());
+        }
+        let total_ms = t_sim.elapsed().as_secs_f64() * 1e3;
         Ok((
             doc,
             vec![(
@@ -317,6 +354,7 @@ impl Api {
     }
 
     fn sweep(&self, body: &[u8]) -> Answer {
+        let deadline_at = Instant::now() + self.limits.time_limit;
         let mut obj = object(body)?;
         let rates =
             take::<Vec<f64>>(&mut obj, "rates", "an array of numbers")?.ok_or_else(|| {
@@ -346,6 +384,7 @@ impl Api {
             ));
         }
         self.check_requests(&base)?;
+        no_files(&base)?;
         let total = base.requests.saturating_mul(rates.len() as u64);
         let maxr = self.limits.max_sweep_requests;
         if total > maxr {
@@ -373,9 +412,9 @@ impl Api {
             })?;
             cfgs.push(cfg);
         }
-        let t0 = Instant::now();
-        let summaries = run_parallel(&cfgs, t0 + self.limits.time_limit)?;
-        let sim_ms = t0.elapsed().as_secs_f64() * 1e3;
+        let t_sim = Instant::now();
+        let summaries = run_parallel(&cfgs, deadline_at)?;
+        let sim_ms = t_sim.elapsed().as_secs_f64() * 1e3;
         let runs: Vec<Value> = rates
             .iter()
             .zip(&summaries)
@@ -395,6 +434,9 @@ impl Api {
             "rates": rates,
             "runs": runs,
         });
+        if Instant::now() > deadline_at {
+            return Err(self.time_up());
+        }
         Ok((doc, vec![("Server-Timing", format!("sim;dur={sim_ms:.3}"))]))
     }
 }

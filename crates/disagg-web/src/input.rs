@@ -73,13 +73,17 @@ fn one_line(s: String) -> String {
     }
 }
 
-/// The body as a JSON object (an empty body is `{}`).
+/// The body as a JSON object (an empty body is `{}`). A path-like field anywhere in it (see
+/// [`path_field`]) is refused: the API never opens a file on the server's disk.
 pub fn object(body: &[u8]) -> Result<Map<String, Value>, ApiError> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok(Map::new());
     }
     match serde_json::from_slice::<Value>(body) {
-        Ok(Value::Object(m)) => Ok(m),
+        Ok(Value::Object(m)) => {
+            no_paths(&m)?;
+            Ok(m)
+        }
         Ok(other) => Err(ApiError::bad(
             None,
             format!(
@@ -88,6 +92,136 @@ pub fn object(body: &[u8]) -> Result<Map<String, Value>, ApiError> {
             ),
         )),
         Err(e) => Err(ApiError::bad(None, format!("malformed JSON: {e}"))),
+    }
+}
+
+/// Is `key` a field that names a file or directory: the CLI's file options (`trace_file`,
+/// `workload_file`, `catalogue`, `config`, `spec`, the output flags) and anything ending in
+/// `_file`, `_path`, `_dir` or `_out`.
+pub fn path_field(key: &str) -> bool {
+    const NAMES: &[&str] = &[
+        "catalogue",
+        "config",
+        "spec",
+        "file",
+        "path",
+        "dir",
+        "trace",
+        "jsonl",
+        "csv",
+        "plot",
+        "out",
+        "output_file",
+        "requests_out",
+        "resume",
+    ];
+    let k = key.to_ascii_lowercase().replace('-', "_");
+    NAMES.contains(&k.as_str())
+        || ["_file", "_path", "_dir", "_out", "_files"]
+            .iter()
+            .any(|s| k.ends_with(s))
+}
+
+/// 422 for the first path-like key with a value (not `null`: a scenario as the API returns it has
+/// `"trace_file": null`) in `m` or in any object nested in it. The message names the key, never
+/// its value.
+fn no_paths(m: &Map<String, Value>) -> Result<(), ApiError> {
+    fn walk(v: &Value) -> Option<&str> {
+        match v {
+            Value::Object(m) => m.iter().find_map(|(k, v)| {
+                if path_field(k) && !v.is_null() {
+                    Some(k.as_str())
+                } else {
+                    walk(v)
+                }
+            }),
+            Value::Array(a) => a.iter().find_map(walk),
+            _ => None,
+        }
+    }
+    for (k, v) in m {
+        let key = if path_field(k) && !v.is_null() {
+            Some(k.as_str())
+        } else {
+            walk(v)
+        };
+        if let Some(key) = key {
+            let mut shown: String = key.chars().take(64).collect();
+            if shown.len() < key.len() {
+                shown.push('…');
+            }
+            let hint = if shown == "trace_file" {
+                "; replay traces with `disagg run --trace-file`"
+            } else {
+                "; use the `disagg` command line for files"
+            };
+            return Err(ApiError::invalid(
+                Some(&shown),
+                format!("{shown}: the API does not read files on the server{hint}"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Serde's "invalid type: floating point `1.5`, expected u64" as "field 'x': expected a whole
+/// number, got 1.5"; other messages with the field name in front.
+pub fn friendly(field: &str, serde_msg: &str) -> String {
+    let rest = serde_msg
+        .strip_prefix("invalid type: ")
+        .or_else(|| serde_msg.strip_prefix("invalid value: "));
+    let Some((got, expected)) = rest.and_then(|r| r.rsplit_once(", expected ")) else {
+        return format!("field '{field}': {serde_msg}");
+    };
+    // Serde's "at line 1 column 12" tail means nothing to the caller of an overlay.
+    let expected = expected.split(" at line ").next().unwrap_or(expected);
+    let whole = |max: &str| format!("a whole number from 0 to {max}");
+    let want = match expected {
+        "u8" => whole("255"),
+        "u16" => whole("65535"),
+        "u32" => whole("4294967295"),
+        "u64" | "usize" => "a whole number".to_string(),
+        "i8" | "i16" | "i32" | "i64" | "isize" => "a whole number (may be negative)".to_string(),
+        "f32" | "f64" => "a number".to_string(),
+        "a boolean" => "true or false".to_string(),
+        "a sequence" => "an array".to_string(),
+        other => other.to_string(),
+    };
+    let shown = got_value(got);
+    let neg_or_big = expected.starts_with('u') && serde_msg.starts_with("invalid value");
+    let want = if neg_or_big && expected == "u64" {
+        format!("{want} from 0 to 18446744073709551615")
+    } else {
+        want
+    };
+    format!("field '{field}': expected {want}, got {shown}")
+}
+
+/// Serde's description of a value as the JSON the caller sent: "floating point `1.5`" is 1.5,
+/// "string \"x\"" is "x", "map" is an object.
+fn got_value(got: &str) -> String {
+    let tick = |s: &str| {
+        s.strip_prefix('`')
+            .and_then(|s| s.strip_suffix('`'))
+            .map(str::to_string)
+    };
+    for p in ["floating point ", "integer ", "boolean "] {
+        if let Some(v) = got.strip_prefix(p).and_then(tick) {
+            return v;
+        }
+    }
+    if let Some(s) = got.strip_prefix("string ") {
+        let mut s = s.to_string();
+        if s.chars().count() > 40 {
+            s = s.chars().take(40).collect::<String>() + "…\"";
+        }
+        return format!("the string {s}");
+    }
+    match got {
+        "map" => "an object".to_string(),
+        "sequence" => "an array".to_string(),
+        "unit value" | "null" => "null".to_string(),
+        other => other.to_string(),
     }
 }
 
@@ -135,7 +269,7 @@ pub fn overlay<T: Serialize + DeserializeOwned>(
             // Find the key at fault: the first one that fails on its own.
             for (k, v) in obj {
                 if let Err(e) = with(&mut std::iter::once((k, v))) {
-                    return Err(ApiError::bad(Some(k), format!("{k}: {e}")));
+                    return Err(ApiError::bad(Some(k), friendly(k, &e.to_string())));
                 }
             }
             Err(ApiError::bad(None, msg))
@@ -156,7 +290,7 @@ pub fn take<T: DeserializeOwned>(
             .map_err(|_| {
                 ApiError::bad(
                     Some(key),
-                    format!("{key}: invalid type: {}, expected {expected}", describe(&v)),
+                    format!("field '{key}': expected {expected}, got {}", describe(&v)),
                 )
             }),
     }
@@ -164,9 +298,12 @@ pub fn take<T: DeserializeOwned>(
 
 fn describe(v: &Value) -> String {
     match v {
-        Value::String(s) => format!("string {s:?}"),
-        Value::Number(n) => format!("number {n}"),
-        Value::Bool(b) => format!("boolean `{b}`"),
+        Value::String(s) if s.chars().count() > 40 => {
+            format!("the string {:?}…", s.chars().take(40).collect::<String>())
+        }
+        Value::String(s) => format!("the string {s:?}"),
+        Value::Number(n) => n.to_string(),
+        Value::Bool(b) => b.to_string(),
         other => kind(other).to_string(),
     }
 }
@@ -229,6 +366,85 @@ mod tests {
     }
 
     #[test]
+    fn serde_messages_read_as_the_caller_wrote() {
+        #[derive(serde::Serialize, serde::Deserialize, Default, Debug)]
+        #[serde(deny_unknown_fields, default)]
+        struct S {
+            prompt_tokens: u64,
+            n: u32,
+            on: bool,
+        }
+        let msg = |body: &[u8]| {
+            overlay(&S::default(), &object(body).unwrap())
+                .unwrap_err()
+                .message
+        };
+        assert_eq!(
+            msg(br#"{"prompt_tokens": 1.5}"#),
+            "field 'prompt_tokens': expected a whole number, got 1.5"
+        );
+        assert_eq!(
+            msg(br#"{"prompt_tokens": -3}"#),
+            "field 'prompt_tokens': expected a whole number from 0 to 18446744073709551615, got -3"
+        );
+        assert_eq!(
+            msg(br#"{"n": 4294967296}"#),
+            "field 'n': expected a whole number from 0 to 4294967295, got 4294967296"
+        );
+        assert_eq!(
+            msg(br#"{"on": "yes"}"#),
+            "field 'on': expected true or false, got the string \"yes\""
+        );
+        assert_eq!(
+            msg(br#"{"n": {"a": 1}}"#),
+            "field 'n': expected a whole number from 0 to 4294967295, got an object"
+        );
+        for m in [msg(br#"{"n": [1]}"#), msg(br#"{"on": null}"#)] {
+            assert!(m.starts_with("field '") && !m.contains('`'), "{m}");
+        }
+    }
+
+    #[test]
+    fn path_fields() {
+        for k in [
+            "trace_file",
+            "workload_file",
+            "catalogue",
+            "config",
+            "spec",
+            "requests_out",
+            "x_path",
+            "Trace-File",
+        ] {
+            assert!(path_field(k), "{k}");
+            let body = format!("{{\"{k}\": \"/etc/passwd\"}}");
+            let e = object(body.as_bytes()).unwrap_err();
+            assert_eq!(e.status, 422);
+            assert!(!e.message.contains("/etc/passwd"), "{}", e.message);
+        }
+        for k in [
+            "prompt_tokens",
+            "output",
+            "trace_format",
+            "workload",
+            "link",
+            "profile",
+        ] {
+            assert!(!path_field(k), "{k}");
+        }
+        let e = object(br#"{"batch": [{"link": "x"}, {"trace_file": "/dev/zero"}]}"#).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("trace_file"));
+        // A scenario as the API answers it (the page sends it back) has "trace_file": null.
+        for body in [&br#"{"trace_file": null}"#[..], br#"{"a": {"spec": null}}"#] {
+            assert!(object(body).is_ok());
+        }
+        for v in ["\"\"", "0", "false", "[]", "{}"] {
+            let body = format!("{{\"trace_file\": {v}}}");
+            assert!(object(body.as_bytes()).is_err(), "{body}");
+        }
+    }
+
+    #[test]
     fn overlay_names_the_field() {
         #[derive(serde::Serialize, serde::Deserialize, Default, Debug)]
         #[serde(deny_unknown_fields, default)]
@@ -240,7 +456,10 @@ mod tests {
         let e = overlay(&S::default(), &o).unwrap_err();
         assert_eq!(e.status, 400);
         assert_eq!(e.field.as_deref(), Some("b"));
-        assert!(e.message.starts_with("b: invalid type: string"), "{e:?}");
+        assert_eq!(
+            e.message,
+            "field 'b': expected a number, got the string \"x\""
+        );
         let o = object(br#"{"zz": 3}"#).unwrap();
         let e = overlay(&S::default(), &o).unwrap_err();
         assert_eq!(e.field.as_deref(), Some("zz"));

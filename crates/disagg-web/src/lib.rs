@@ -3,9 +3,10 @@
 //!
 //! * [`Api`] answers one HTTP request without sockets: `api.handle("POST", "/api/run", body)`.
 //!   Every endpoint, every limit and every error class lives there, so tests call it in process.
-//! * [`serve`] binds a small synchronous HTTP server (`tiny_http`) with a fixed pool of worker
-//!   threads, prints `disagg serving on http://HOST:PORT/` to stderr and blocks. [`Server`] is the
-//!   same in two steps (bind, then run or spawn), for tests that need the address of port 0.
+//! * [`serve`] binds an HTTP server (axum on tokio/hyper, with tower layers for the limits and the
+//!   `Host`/`Origin`/`Content-Type` checks; simulations on a bounded blocking pool), prints
+//!   `disagg serving on http://HOST:PORT/` to stderr and blocks. [`Server`] is the same in two
+//!   steps (bind, then run or spawn), for tests that need the address of port 0.
 //!
 //! The page's assets (`assets/`) are embedded with `include_str!`: nothing is fetched from the
 //! network, nothing is built with npm.
@@ -29,7 +30,7 @@ use std::time::Duration;
 use disagg_model::Catalogue;
 
 pub use api::Api;
-pub use server::{serve, RunningServer, Server};
+pub use server::{exposure_warning, serve, RunningServer, Server};
 
 /// Limits on what one API call may ask for. Over a limit the answer is 413 with a JSON error that
 /// names the limit (`{"error": "...", "limit": "max_requests", "max": 200000}`).
@@ -43,6 +44,8 @@ pub struct Limits {
     pub max_sweep_requests: u64,
     /// Points per metric of `latency_samples` (the CDFs).
     pub max_latency_samples: usize,
+    /// Items of one batched `/api/handoff` call (`"batch": [...]`).
+    pub max_handoff_batch: usize,
     /// Request body size, bytes.
     pub max_body_bytes: usize,
     /// Wall-clock time one call may simulate for.
@@ -56,6 +59,7 @@ impl Default for Limits {
             max_sweep_points: 32,
             max_sweep_requests: 2_000_000,
             max_latency_samples: 500,
+            max_handoff_batch: 256,
             max_body_bytes: 64 * 1024,
             time_limit: Duration::from_secs(10),
         }
@@ -69,9 +73,20 @@ pub struct ServeOptions {
     pub host: String,
     /// Port; 0 picks a free one (the URL printed says which).
     pub port: u16,
-    /// Worker threads answering requests (each runs its simulations itself); 0 = twice the
-    /// available parallelism, at least 4.
+    /// Simulations (`/api/run`, `/api/sweep`) that run at once on the blocking pool; 0 = the
+    /// available parallelism (the number of cores). Everything else is answered on the async
+    /// workers and never waits for a simulation.
     pub threads: usize,
+    /// Simulations that may wait for a turn when `threads` are running; beyond that, 503.
+    pub sim_queue: usize,
+    /// Open connections at most; over the bound a new connection gets a 503 and is closed.
+    pub max_connections: usize,
+    /// Time to send a request's head, and its body; also how long an idle keep-alive connection
+    /// stays open. A body that does not arrive in time gets a 408.
+    pub read_timeout: Duration,
+    /// Origins besides the server's own that may call it (`--allow-origin`,
+    /// `scheme://host[:port]`); CORS preflights are answered for these only.
+    pub allow_origins: Vec<String>,
     /// Per-call limits.
     pub limits: Limits,
     /// The catalogue (the CLI passes the one `--catalogue FILE` extended).
@@ -84,6 +99,10 @@ impl Default for ServeOptions {
             host: "127.0.0.1".into(),
             port: 8080,
             threads: 0,
+            sim_queue: 64,
+            max_connections: 512,
+            read_timeout: Duration::from_secs(5),
+            allow_origins: Vec::new(),
             limits: Limits::default(),
             catalogue: Catalogue::builtin(),
         }

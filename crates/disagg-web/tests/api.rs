@@ -344,7 +344,7 @@ fn wrong_types_are_400_naming_the_field() {
         "/api/run",
         br#"{"rate": "fast"}"#,
         400,
-        &["rate", "invalid type"],
+        &["field 'rate'", "expected a number", "\"fast\""],
     );
     assert_eq!(e["field"], "rate");
     let e = err(
@@ -571,13 +571,46 @@ fn over_the_time_limit_is_413() {
         br#"{"preset": "link-ib-ndr", "requests": 50000, "rates": [4, 6, 8]}"#,
     );
     assert_eq!(r.status, 413, "{}", r.text());
-    // The API still answers afterwards.
-    let r = api.handle(
+    // The API still answers afterwards (the limit now covers the whole call, so a quick endpoint).
+    let r = api.handle("POST", "/api/handoff", br#"{"link": "ib-ndr"}"#);
+    assert_eq!(r.status, 200);
+}
+
+#[test]
+fn the_time_limit_covers_the_whole_call() {
+    // Two requests are far fewer events than the simulation's clock check needs (one per 1,024
+    // events): only a check over the whole call (workload, simulation, summary) sees time up.
+    let api = Api::new(
+        Catalogue::builtin(),
+        Limits {
+            time_limit: Duration::ZERO,
+            ..Limits::default()
+        },
+    );
+    for (path, body) in [
+        (
+            "/api/run",
+            &br#"{"preset": "link-ib-ndr", "requests": 2}"#[..],
+        ),
+        (
+            "/api/run",
+            br#"{"preset": "link-ib-ndr", "requests": 2, "latency_samples": 10, "series": true}"#,
+        ),
+        (
+            "/api/sweep",
+            br#"{"preset": "link-ib-ndr", "requests": 2, "rates": [4]}"#,
+        ),
+    ] {
+        let r = api.handle("POST", path, body);
+        assert_eq!(r.status, 413, "{path}: {}", r.text());
+        assert!(r.text().contains("time_limit_s"));
+    }
+    let r = handle(
         "POST",
         "/api/run",
-        br#"{"preset": "link-ib-ndr", "requests": 10}"#,
+        br#"{"preset": "link-ib-ndr", "requests": 2}"#,
     );
-    assert_eq!(r.status, 200);
+    assert_eq!(r.status, 200, "{}", r.text());
 }
 
 #[test]
