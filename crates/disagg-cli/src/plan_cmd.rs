@@ -692,7 +692,7 @@ fn max_rate(a: &PlanArgs, base: Scenario, cat: &Catalogue) -> CmdResult {
     if a.json {
         let doc = json!({
             "schema_version": 1,
-            "scenario": base,
+            "scenario": base.with_slos_resolved(),
             "slo_target": a.slo_target,
             "max_rate_rps": r.rate,
             "bracket_rps": [r.bracket.0, r.bracket.1],

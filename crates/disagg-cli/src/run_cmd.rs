@@ -99,7 +99,7 @@ pub fn run_json(scenario: &Scenario, s: &Summary) -> serde_json::Value {
         "schema_version": disagg_sim::SCHEMA_VERSION,
         "tool": "disagg",
         "version": env!("CARGO_PKG_VERSION"),
-        "scenario": scenario,
+        "scenario": scenario.with_slos_resolved(),
         "summary": s,
     });
     with_warnings(&mut doc);
@@ -344,7 +344,7 @@ pub fn compare(a: CompareArgs, cat: &Catalogue) -> CmdResult {
     if a.json {
         let runs: Vec<serde_json::Value> = rows
             .iter()
-            .map(|(rate, mode, sc, s)| json!({"rate": rate, "mode": mode, "scenario": sc, "summary": s}))
+            .map(|(rate, mode, sc, s)| json!({"rate": rate, "mode": mode, "scenario": sc.with_slos_resolved(), "summary": s}))
             .collect();
         let mut doc =
             json!({"schema_version": disagg_sim::SCHEMA_VERSION, "tool": "disagg", "runs": runs});
@@ -415,7 +415,7 @@ fn compare_variants(a: &CompareArgs, base: &Scenario, cat: &Catalogue) -> CmdRes
         let runs: Vec<serde_json::Value> = cols
             .iter()
             .zip(&sums)
-            .map(|((n, sc), s)| json!({"variant": n, "scenario": sc, "summary": s}))
+            .map(|((n, sc), s)| json!({"variant": n, "scenario": sc.with_slos_resolved(), "summary": s}))
             .collect();
         let mut doc =
             json!({"schema_version": disagg_sim::SCHEMA_VERSION, "tool": "disagg", "runs": runs});

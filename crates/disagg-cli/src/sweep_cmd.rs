@@ -454,7 +454,7 @@ fn run_one(
         "runs_total": total,
         "spec": fp,
         "axes": axes,
-        "scenario": sc,
+        "scenario": sc.with_slos_resolved(),
         "summary": s,
     });
     Ok(RunRow {

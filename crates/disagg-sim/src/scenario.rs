@@ -857,6 +857,20 @@ impl Scenario {
         )
     }
 
+    /// The scenario as a run reports it: the same, with the SLOs it was measured against filled
+    /// in ([`Scenario::slos`]: given, else the named workload's, else the reference's default).
+    /// Run documents echo this, so they say which SLOs their attainment figures use; scenarios
+    /// meant as input (presets, a sweep's base) keep unset SLOs unset, so that a workload chosen
+    /// later still brings its own.
+    pub fn with_slos_resolved(&self) -> Scenario {
+        let (ttft, tpot) = self.slos();
+        Scenario {
+            ttft_slo: Some(ttft),
+            tpot_slo: Some(tpot),
+            ..self.clone()
+        }
+    }
+
     /// Validates the workload options and resolves where the requests come from (reading any
     /// trace file now).
     fn source(&self, model: &ModelSpec) -> Result<(Source, WorkloadSpec), Error> {

@@ -430,7 +430,7 @@ impl Api {
             "schema_version": disagg_sim::SCHEMA_VERSION,
             "tool": "disagg",
             "version": env!("CARGO_PKG_VERSION"),
-            "scenario": base,
+            "scenario": base.with_slos_resolved(),
             "rates": rates,
             "runs": runs,
         });
@@ -518,7 +518,7 @@ fn run_json(scenario: &Scenario, s: &Summary) -> Value {
         "schema_version": disagg_sim::SCHEMA_VERSION,
         "tool": "disagg",
         "version": env!("CARGO_PKG_VERSION"),
-        "scenario": scenario,
+        "scenario": scenario.with_slos_resolved(),
         "summary": s,
     })
 }
