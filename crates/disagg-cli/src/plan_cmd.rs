@@ -7,9 +7,8 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use disagg_model::{transfer, Catalogue};
-use disagg_sim::pymath::py_floordiv;
-use disagg_sim::{max_sustainable_rate, simulate_config, Pool, Scenario, SimConfig, Summary};
+use disagg_model::Catalogue;
+use disagg_sim::{max_sustainable_rate, simulate_config, Scenario, SimConfig, Summary};
 use rayon::prelude::*;
 use serde::Serialize;
 use serde_json::json;
@@ -255,28 +254,20 @@ fn price_of(prices: &[(String, f64)], key: &str) -> Option<f64> {
 }
 
 /// Analytic per-pool ceilings of a disaggregated configuration, each pool with its own cost
-/// model (the reference's formulas of simulator.md §5.9, per pool).
+/// model (the reference's formulas of simulator.md §5.9, per pool, from the same functions as
+/// [`disagg_sim::analytic_capacity`]), and the KV link on the compressed wire bytes
+/// (`kv_link_wire_rps` of the analytic bounds, not the reference's uncompressed `kv_link_rps`).
 pub fn ceiling_rps(cfg: &SimConfig) -> Option<f64> {
     let p = cfg.workload.prompt.mean;
     let o = cfg.workload.output.mean;
     if !(p >= 1.0 && o >= 1.0) {
         return None;
     }
-    let pool_prefill = |pool: &Pool| {
-        let per_batch = py_floordiv(cfg.max_prefill_tokens as f64, p).max(1.0) as u64;
-        let t = pool.cost.prefill((0..per_batch).map(|_| p as u64)).time_s;
-        pool.instances as f64 * per_batch as f64 / t
-    };
-    let pool_decode = |pool: &Pool| {
-        let fit = py_floordiv(pool.kv_capacity_tokens as f64, p + o) as u64;
-        let b = (cfg.max_decode_batch as u64).min(fit).max(1);
-        let step = pool.cost.decode_sum((p + o / 2.0) as u64 * b, b).time_s;
-        pool.instances as f64 * b as f64 / step / (o - 1.0).max(1.0)
-    };
-    let pr = pool_prefill(cfg.prefill_pool()?);
-    let dr = pool_decode(cfg.decode_pool()?);
-    let x = transfer(&cfg.model, &cfg.link, cfg.kv_transit.as_ref(), p as u64);
-    let kr = cfg.link.channels as f64 / x.time_s * cfg.link_count().max(1) as f64;
+    let (pp, dp) = (cfg.prefill_pool()?, cfg.decode_pool()?);
+    let pr = pp.instances as f64 * disagg_sim::prefill_instance_rps(cfg, &pp.cost, p);
+    let dr = dp.instances as f64
+        * disagg_sim::decode_instance_rps(cfg, &dp.cost, dp.kv_capacity_tokens, p, o);
+    let kr = disagg_sim::kv_link_wire_rps(cfg, p);
     Some(pr.min(dr).min(kr))
 }
 

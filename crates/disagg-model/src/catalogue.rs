@@ -306,9 +306,14 @@ impl Link {
         }
     }
 
-    /// `latency + nbytes / bandwidth`.
+    /// `nbytes / bandwidth`: the part of a transfer that scales with bytes.
+    pub fn wire_time(&self, nbytes: f64) -> f64 {
+        nbytes / self.bandwidth_bps
+    }
+
+    /// `latency + nbytes / bandwidth` (the one transfer-time formula; [`crate::transfer`] uses it).
     pub fn transfer_time(&self, nbytes: f64) -> f64 {
-        self.latency_s + nbytes / self.bandwidth_bps
+        self.latency_s + self.wire_time(nbytes)
     }
 
     /// Link energy of moving `nbytes`: `((nbytes * 8) * pj) * 1e-12`.

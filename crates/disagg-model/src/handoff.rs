@@ -81,29 +81,18 @@ pub fn transfer_bytes(
     prompt_tokens: u64,
     s: f64,
 ) -> Transfer {
-    let bw = link.bandwidth_bps;
     let lat = link.latency_s;
     match transit {
-        None => {
-            let stream = s / bw;
+        None
+        | Some(KvTransit {
+            at: CompressAt::Endpoint,
+            ..
+        }) => {
+            let wire = transit.map_or(s, |tr| s / tr.compression.ratio);
             Transfer {
-                time_s: lat + stream,
+                time_s: link.transfer_time(wire),
                 fixed_s: lat,
-                stream_s: stream,
-                kv_bytes: s,
-                wire_bytes: s,
-                link_j: link.energy_j(s),
-                transit_j: 0.0,
-                transit_bound: false,
-            }
-        }
-        Some(tr) if tr.at == CompressAt::Endpoint => {
-            let wire = s / tr.compression.ratio;
-            let stream = wire / bw;
-            Transfer {
-                time_s: lat + stream,
-                fixed_s: lat,
-                stream_s: stream,
+                stream_s: link.wire_time(wire),
                 kv_bytes: s,
                 wire_bytes: wire,
                 link_j: link.energy_j(wire),
@@ -113,8 +102,9 @@ pub fn transfer_bytes(
         }
         Some(tr) => {
             let wire = s / tr.compression.ratio;
-            let t_wire = wire / bw;
-            let t_ops = tr.ops(s, prompt_tokens, kv_bytes, false) / (tr.ops_per_byte * bw);
+            let t_wire = link.wire_time(wire);
+            let t_ops =
+                tr.ops(s, prompt_tokens, kv_bytes, false) / (tr.ops_per_byte * link.bandwidth_bps);
             let fixed = lat + tr.latency_s;
             let stream = t_wire.max(t_ops);
             Transfer {
@@ -135,8 +125,18 @@ pub fn transfer_bytes(
 /// `fixed + max(stream / L, stream - (prefill * (L - 1)) / L)` (the chapter's closed form, with the
 /// reference's operation order).
 pub fn layerwise_exposed(fixed_s: f64, stream_s: f64, prefill_s: f64, layers: u64) -> f64 {
+    fixed_s + layerwise_tail(stream_s, prefill_s, layers, 0.0)
+}
+
+/// The last byte's time after the end of a `prefill_s` prefill whose KV leaves layer by layer, the
+/// transfer granted `wait_s` (`>= 0`) after its first slice was ready:
+/// `max(stream / L, (stream + wait) - (prefill * (L - 1)) / L)` (the one closed form behind
+/// [`layerwise_exposed`], [`layerwise_exposed_after`] and the simulator's link; `stream + 0.0` is
+/// `stream`, so `wait_s = 0` is the chapter's form bit for bit).
+#[inline]
+pub fn layerwise_tail(stream_s: f64, prefill_s: f64, layers: u64, wait_s: f64) -> f64 {
     let l = layers as f64;
-    fixed_s + (stream_s / l).max(stream_s - (prefill_s * (layers - 1) as f64) / l)
+    (stream_s / l).max((stream_s + wait_s) - (prefill_s * (layers - 1) as f64) / l)
 }
 
 /// The calculator's answer for one prompt (the chapter's interactive).
@@ -247,8 +247,7 @@ pub fn layerwise_exposed_after(
     layers: u64,
     wait_s: f64,
 ) -> f64 {
-    let l = layers as f64;
-    fixed_s + (stream_s / l).max((stream_s + wait_s) - (prefill_s * (layers - 1) as f64) / l)
+    fixed_s + layerwise_tail(stream_s, prefill_s, layers, wait_s)
 }
 
 /// [`handoff`] for `concurrent` identical prompts prefilled together and handed off at once over

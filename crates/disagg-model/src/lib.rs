@@ -16,6 +16,6 @@ pub use catalogue::{
 pub use cost::{Bound, CostModel, CostOptions, PyNum, RawStep, StepCost};
 pub use error::Error;
 pub use handoff::{
-    handoff, handoff_shared, layerwise_exposed, layerwise_exposed_after, transfer, Handoff,
-    SendMode, Sharing, Transfer,
+    handoff, handoff_shared, layerwise_exposed, layerwise_exposed_after, layerwise_tail, transfer,
+    Handoff, SendMode, Sharing, Transfer,
 };

@@ -41,7 +41,10 @@ pub use scenario::{
     FirstToken, HandoffOptions, LinkSharing, LinkTopology, Mode, Pool, ReserveKvOn, Role, Scenario,
     SimConfig, WorkloadSpec,
 };
-pub use search::{analytic_capacity, max_sustainable_rate, Analytic, SustainableRate};
+pub use search::{
+    analytic_capacity, decode_instance_rps, kv_link_bound_rps, kv_link_reference_rps,
+    kv_link_wire_rps, max_sustainable_rate, prefill_instance_rps, Analytic, SustainableRate,
+};
 pub use serving::{
     simulate, simulate_config, simulate_config_observed, simulate_observed, simulate_workload,
     InstanceResult, InstanceStats, LinkResult, LinkStats, RequestRecord, RunResult,

@@ -141,10 +141,9 @@ impl LayerPlan {
     /// The last byte's time after the step's end (the bracket of [`LayerPlan::solo_exposed`]).
     #[inline]
     pub fn solo_tail(&self, stream_s: f64, g: f64) -> f64 {
-        let l = self.layers as f64;
         let d = g - self.first_ready();
         let d = if d > 0.0 { d } else { 0.0 };
-        (stream_s / l).max((stream_s + d) - (self.step_s * (self.layers - 1) as f64) / l)
+        disagg_model::layerwise_tail(stream_s, self.step_s, self.layers as u64, d)
     }
 }
 

@@ -1,7 +1,8 @@
 //! Capacity questions (simulator.md §5.9): closed-form upper bounds per resource, and the highest
 //! Poisson rate that still meets the SLO target, by bisection on full simulations.
 
-use disagg_model::Error;
+use disagg_model::handoff::transfer_bytes;
+use disagg_model::{CostModel, Error, KvTransit};
 use serde::Serialize;
 
 use crate::pymath::py_floordiv;
@@ -15,14 +16,81 @@ pub struct Analytic {
     pub prefill_rps: Option<f64>,
     /// Decode pool bound (disagg).
     pub decode_rps: Option<f64>,
-    /// KV link bound (disagg).
+    /// KV link bound (disagg), the reference's: uncompressed bytes, whatever `--kv-compress` says
+    /// ([`kv_link_reference_rps`]). This is the figure `bottleneck` and `ceiling_rps` use.
     pub kv_link_rps: Option<f64>,
+    /// KV link bound (disagg) on the bytes actually sent: compressed wire bytes and any in-link
+    /// stage's time ([`kv_link_wire_rps`]; `plan` prunes with it). Equal to `kv_link_rps` without
+    /// compression.
+    pub kv_link_wire_rps: Option<f64>,
     /// Colocated pool bound (colocated).
     pub colocated_rps: Option<f64>,
     /// Which bound is lowest: `prefill`, `decode`, `kv-link` or `colocated` (first on ties).
     pub bottleneck: String,
     /// The lowest bound.
     pub ceiling_rps: f64,
+}
+
+/// The KV-link bound, the one formula behind both figures of [`Analytic`]: hand-offs per second
+/// all of `cfg`'s links carry when each hand-off of `kv_bytes` uncompressed bytes (a
+/// `prompt_tokens`-token prompt) holds a channel for its idle-link transfer time through `transit`
+/// ([`disagg_model::transfer`]): `channels / transfer_s * links`.
+pub fn kv_link_bound_rps(
+    cfg: &SimConfig,
+    transit: Option<&KvTransit>,
+    prompt_tokens: u64,
+    kv_bytes: f64,
+) -> f64 {
+    let x = transfer_bytes(
+        cfg.model.kv_bytes,
+        &cfg.link,
+        transit,
+        prompt_tokens,
+        kv_bytes,
+    );
+    // One link per prefill instance or pair multiplies the bound (x1 for the shared link).
+    cfg.link.channels as f64 / x.time_s * cfg.link_count().max(1) as f64
+}
+
+/// The reference's KV-link bound at a mean prompt of `mean_prompt` tokens: `mean_prompt *
+/// kv_bytes_per_token` uncompressed bytes, no compression stage.
+pub fn kv_link_reference_rps(cfg: &SimConfig, mean_prompt: f64) -> f64 {
+    let nbytes = mean_prompt * cfg.model.kv_bytes_per_token();
+    kv_link_bound_rps(cfg, None, mean_prompt as u64, nbytes)
+}
+
+/// The KV-link bound on the bytes sent: a prompt of `int(mean_prompt)` tokens through `cfg`'s
+/// KV compression (wire bytes, in-link stage time and latency included).
+pub fn kv_link_wire_rps(cfg: &SimConfig, mean_prompt: f64) -> f64 {
+    let tokens = mean_prompt as u64;
+    let nbytes = cfg.model.handoff_bytes(tokens);
+    kv_link_bound_rps(cfg, cfg.kv_transit.as_ref(), tokens, nbytes)
+}
+
+/// One prefill instance of cost model `cm` flat out at mean prompt `p`: batches of
+/// `max(1, max_prefill_tokens // p)` prompts of `int(p)` tokens, requests/s.
+pub fn prefill_instance_rps(cfg: &SimConfig, cm: &CostModel, p: f64) -> f64 {
+    let per_batch = py_floordiv(cfg.max_prefill_tokens as f64, p).max(1.0) as u64;
+    let pi = p as u64; // int(p)
+    per_batch as f64 / cm.prefill((0..per_batch).map(|_| pi)).time_s
+}
+
+/// One decode instance of cost model `cm` holding `kv_capacity_tokens` flat out at mean lengths
+/// `p`, `o`: `b = min(max_decode_batch, cap // (p + o))` (at least 1) sequences at context
+/// `int(p + o/2)`, each needing `max(1, o - 1)` steps, requests/s.
+pub fn decode_instance_rps(
+    cfg: &SimConfig,
+    cm: &CostModel,
+    kv_capacity_tokens: u64,
+    p: f64,
+    o: f64,
+) -> f64 {
+    let fit = py_floordiv(kv_capacity_tokens as f64, p + o) as u64;
+    let b = (cfg.max_decode_batch as u64).min(fit).max(1);
+    let ctx_each = (p + o / 2.0) as u64; // int(p + o/2)
+    let step = cm.decode_sum(ctx_each * b, b).time_s;
+    let o1 = o - 1.0;
+    b as f64 / step / if o1 > 1.0 { o1 } else { 1.0 }
 }
 
 /// The closed-form bounds for `cfg` at its workload's mean lengths: every pool flat out at its
@@ -36,21 +104,14 @@ pub fn analytic_capacity(cfg: &SimConfig) -> Option<Analytic> {
     if !(p >= 1.0 && o >= 1.0) {
         return None;
     }
-    let per_batch = py_floordiv(cfg.max_prefill_tokens as f64, p).max(1.0) as u64;
-    let pi = p as u64; // int(p)
-    let prefill_rate = per_batch as f64 / cm.prefill((0..per_batch).map(|_| pi)).time_s;
-    let cap = cm.kv_capacity_tokens().ok()? as f64;
-    let fit = py_floordiv(cap, p + o) as u64;
-    let b = (cfg.max_decode_batch as u64).min(fit).max(1);
-    let ctx_each = (p + o / 2.0) as u64; // int(p + o/2)
-    let step = cm.decode_sum(ctx_each * b, b).time_s;
-    let o1 = o - 1.0;
-    let decode_rate = b as f64 / step / if o1 > 1.0 { o1 } else { 1.0 };
+    let prefill_rate = prefill_instance_rps(cfg, cm, p);
+    let decode_rate = decode_instance_rps(cfg, cm, cm.kv_capacity_tokens().ok()?, p, o);
     let mut bounds: Vec<(&str, f64)> = Vec::new();
     let mut a = Analytic {
         prefill_rps: None,
         decode_rps: None,
         kv_link_rps: None,
+        kv_link_wire_rps: None,
         colocated_rps: None,
         bottleneck: String::new(),
         ceiling_rps: f64::NAN,
@@ -59,15 +120,13 @@ pub fn analytic_capacity(cfg: &SimConfig) -> Option<Analytic> {
         Mode::Disagg => {
             let np = cfg.prefill_pool().map_or(0, |x| x.instances) as f64;
             let nd = cfg.decode_pool().map_or(0, |x| x.instances) as f64;
-            let nbytes = p * cfg.model.kv_bytes_per_token();
             let pr = np * prefill_rate;
             let dr = nd * decode_rate;
-            // One link per prefill instance or pair multiplies the bound (x1 for the shared link).
-            let kr = cfg.link.channels as f64 / cfg.link.transfer_time(nbytes)
-                * cfg.link_count().max(1) as f64;
+            let kr = kv_link_reference_rps(cfg, p);
             a.prefill_rps = Some(pr);
             a.decode_rps = Some(dr);
             a.kv_link_rps = Some(kr);
+            a.kv_link_wire_rps = Some(kv_link_wire_rps(cfg, p));
             bounds.extend([("prefill", pr), ("decode", dr), ("kv-link", kr)]);
         }
         Mode::Colocated => {
