@@ -186,9 +186,10 @@ fn bad_plot_dir() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("--plot"));
 }
 
-/// The numeric value of a tick label ("20", "0.5", "1k", "2.5M", "5m" for milli).
+/// The numeric value of a tick label ("20", "0.5", "1k", "2.5M", "5m" for milli, "20%").
 fn tick_value(label: &str) -> Option<f64> {
     let (num, mult) = match label.chars().last()? {
+        '%' => (&label[..label.len() - 1], 1e-2),
         'k' => (&label[..label.len() - 1], 1e3),
         'M' => (&label[..label.len() - 1], 1e6),
         'G' => (&label[..label.len() - 1], 1e9),
@@ -470,4 +471,64 @@ fn cdf_of_known_values_passes_through_known_points() {
     assert!(pts
         .iter()
         .any(|p| (p.0 / s[17] - 1.0).abs() < 2e-3 && (p.1 - 0.5).abs() < 2e-3));
+}
+
+/// The charts of the README's load sweep (tpot-vs-rate.svg, attainment-vs-rate.svg) plot the
+/// figures of the sweep's own rows: read back through the tick labels, each point is
+/// (rate, TPOT p50/p99 in ms) or (rate, SLO attainment) of the matching `--jsonl` row.
+#[test]
+fn rate_charts_plot_the_sweep_rows() {
+    let d = dir("rates");
+    std::fs::create_dir_all(&d).unwrap();
+    let rows = d.join("rows.jsonl");
+    ok(&[
+        "sweep",
+        "--preset",
+        "link-eth-25g",
+        "--requests",
+        "200",
+        "--vary",
+        "rate=4,8,16",
+        "--quiet",
+        "--jsonl",
+        rows.to_str().unwrap(),
+        "--plot",
+        d.to_str().unwrap(),
+    ]);
+    let rows: Vec<serde_json::Value> = std::fs::read_to_string(&rows)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 3);
+    let close = |got: (f64, f64), want: (f64, f64), what: &str| {
+        assert!(
+            (got.0 - want.0).abs() <= 2e-3 * want.0
+                && (got.1 - want.1).abs() <= 2e-3 * want.1.max(0.1),
+            "{what}: plotted {got:?}, want {want:?}"
+        );
+    };
+    let tpot = |name: &str| plotted(&d.join("tpot-vs-rate.svg"), name);
+    for (series, key) in [("base p50", "p50"), ("base p99", "p99")] {
+        let pts = tpot(series);
+        assert_eq!(pts.len(), rows.len(), "{series}");
+        for (p, r) in pts.iter().zip(&rows) {
+            let want = (
+                r["axes"]["rate"].as_f64().unwrap(),
+                1e3 * r["summary"]["tpot_s"][key].as_f64().unwrap(),
+            );
+            close(*p, want, series);
+        }
+    }
+    let att = plotted(&d.join("attainment-vs-rate.svg"), "base");
+    assert_eq!(att.len(), rows.len());
+    for (p, r) in att.iter().zip(&rows) {
+        let want = (
+            r["axes"]["rate"].as_f64().unwrap(),
+            r["summary"]["slo_attainment"].as_f64().unwrap(),
+        );
+        close(*p, want, "attainment");
+    }
+    // At 16 req/s the 200-request run misses the 90% target and 8 req/s meets it.
+    assert!(att[2].1 < 0.9 && att[1].1 >= 0.9, "{att:?}");
 }
