@@ -366,7 +366,11 @@ fn assert_ecdf(pts: &[(f64, f64)], samples: &[f64]) {
         want.push((v[i], j as f64 / n));
         i = j;
     }
-    assert_eq!(pts.len(), want.len(), "vertices: {pts:?}");
+    assert_eq!(
+        pts.len(),
+        want.len(),
+        "vertices plotted, vertices of the ECDF"
+    );
     for (got, w) in pts.iter().zip(&want) {
         assert!(
             (got.0 - w.0).abs() <= 2e-3 * w.0.abs() && (got.1 - w.1).abs() <= 2e-3,
@@ -413,18 +417,77 @@ fn ttft_cdf_plots_the_measured_ttfts() {
         let name = "1P h100 + 1D h100, eth-25g";
         let pts = plotted(&d.join("cdf-ttft.svg"), name);
         assert_ecdf(&pts, &ttfts);
-        // The chart's p50 and p99 (read off its vertices) are the summary's.
-        let mut samples: Vec<f64> = pts.iter().step_by(2).map(|p| p.0).collect();
-        samples.sort_by(f64::total_cmp);
-        for (p, key) in [(0.5, "p50"), (0.99, "p99")] {
-            let summary_ms = 1e3 * doc["summary"]["ttft_s"][key].as_f64().unwrap();
-            let chart_ms = quantile(&samples, p);
-            assert!(
-                (chart_ms - summary_ms).abs() <= 2e-3 * summary_ms,
-                "first token from decode: {decode_first}: {key} chart {chart_ms} summary {summary_ms}"
-            );
+        // The chart's p50 and p99 (read off its vertices) are the summary's, for TTFT and TPOT.
+        let tpots = measured_tpots_ms(&csv, decode_first);
+        let tpot_pts = plotted(&d.join("cdf-tpot.svg"), name);
+        assert_ecdf(&tpot_pts, &tpots);
+        for (metric, pts, n) in [
+            ("ttft_s", &pts, ttfts.len()),
+            ("tpot_s", &tpot_pts, tpots.len()),
+        ] {
+            let samples = chart_samples(pts, n);
+            for (p, key) in [(0.5, "p50"), (0.99, "p99")] {
+                let summary_ms = 1e3 * doc["summary"][metric][key].as_f64().unwrap();
+                let chart_ms = quantile(&samples, p);
+                assert!(
+                    (chart_ms - summary_ms).abs() <= 2e-3 * summary_ms,
+                    "first token from decode: {decode_first}: {metric} {key}: chart {chart_ms}, \
+                     summary {summary_ms}"
+                );
+            }
         }
     }
+}
+
+/// The sorted sample a CDF of `n` values was drawn from: each step `(v, a) -> (v, b)` stands for
+/// `(b - a) n` copies of `v`.
+fn chart_samples(pts: &[(f64, f64)], n: usize) -> Vec<f64> {
+    let mut out = Vec::new();
+    for pair in pts.chunks(2) {
+        let copies = ((pair[1].1 - pair[0].1) * n as f64).round() as usize;
+        for _ in 0..copies {
+            out.push(pair[0].0);
+        }
+    }
+    assert_eq!(out.len(), n);
+    out
+}
+
+/// The measured TPOTs in ms from the requests CSV: `(finish - first token) / (output - 1)` of the
+/// measured requests (as in [`measured_ttfts_ms`]) with at least two output tokens.
+fn measured_tpots_ms(csv: &Path, decode_first: bool) -> Vec<f64> {
+    let text = std::fs::read_to_string(csv).unwrap();
+    let cell = |c: &str| (!c.is_empty()).then(|| c.parse::<f64>().unwrap());
+    // (arrival, output_len, first_token, kv_ready, decode_start, finish) of finished requests.
+    type Row = (f64, f64, f64, Option<f64>, Option<f64>, f64);
+    let mut done: Vec<Row> = text
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let c: Vec<&str> = l.split(',').collect();
+            Some((
+                c[1].parse().unwrap(),
+                c[3].parse().unwrap(),
+                cell(c[5])?,
+                cell(c[7]),
+                cell(c[8]),
+                cell(c[9])?,
+            ))
+        })
+        .collect();
+    done.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let cut = done.len() / 10;
+    done[cut..]
+        .iter()
+        .filter(|r| r.1 >= 2.0)
+        .map(|r| {
+            let first = match (decode_first, r.3, r.4) {
+                (true, Some(_), Some(d)) => d,
+                _ => r.2,
+            };
+            1e3 * (r.5 - first) / (r.1 - 1.0)
+        })
+        .collect()
 }
 
 #[test]
