@@ -88,32 +88,30 @@ impl Latencies {
         }
     }
 
-    /// Collects the latencies of `run` (ITLs included when the run has at most 200,000 requests).
+    /// Collects the latencies of `run`: TTFT, TPOT, ITL and E2E of the measured requests (after
+    /// the warm-up cut, with the run's first-token convention: the set the summary's figures come
+    /// from); hand-offs of every request (like the summary's). ITLs are included when the run has
+    /// at most 200,000 requests.
     pub fn of(name: &str, run: &RunResult) -> Latencies {
+        let m = run.measured_latencies();
+        let ms = |v: Vec<f64>| -> Vec<f64> { v.into_iter().map(|x| 1e3 * x).collect() };
         let mut l = Latencies {
             name: name.into(),
-            ttft: vec![],
-            tpot: vec![],
+            ttft: ms(m.ttft_s),
+            tpot: ms(m.tpot_s),
             itl: vec![],
-            e2e: vec![],
+            e2e: ms(m.e2e_s),
             handoff: vec![],
         };
         for r in run.requests() {
-            let (Some(ft), Some(fin)) = (r.first_token_s, r.finish_s) else {
-                continue;
-            };
-            l.ttft.push(1e3 * (ft - r.arrival_s));
-            l.e2e.push(1e3 * (fin - r.arrival_s));
-            if r.output_len >= 2 {
-                l.tpot.push(1e3 * (fin - ft) / (r.output_len - 1) as f64);
-            }
-            if let Some(k) = r.kv_ready_s {
+            if let (Some(ft), Some(k)) = (r.first_token_s, r.kv_ready_s) {
                 l.handoff.push(1e3 * (k - ft));
             }
         }
         if run.len() <= 200_000 {
-            for rid in 0..run.len() {
-                l.itl.extend(run.itls(rid).into_iter().map(|x| 1e3 * x));
+            for &rid in &m.rids {
+                l.itl
+                    .extend(run.itls(rid as usize).into_iter().map(|x| 1e3 * x));
             }
         }
         l

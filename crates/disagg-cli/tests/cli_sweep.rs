@@ -232,3 +232,69 @@ fn bad_sweeps() {
         &["103823", "--yes"],
     );
 }
+
+/// Splits one CSV record per RFC 4180: fields separated by commas, a field in double quotes may
+/// hold commas and doubled quotes.
+fn rfc4180_fields(line: &str) -> Vec<String> {
+    let mut fields = vec![String::new()];
+    let mut quoted = false;
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (quoted, c) {
+            (true, '"') if chars.peek() == Some(&'"') => {
+                chars.next();
+                fields.last_mut().unwrap().push('"');
+            }
+            (true, '"') => quoted = false,
+            (false, '"') => quoted = true,
+            (false, ',') => fields.push(String::new()),
+            (_, c) => fields.last_mut().unwrap().push(c),
+        }
+    }
+    assert!(!quoted, "unterminated quote: {line}");
+    fields
+}
+
+#[test]
+fn csv_cells_with_commas_and_quotes_are_quoted() {
+    // A trace file whose path holds a comma and a double quote: its CSV cell must be
+    // `"...,...""..."` so the row keeps one field per column.
+    let d = dir().join("a,b\"c");
+    std::fs::create_dir_all(&d).unwrap();
+    let trace = d.join("trace,1.csv");
+    std::fs::write(
+        &trace,
+        "TIMESTAMP,ContextTokens,GeneratedTokens\n\
+         2024-01-02 03:04:05.0,300,40\n\
+         2024-01-02 03:04:06.0,420,100\n",
+    )
+    .unwrap();
+    let csv = d.join("out.csv");
+    ok(&[
+        "sweep",
+        "--trace-file",
+        s(&trace),
+        "--vary",
+        "rate=4,8",
+        "--quiet",
+        "--csv",
+        s(&csv),
+    ]);
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    let header: Vec<&str> = lines[0].split(',').collect();
+    let col = header
+        .iter()
+        .position(|h| *h == "scenario.trace_file")
+        .expect("a scenario.trace_file column");
+    let path = s(&trace);
+    let cell = format!("\"{}\"", path.replace('"', "\"\""));
+    assert!(cell.ends_with("a,b\"\"c/trace,1.csv\""), "{cell}");
+    for line in &lines[1..] {
+        assert!(line.contains(&format!(",{cell},")), "{line}");
+        let f = rfc4180_fields(line);
+        assert_eq!(f.len(), header.len(), "{line}");
+        assert_eq!(f[col], path);
+    }
+}

@@ -413,6 +413,51 @@ impl RunResult {
     pub fn summary(&self) -> Summary {
         summarise(self)
     }
+
+    /// The per-request latencies the summary's TTFT, TPOT and E2E distributions are computed
+    /// from: the measured requests (finished, after the warm-up cut) with the run's first-token
+    /// convention. Charts use this so they show the figures printed beside them.
+    pub fn measured_latencies(&self) -> MeasuredLatencies {
+        let (done, cut) = done_order(&self.reqs, self.cfg.warmup_frac);
+        measured_latencies(&self.reqs, &done[cut..], self.cfg.handoff.first_token)
+    }
+}
+
+/// Latencies of the measured requests, in seconds (see [`RunResult::measured_latencies`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MeasuredLatencies {
+    /// The measured requests' ids, in arrival order.
+    pub rids: Vec<u32>,
+    /// Time to first token, one per measured request.
+    pub ttft_s: Vec<f64>,
+    /// Time per output token after the first, one per measured request with output >= 2.
+    pub tpot_s: Vec<f64>,
+    /// End to end, one per measured request.
+    pub e2e_s: Vec<f64>,
+}
+
+fn measured_latencies(reqs: &[Req], steady: &[u32], conv: FirstToken) -> MeasuredLatencies {
+    MeasuredLatencies {
+        rids: steady.to_vec(),
+        ttft_s: steady
+            .iter()
+            .map(|&i| {
+                let r = &reqs[i as usize];
+                r.emitted(conv) - r.arrival
+            })
+            .collect(),
+        tpot_s: steady
+            .iter()
+            .filter_map(|&i| tpot(&reqs[i as usize], conv))
+            .collect(),
+        e2e_s: steady
+            .iter()
+            .map(|&i| {
+                let r = &reqs[i as usize];
+                r.finish - r.arrival
+            })
+            .collect(),
+    }
 }
 
 #[inline]
@@ -442,24 +487,12 @@ fn summarise(res: &RunResult) -> Summary {
     let steady = &done[cut..];
     let conv = cfg.handoff.first_token;
 
-    let ttft: Vec<f64> = steady
-        .iter()
-        .map(|&i| {
-            let r = &reqs[i as usize];
-            r.emitted(conv) - r.arrival
-        })
-        .collect();
-    let tpots: Vec<f64> = steady
-        .iter()
-        .filter_map(|&i| tpot(&reqs[i as usize], conv))
-        .collect();
-    let e2e: Vec<f64> = steady
-        .iter()
-        .map(|&i| {
-            let r = &reqs[i as usize];
-            r.finish - r.arrival
-        })
-        .collect();
+    let MeasuredLatencies {
+        ttft_s: ttft,
+        tpot_s: tpots,
+        e2e_s: e2e,
+        ..
+    } = measured_latencies(reqs, steady, conv);
     let itl = itl_dist(res, steady);
     let met = steady
         .iter()

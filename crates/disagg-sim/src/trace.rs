@@ -166,3 +166,109 @@ impl<W: Write> Observer for ChromeTrace<W> {
         self.io(r);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{simulate_observed, GenRequest, Scenario};
+    use disagg_model::Catalogue;
+
+    /// The `population` counters of a trace: (ts in µs, in_system, link_queue).
+    fn counters(json: &[u8]) -> Vec<(f64, i64, i64)> {
+        let v: serde_json::Value = serde_json::from_slice(json).unwrap();
+        v["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["ph"] == "C")
+            .map(|e| {
+                assert_eq!(e["name"], "population");
+                (
+                    e["ts"].as_f64().unwrap(),
+                    e["args"]["in_system"].as_i64().unwrap(),
+                    e["args"]["link_queue"].as_i64().unwrap(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn counters_carry_their_own_values() {
+        let mut tr = ChromeTrace::new(Vec::new());
+        tr.begin(&[]);
+        for (t, in_system, link_queue) in [(0.0, 0, 0), (0.05, 5, 2), (0.1, 1, 3)] {
+            tr.sample(&Sample {
+                t,
+                in_system,
+                link_queue,
+                link_busy: 1,
+                link_bytes_in_flight: 0.0,
+                decode_mem_wait: 0,
+                instances: &[],
+            });
+        }
+        let out = tr.finish().unwrap();
+        assert_eq!(
+            counters(&out),
+            [(0.0, 0, 0), (50_000.0, 5, 2), (100_000.0, 1, 3)]
+        );
+    }
+
+    /// Four requests arrive at t = 0 on one prefill and one decode instance joined by one 25 GbE
+    /// channel: a 10-token prompt (r0) and three 2,000-token ones. r0 arrives first and finds the
+    /// prefill instance idle, so it is prefilled alone; r1-r3 are prefilled together (6,000
+    /// tokens fit the 8,192-token batch). At that batch's end three hand-offs of 2,000 x 131,072
+    /// B (llama3-8b: 32 layers x 8 KV heads x 128 x 2 x 2 B) = 262.1 MB arrive at once: one goes
+    /// on the wire, two wait, each 262.1 MB / 3.125 GB/s = 83.9 ms (more than the 50 ms between
+    /// samples, less than two). r0's 10-token hand-off (1.3 MB, 0.4 ms) is long over by then.
+    /// Nobody finishes before the last hand-off (200 decode steps each), and the four finish in
+    /// arrival order, each in its own step. So the counters read, in order: (0 in system, 0
+    /// queued) at t = 0 (sampled before the arrivals), (4, 0) while prefilling, (4, 2), (4, 1),
+    /// (4, 0), then 3, 2, 1 in the system as requests finish.
+    #[test]
+    fn counters_of_a_small_run() {
+        let cfg = Scenario::from_flags([
+            "--model",
+            "llama3-8b",
+            "--devices-per-instance",
+            "1",
+            "--link",
+            "eth-25g",
+        ])
+        .unwrap()
+        .build(&Catalogue::builtin())
+        .unwrap();
+        let wl: Vec<GenRequest> = (0..4)
+            .map(|rid| GenRequest {
+                rid,
+                arrival_s: 0.0,
+                prompt_len: if rid == 0 { 10 } else { 2000 },
+                output_len: 200,
+            })
+            .collect();
+        let mut tr = ChromeTrace::new(Vec::new());
+        simulate_observed(&cfg, &wl, &mut tr).unwrap();
+        let c = counters(&tr.finish().unwrap());
+        let mut states: Vec<(i64, i64)> = c.iter().map(|x| (x.1, x.2)).collect();
+        states.dedup();
+        assert_eq!(
+            states,
+            [
+                (0, 0),
+                (4, 0),
+                (4, 2),
+                (4, 1),
+                (4, 0),
+                (3, 0),
+                (2, 0),
+                (1, 0)
+            ],
+            "{c:?}"
+        );
+        // Each waiting hand-off holds the queue for 83.9 ms: one or two samples 50 ms apart.
+        for q in [2, 1] {
+            let n = c.iter().filter(|x| x.2 == q).count();
+            assert!((1..=2).contains(&n), "link_queue {q}: {n} samples");
+        }
+    }
+}

@@ -58,6 +58,7 @@ fn fast_and_plain_agree_on_every_summary_number() {
         let b = run(&chapter(extra));
         assert_eq!(json(&a.summary()), json(&b.summary()), "{extra:?}");
         // Stamps too (simulator.md §3.6 item 8: identical on these runs).
+        assert_eq!(a.len(), b.len(), "{extra:?}");
         assert!(
             a.requests().zip(b.requests()).all(|(x, y)| x == y),
             "{extra:?}"
@@ -86,6 +87,7 @@ fn multi_instance_multi_channel_fast_equals_plain() {
     let (sa, sb) = (a.summary(), b.summary());
     assert_eq!(sa.requests.completed, 800);
     assert_eq!(json(&sa), json(&sb));
+    assert_eq!(a.len(), b.len());
     assert!(a.requests().zip(b.requests()).all(|(x, y)| x == y));
     // Both pools were used.
     assert!(sa.instances.iter().all(|i| i.steps > 0));
@@ -222,9 +224,32 @@ fn chrome_trace_is_valid_and_complete() {
         .starts_with("prefill n=1 tok="));
     let kv = ev.iter().find(|e| e["cat"] == "kv").unwrap();
     assert_eq!(kv["name"], "kv r0 162 MB"); // 1236 tokens x 131072 B
-                                            // The population counter returns to 0 only at the end.
-    let last_c = ev.iter().rfind(|e| e["ph"] == "C").unwrap();
-    assert!(last_c["args"]["in_system"].as_i64().unwrap() >= 0);
+                                            // The population counter is the number of requests arrived and not finished (from the
+                                            // stamps) at every sample; it starts at 0, stays above 0 while requests are in the system
+                                            // (here: after the first arrival, until the end), and returns to 0 at the horizon, when the
+                                            // last request finishes (the sampler stops there: its last sample still counts that one).
+    let pop: Vec<(f64, i64)> = ev
+        .iter()
+        .filter(|e| e["ph"] == "C")
+        .map(|e| {
+            (
+                e["ts"].as_f64().unwrap() / 1e6,
+                e["args"]["in_system"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    let in_system_at = |t: f64| {
+        r.requests()
+            .filter(|q| q.arrival_s <= t && !matches!(q.finish_s, Some(f) if f <= t))
+            .count() as i64
+    };
+    assert_eq!(pop[0], (0.0, 0));
+    for &(t, n) in &pop {
+        assert_eq!(n, in_system_at(t), "at {t} s");
+        assert!(t == 0.0 || n > 0, "empty at {t} s");
+    }
+    assert_eq!(pop[pop.len() - 1].1, 1);
+    assert_eq!(in_system_at(r.horizon()), 0);
 }
 
 #[test]
@@ -428,6 +453,7 @@ fn rejection_against_the_decode_kv_capacity() {
     let s = r.summary();
     assert_eq!(s.requests.rejected, too_big);
     assert_eq!(s.requests.completed + too_big, 300);
+    assert_eq!(r.len(), wl.len());
     for (rec, w) in r.requests().zip(&wl) {
         let rejected = (w.prompt_len + w.output_len) as u64 > 8_835;
         assert_eq!(rec.finish_s.is_none(), rejected);
@@ -577,6 +603,8 @@ fn csv_export_round_trips() {
         lines.next().unwrap(),
         "rid,arrival_s,prompt_len,output_len,prefill_start_s,first_token_s,kv_start_s,kv_ready_s,decode_start_s,finish_s"
     );
+    assert_eq!(text.lines().count(), 1 + r.len());
+    assert_eq!(r.len(), 50);
     for (line, rec) in lines.zip(r.requests()) {
         let cells: Vec<&str> = line.split(',').collect();
         assert_eq!(cells.len(), 10);

@@ -948,10 +948,24 @@ fn section_6_3_reference_stamps_and_totals() {
     );
     assert_eq!(pool.kv_capacity_tokens, 426_788);
     assert_eq!(cfg.decode_pool().unwrap().kv_capacity_tokens, 426_788);
-    // The ITLs of every request sum to finish - first_token, and there are output - 1 of them.
+    // There are output - 1 ITLs per request, the differences of consecutive token times from
+    // the first token to the finish, so they add up to finish - first_token. In floating point
+    // the check is exact: each ITL is `e[j] - e[j-1]` of two step ends (the first one
+    // `e[adm] - first_token`) and every such pair here lies within a factor of two, so each
+    // difference is exact (Sterbenz), and adding them back one by one onto first_token rebuilds
+    // every step end, and the finish, bit for bit.
     for rid in 0..run.len() {
         let r = run.request(rid);
         let itls = run.itls(rid);
         assert_eq!(itls.len(), r.output_len as usize - 1);
+        let ft = r.first_token_s.unwrap();
+        let end = itls.iter().fold(ft, |t, x| {
+            assert!(
+                t + x <= 2.0 * t,
+                "rid {rid}: a step longer than the time before it"
+            );
+            t + x
+        });
+        assert_eq!(end, r.finish_s.unwrap(), "rid {rid}");
     }
 }

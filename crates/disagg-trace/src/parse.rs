@@ -943,6 +943,37 @@ mod tests {
         assert!(parse_timestamp_ns("2024-02-29 00:00:00").is_some());
     }
 
+    /// The Gregorian century rule: 1900 and 2100 are not leap years, 2000 is. Epoch seconds by
+    /// hand: 1970-01-01 back to 1900-01-01 is 70 * 365 + 17 leap days (1904..1968) = 25,567
+    /// days, so 1900-03-01 is day -25,567 + 31 + 28 = -25,508; 2000-03-01 is 30 * 365 + 7 leap
+    /// days (1972..1996) + 31 + 29 = day 11,017; 2100-03-01 adds 100 * 365 + 24 leap days
+    /// (2004..2096) = 36,524, day 47,541.
+    #[test]
+    fn century_leap_years() {
+        let s = |t: &str| parse_timestamp_ns(t).map(|ns| ns / 1_000_000_000);
+        assert_eq!(s("1900-03-01 00:00:00"), Some(-25_508 * 86_400));
+        assert_eq!(s("1900-03-01 00:00:00"), Some(-2_203_891_200));
+        assert_eq!(s("2000-03-01 00:00:00"), Some(951_868_800));
+        assert_eq!(s("2100-03-01 00:00:00"), Some(4_107_542_400));
+        // Feb 28 -> Mar 1: one day in 1900 and 2100, two in 2000.
+        for (year, days) in [
+            (1900, 1),
+            (2000, 2),
+            (2100, 1),
+            (2400, 2),
+            (2024, 2),
+            (2023, 1),
+        ] {
+            let gap = s(&format!("{year}-03-01 00:00:00")).unwrap()
+                - s(&format!("{year}-02-28 00:00:00")).unwrap();
+            assert_eq!(gap, days * 86_400, "{year}");
+        }
+        assert_eq!(s("1900-02-29 00:00:00"), None);
+        assert_eq!(s("2100-02-29 12:00:00"), None);
+        assert_eq!(s("2000-02-29 00:00:00"), Some(951_782_400));
+        assert!(s("2400-02-29 00:00:00").is_some());
+    }
+
     #[test]
     fn tokens() {
         assert!(matches!(parse_tokens("12"), Tokens::Count(12)));

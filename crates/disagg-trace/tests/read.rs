@@ -43,6 +43,41 @@ const AZURE_HEAD: [f64; 6] = [0.0, 4.3333324, 4.5308643, 4.7530865, 5.8888889, 6
 // ---------------------------------------------------------------------------------------------
 // Azure
 
+/// Arrivals across the end of February in century years: 2000 has a Feb 29 (Gregorian rule of
+/// 400), 1900 and 2100 do not, so 23:00 on Feb 28 to 01:00 on Mar 1 is 26 h or 2 h.
+#[test]
+fn azure_century_leap_years() {
+    for (year, gap_s) in [(1900, 7_200.0), (2000, 93_600.0), (2100, 7_200.0)] {
+        let csv = format!(
+            "TIMESTAMP,ContextTokens,GeneratedTokens\n\
+             {year}-02-28 23:00:00.5,10,2\n\
+             {year}-03-01 01:00:00.5,10,2\n"
+        );
+        let t = read_str(&csv, "azure.csv", &opts()).unwrap();
+        assert_eq!(t.format, TraceFormat::Azure);
+        assert_eq!(arrivals(&t.rows), [0.0, gap_s], "{year}");
+    }
+    // Feb 29 of 1900 and 2100 is not a date (a malformed line 3); 2000's is one day later.
+    for (year, leap) in [(1900, false), (2000, true), (2100, false)] {
+        let csv = format!(
+            "TIMESTAMP,ContextTokens,GeneratedTokens\n\
+             {year}-02-28 00:00:00,10,2\n\
+             {year}-02-29 00:00:00,10,2\n"
+        );
+        match read_str(&csv, "azure.csv", &opts()) {
+            Ok(t) => {
+                assert!(leap, "{year}-02-29 accepted");
+                assert_eq!(arrivals(&t.rows), [0.0, 86_400.0]);
+            }
+            Err(e) => {
+                assert!(!leap, "{year}: {e}");
+                assert_eq!(e.kind(), TraceErrorKind::Malformed, "{year}: {e}");
+                assert!(e.to_string().contains(":3:"), "{e}");
+            }
+        }
+    }
+}
+
 #[test]
 fn azure_crlf_without_final_newline() {
     let raw = std::fs::read(fixture("azure_sample.csv")).unwrap();
