@@ -326,11 +326,10 @@ impl Api {
         let mut doc = run_json(&sc, &summary);
         // Read through serde so that engines with and without these options both work: the
         // first-token convention, and the number of links (one unless a link topology says more).
-        let decode_first = doc["scenario"]["first_token"].as_str() == Some("decode");
         let links = doc["summary"]["links"].as_array().map_or(1, Vec::len);
         let o = doc.as_object_mut().expect("object");
         if points > 0 {
-            let samples = latency_samples(&run, points, decode_first);
+            let samples = latency_samples(&run, points);
             o.insert(
                 "latency_samples".into(),
                 serde_json::to_value(samples).expect("json"),

@@ -352,32 +352,12 @@ fn decimate(mut v: Vec<f64>, points: usize) -> (Vec<f64>, usize) {
 /// finished ones in arrival order after the warm-up cut (`warmup_frac`); hand-offs are every
 /// request's.
 ///
-/// `decode_first`: TTFT and TPOT are measured to the first decode step of a handed-off request
-/// (`first_token: "decode"`), as the summary then measures them.
-pub fn latency_samples(run: &RunResult, points: usize, decode_first: bool) -> LatencySamples {
-    let emitted = |r: &disagg_sim::RequestRecord| -> Option<f64> {
-        match (decode_first, r.kv_ready_s, r.decode_start_s) {
-            (true, Some(_), Some(d)) => Some(d),
-            _ => r.first_token_s,
-        }
-    };
-    let mut done: Vec<_> = run.requests().filter(|r| r.finish_s.is_some()).collect();
-    done.sort_by(|a, b| a.arrival_s.total_cmp(&b.arrival_s));
-    let cut = ((done.len() as f64 * run.config().warmup_frac) as usize).min(done.len());
-    let steady = &done[cut..];
-    let ttft: Vec<f64> = steady
-        .iter()
-        .filter_map(|r| Some(emitted(r)? - r.arrival_s))
-        .collect();
-    let tpot: Vec<f64> = steady
-        .iter()
-        .filter(|r| r.output_len >= 2)
-        .filter_map(|r| Some((r.finish_s? - emitted(r)?) / (r.output_len - 1) as f64))
-        .collect();
-    let e2e: Vec<f64> = steady
-        .iter()
-        .filter_map(|r| Some(r.finish_s? - r.arrival_s))
-        .collect();
+/// TTFT, TPOT and E2E are those of the summary's measured requests, with its first-token
+/// convention ([`RunResult::measured_latencies`]).
+pub fn latency_samples(run: &RunResult, points: usize) -> LatencySamples {
+    // The summary's own measured set and first-token convention.
+    let m = run.measured_latencies();
+    let (ttft, tpot, e2e) = (m.ttft_s, m.tpot_s, m.e2e_s);
     let handoff: Vec<f64> = run
         .requests()
         .filter_map(|r| Some(r.kv_ready_s? - r.first_token_s?))
