@@ -28,7 +28,7 @@ def function_of(m):
     hit = re.search(r" in (\S.*)$", m)
     if hit:
         return hit.group(1)
-    hit = re.match(r"[^:]+:\d+:\d+: replace (\S+) ->", m)
+    hit = re.match(r"[^:]+:\d+:\d+: replace (.+?) -> ", m)
     return hit.group(1) if hit else "?"
 
 
@@ -59,13 +59,14 @@ def main():
     for kind, ms in out.items():
         for m in ms:
             per_file[m.split(":")[0]][kind] += 1
-    print("| file | caught | missed | unviable | timeout | caught / viable |")
-    print("|---|---:|---:|---:|---:|---:|")
+    print("| file | caught | missed | unviable | timeout | caught / viable | (caught + timeout) / viable |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     for f in sorted(per_file):
         c = per_file[f]
         viable = c["caught"] + c["missed"] + c["timeout"]
         pct = f"{100 * c['caught'] / viable:.1f}%" if viable else "n/a"
-        print(f"| `{f}` | {c['caught']} | {c['missed']} | {c['unviable']} | {c['timeout']} | {pct} |")
+        det = f"{100 * (c['caught'] + c['timeout']) / viable:.1f}%" if viable else "n/a"
+        print(f"| `{f}` | {c['caught']} | {c['missed']} | {c['unviable']} | {c['timeout']} | {pct} | {det} |")
     exact, by_fn = reasons()
     print()
     for kind in ("missed", "timeout"):

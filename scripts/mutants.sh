@@ -16,7 +16,11 @@
 #   trace        crates/disagg-trace/src/parse.rs and lib.rs (trace parsers, reading pipeline)
 #
 # Each mutant is tested with the tests of the package that holds it (cargo-mutants' default):
-# a mutant in disagg-model must be caught by disagg-model's own tests. Results go to
+# a mutant in disagg-model must be caught by disagg-model's own tests. With MUTANTS_WIDE=1 a
+# disagg-model or disagg-trace mutant is also tested with disagg-sim's tests (the exactness and
+# hand-off tests live there); that is about 20x slower per mutant. cargo-mutants 27.1 runs the
+# baseline with the mutated package's tests only, so wide runs skip the baseline and use a fixed
+# test timeout (MUTANTS_TIMEOUT_S, default 300). Results go to
 # mutants.out/<module>/mutants.out/ (gitignored): caught.txt, missed.txt, unviable.txt,
 # timeout.txt, outcomes.json. The checked-in summary and the reasons for every survivor are in
 # mutants/survivors.md; update it after a run. Options shared by every run (exclusions, timeout
@@ -69,8 +73,14 @@ run_module() {
   # Exit status 2 means "some mutants were missed", 3 "some timed out": that is a result, not a
   # failure of the script; the summary follows.
   local rc=0
+  local wide=()
+  if [ "${MUTANTS_WIDE:-0}" = 1 ] && { [ "$module" = model ] || [ "$module" = trace ]; }; then
+    wide=(--test-package "$(select_args "$module" | awk '{print $2}'),disagg-sim"
+      --baseline skip --timeout "${MUTANTS_TIMEOUT_S:-300}")
+  fi
   # shellcheck disable=SC2046
-  cargo mutants --in-place --build-timeout 600 --output "$out" $(select_args "$module") "$@" || rc=$?
+  cargo mutants --in-place --build-timeout 600 --output "$out" $(select_args "$module") \
+    "${wide[@]}" "$@" || rc=$?
   echo "== $module: exit $rc, $((SECONDS - start)) s" >&2
   summarize "$out/mutants.out"
   return $rc
