@@ -28,7 +28,7 @@ def function_of(m):
     hit = re.search(r" in (\S.*)$", m)
     if hit:
         return hit.group(1)
-    hit = re.match(r"[^:]+:\d+:\d+: replace (.+?) -> ", m)
+    hit = re.match(r"[^:]+:\d+:\d+: replace (.+?)(?: -> | with )", m)
     return hit.group(1) if hit else "?"
 
 
@@ -51,8 +51,10 @@ def main():
     run = sys.argv[1]
     recheck = sys.argv[2] if len(sys.argv) > 2 else None
     out = {k: lines(run, k + ".txt") for k in ("caught", "missed", "unviable", "timeout")}
+    retested = None
     if recheck:
         later = set(lines(recheck, "caught.txt"))
+        retested = later | set(lines(recheck, "missed.txt")) | set(lines(recheck, "timeout.txt"))
         out["caught"] += [m for m in out["missed"] if m in later]
         out["missed"] = [m for m in out["missed"] if m not in later]
     per_file = collections.defaultdict(collections.Counter)
@@ -73,7 +75,8 @@ def main():
         for m in out[kind]:
             f = m.split(":")[0]
             why = exact.get(m) or by_fn.get((f, function_of(m))) or "NO REASON YET"
-            print(f"- {kind.upper()} `{m}`: {why}")
+            note = " (not yet re-run with the wider tests)" if retested is not None and m not in retested else ""
+            print(f"- {kind.upper()}{note} `{m}`: {why}")
 
 
 main()
