@@ -6,6 +6,8 @@ use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
 use disagg_web::{Limits, ServeOptions, Server};
+
+mod common;
 use serde_json::Value;
 
 fn start(threads: usize) -> disagg_web::RunningServer {
@@ -25,35 +27,8 @@ fn start(threads: usize) -> disagg_web::RunningServer {
 
 /// One HTTP/1.1 exchange: status, headers (lower-case names), body (chunked bodies decoded).
 fn exchange(addr: SocketAddr, raw: &[u8]) -> (u16, String, Vec<u8>) {
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).expect("connects");
-    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    s.set_write_timeout(Some(Duration::from_secs(30))).unwrap();
-    s.write_all(raw).expect("sends");
-    let mut buf = Vec::new();
-    s.read_to_end(&mut buf).expect("reads");
-    let split = buf
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .expect("a header block");
-    let head = String::from_utf8_lossy(&buf[..split]).to_ascii_lowercase();
-    let mut body = buf[split + 4..].to_vec();
-    let status: u16 = head[9..12].parse().expect("a status code");
-    if head.contains("transfer-encoding: chunked") {
-        let mut out = Vec::new();
-        let mut rest = &body[..];
-        loop {
-            let nl = rest.windows(2).position(|w| w == b"\r\n").unwrap();
-            let n = usize::from_str_radix(std::str::from_utf8(&rest[..nl]).unwrap().trim(), 16)
-                .unwrap();
-            if n == 0 {
-                break;
-            }
-            out.extend_from_slice(&rest[nl + 2..nl + 2 + n]);
-            rest = &rest[nl + 4 + n..];
-        }
-        body = out;
-    }
-    (status, head, body)
+    let a = common::exchange(addr, raw);
+    (a.status, a.head, a.body)
 }
 
 fn post(addr: SocketAddr, path: &str, body: &str) -> (u16, String, Vec<u8>) {
