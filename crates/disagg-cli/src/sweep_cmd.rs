@@ -702,13 +702,6 @@ pub fn run(a: SweepArgs, cat: &Catalogue) -> CmdResult {
         .map(|p| resolve("--jsonl", p))
         .transpose()?;
     let csv_target = a.csv.as_deref().map(|p| resolve("--csv", p)).transpose()?;
-    if let Some(t) = a.threads {
-        if t == 0 || t > 1024 {
-            return Err(UsageError(format!(
-                "--threads: must be between 1 and 1024, got {t}"
-            )));
-        }
-    }
     let fp = sweep.fingerprint();
     let runs = shard_runs(total, shard_i, shard_n);
     // The finished rows are kept (and resumed from) next to the JSON Lines file, else the CSV.
