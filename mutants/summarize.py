@@ -6,7 +6,7 @@ usage: python3 mutants/summarize.py RUN_DIR [RECHECK_DIR]
 RUN_DIR is a cargo-mutants output directory (holding caught.txt, missed.txt, ...). RECHECK_DIR,
 if given, is an `--iterate` re-run of RUN_DIR's survivors with more tests: a survivor it caught
 counts as caught. Prints per-file counts and every survivor with its reason, looked up in
-mutants/reasons.tsv (tab-separated: a mutant's full text, or `file<TAB>function`, then the reason).
+mutants/reasons/*.tsv, one file per module (tab-separated: a mutant's full text, or `file<TAB>function`, then the reason).
 """
 import collections
 import os
@@ -34,16 +34,20 @@ def function_of(m):
 
 def reasons():
     exact, by_fn = {}, {}
-    with open(os.path.join(HERE, "reasons.tsv")) as f:
-        for row in f:
-            row = row.rstrip("\n")
-            if not row or row.startswith("#"):
-                continue
-            parts = row.split("\t")
-            if len(parts) == 2:
-                exact[parts[0]] = parts[1]
-            else:
-                by_fn[(parts[0], parts[1])] = parts[2]
+    d = os.path.join(HERE, "reasons")
+    for name in sorted(os.listdir(d)):
+        if not name.endswith(".tsv"):
+            continue
+        with open(os.path.join(d, name)) as f:
+            for row in f:
+                row = row.rstrip("\n")
+                if not row or row.startswith("#"):
+                    continue
+                parts = row.split("\t")
+                if len(parts) == 2:
+                    exact[parts[0]] = parts[1]
+                else:
+                    by_fn[(parts[0], parts[1])] = parts[2]
     return exact, by_fn
 
 
