@@ -95,15 +95,12 @@ pub fn label(s: &Scenario) -> String {
 
 /// The JSON document of one run.
 pub fn run_json(scenario: &Scenario, s: &Summary) -> serde_json::Value {
-    let mut doc = json!({
-        "schema_version": disagg_sim::SCHEMA_VERSION,
-        "tool": "disagg",
-        "version": env!("CARGO_PKG_VERSION"),
-        "scenario": scenario.with_slos_resolved(),
-        "summary": s,
-    });
-    with_warnings(&mut doc);
-    doc
+    serde_json::to_value(disagg_sim::RunDocument::new(
+        scenario,
+        s,
+        report::warnings(),
+    ))
+    .expect("json")
 }
 
 /// Adds the warnings printed so far as a top-level `warnings` array (none: left out).

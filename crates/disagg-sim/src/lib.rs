@@ -16,6 +16,7 @@
 //! ```
 
 pub use disagg_model::pymath;
+pub mod document;
 pub mod engine;
 pub mod link;
 pub mod metrics;
@@ -31,6 +32,7 @@ pub mod stats;
 pub mod trace;
 pub mod workload;
 
+pub use document::RunDocument;
 pub use metrics::{Summary, SCHEMA_VERSION};
 pub use observer::{
     InstanceInfo, InstanceSample, Observer, Sample, SampleRow, StepEvent, StepKind, TimeSeries,

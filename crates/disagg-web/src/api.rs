@@ -513,13 +513,7 @@ fn compact_json(rate: f64, s: &Summary) -> Value {
 
 /// The JSON document of one run, as `disagg run --json` prints it.
 fn run_json(scenario: &Scenario, s: &Summary) -> Value {
-    json!({
-        "schema_version": disagg_sim::SCHEMA_VERSION,
-        "tool": "disagg",
-        "version": env!("CARGO_PKG_VERSION"),
-        "scenario": scenario.with_slos_resolved(),
-        "summary": s,
-    })
+    serde_json::to_value(disagg_sim::RunDocument::new(scenario, s, Vec::new())).expect("json")
 }
 
 fn presets_json() -> Value {
