@@ -2,11 +2,16 @@
 """Summarize cargo-mutants results for mutants/survivors.md (issue 11).
 
 usage: python3 mutants/summarize.py RUN_DIR [RECHECK_DIR]
+       python3 mutants/summarize.py --check RUN_DIR...
 
 RUN_DIR is a cargo-mutants output directory (holding caught.txt, missed.txt, ...). RECHECK_DIR,
 if given, is an `--iterate` re-run of RUN_DIR's survivors with more tests: a survivor it caught
 counts as caught. Prints per-file counts and every survivor with its reason, looked up in
 mutants/reasons/*.tsv, one file per module (tab-separated: a mutant's full text, or `file<TAB>function`, then the reason).
+
+With --check (CI's sample): exits 1 if any mutant in the RUN_DIRs was missed without being listed
+as an equivalent mutant (a reason starting with "equivalent"): a new survivor is a test that got
+weaker or code that lost its test. Timeouts count as caught (the mutant broke something).
 """
 import collections
 import os
@@ -83,4 +88,23 @@ def main():
             print(f"- {kind.upper()}{note} `{m}`: {why}")
 
 
-main()
+def check(dirs):
+    exact, by_fn = reasons()
+    bad, total = [], 0
+    for d in dirs:
+        for kind in ("caught", "missed", "timeout", "unviable"):
+            total += len(lines(d, kind + ".txt"))
+        for m in lines(d, "missed.txt"):
+            why = exact.get(m) or by_fn.get((m.split(":")[0], function_of(m))) or ""
+            if not why.startswith("equivalent"):
+                bad.append((m, why or "no reason listed"))
+    print(f"mutants sample: {total} mutants, {len(bad)} missed without an equivalence reason")
+    for m, why in bad:
+        print(f"  MISSED {m}  ({why})")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--check"]:
+        sys.exit(check(sys.argv[2:]))
+    main()
