@@ -1,5 +1,6 @@
-//! The catalogue as the user sees it: the built-in presets, plus a `--catalogue FILE.toml`, plus
-//! custom hardware described with flags.
+//! The catalogue as the user sees it: the built-in presets plus a `--catalogue FILE.toml` (custom
+//! hardware described with flags is in `scenario_flags`: the option table's rows), and the numeric
+//! range checks every command's flags get ([`with_ranges`]).
 
 use std::path::Path;
 

@@ -661,6 +661,30 @@ mod tests {
     }
 
     #[test]
+    fn build_errors_name_the_flag_that_chose_the_device() {
+        let cat = disagg_model::Catalogue::builtin();
+        for (flag, key) in [
+            ("--device", "device"),
+            ("--prefill-device", "prefill_device"),
+            ("--decode-device", "decode_device"),
+        ] {
+            // With and without a custom-device override (the overlay path and the plain one).
+            for tdp in [None, Some("500")] {
+                let mut s = Scenario::default();
+                s.set(key, "nosuch").unwrap();
+                if let Some(w) = tdp {
+                    s.set("device_tdp_w", w).unwrap();
+                }
+                let e = s.build(&cat).unwrap_err().to_string();
+                assert!(
+                    e.starts_with(&format!("unknown {flag} 'nosuch'; valid: h100")),
+                    "{e}"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn help_text_shows_the_default_in_brackets() {
         let o = for_key("devices_per_instance").unwrap();
         assert_eq!(o.help_text(), "Devices per instance, tensor parallel [4]");

@@ -28,8 +28,11 @@ pub const DEFAULT_TPOT_SLO_S: f64 = 0.025;
 /// Largest number of KV links (`--link-topology per-pair`: prefill x decode instances).
 pub const MAX_LINKS: u32 = 65_536;
 
-/// One simulation, as the reference CLI describes it. Field names are the CLI flags with `-` → `_`;
-/// every default is the reference default (simulator.md §7.1).
+/// One simulation, as the reference CLI describes it. Field names are the CLI flags with `-` → `_`
+/// (but `trace_start`, `trace_duration`, `sort_trace`: `--start`, `--duration`, `--sort`); every
+/// default is the reference default (simulator.md §7.1). Each field has one row in
+/// [`crate::options::OPTIONS`] (its flag, kind and help), which every parser derives from; the
+/// enum fields read their names through that table in serde too.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Scenario {
