@@ -139,13 +139,13 @@ impl Sweep {
     }
 }
 
-/// A scenario as JSON with every key present (unset custom-hardware keys as `null`), so that
-/// `--vary` and `--variant` accept them.
+/// A scenario as JSON with every option of the table present (unset custom-hardware keys, which
+/// serde leaves out, as `null`), so that `--vary` and `--variant` accept them.
 fn scenario_value(s: &Scenario) -> Value {
     let mut v = serde_json::to_value(s).expect("scenario");
     if let Some(o) = v.as_object_mut() {
-        for k in disagg_sim::scenario::HARDWARE_KEYS {
-            o.entry(k).or_insert(Value::Null);
+        for opt in disagg_sim::options::OPTIONS {
+            o.entry(opt.key).or_insert(Value::Null);
         }
     }
     v
