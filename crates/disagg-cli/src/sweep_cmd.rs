@@ -200,6 +200,14 @@ fn typed(base: &Value, name: &str, raw: &str) -> Result<Value, UsageError> {
         .map_err(|e| UsageError(format!("{name}={raw}: {e}")))?;
     s.set(name, raw)
         .map_err(|e| UsageError(format!("{name}={raw}: {e}")))?;
+    // A whole number given to a real option not yet holding a real is echoed as written (`500`,
+    // not `500.0`), as sweeps always have: axis values, the CSV and the spec fingerprint keep
+    // their bytes. It reads back as the same value.
+    if opt.kind == disagg_sim::options::Kind::F64 && !base.get(name).is_some_and(Value::is_f64) {
+        if let Ok(u) = raw.parse::<u64>() {
+            return Ok(json!(u));
+        }
+    }
     let v = serde_json::to_value(&s).expect("scenario");
     Ok(v.get(name).cloned().unwrap_or(Value::Null))
 }
@@ -1090,6 +1098,11 @@ mod option_tests {
         assert_eq!(t("fast", "no").unwrap(), json!(false));
         assert_eq!(t("layers", "40").unwrap(), json!(40));
         assert_eq!(t("power_cap", "none").unwrap(), Value::Null);
+        // Whole numbers for an unset real option are echoed as written.
+        assert_eq!(t("power_cap", "500").unwrap(), json!(500));
+        assert_eq!(t("power_cap", "500.5").unwrap(), json!(500.5));
+        assert_eq!(t("device_tdp_w", "1e3").unwrap(), json!(1000.0));
+        assert!(t("power_cap", "lots").is_err());
         // `none` unsets kv_compress when unset, and is the identity preset's name when set.
         assert_eq!(t("kv_compress", "none").unwrap(), Value::Null);
         let fp8 = scenario_value(&Scenario {
