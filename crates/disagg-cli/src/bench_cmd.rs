@@ -78,8 +78,8 @@ fn cases() -> Vec<Case> {
             name: "layerwise-fair-100k",
             about: "chapter config, layer-wise streaming and fair link sharing, 100,000 requests",
             scenario: Scenario {
-                send: "layerwise".into(),
-                link_sharing: "fair".into(),
+                send: disagg_model::SendMode::Layerwise,
+                link_sharing: disagg_sim::LinkSharing::Fair,
                 ..chapter(100_000)
             },
         },

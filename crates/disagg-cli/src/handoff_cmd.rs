@@ -4,9 +4,9 @@ use clap::Args;
 use disagg_model::calc::{evaluate, transit_for, HandoffRow, HandoffSpec};
 use disagg_model::{Catalogue, CompressAt, SendMode};
 
-use crate::custom::{DeviceFlags, LinkFlags, ModelFlags};
 use crate::format as f;
 use crate::output::outln;
+use crate::scenario_flags::HardwareFlags;
 use crate::{CmdResult, UsageError};
 
 #[derive(Args, Debug)]
@@ -15,13 +15,18 @@ pub struct HandoffArgs {
     #[arg(long, default_value = "llama3-8b")]
     model: String,
     /// Prompt tokens whose KV cache is handed off.
-    #[arg(long, default_value_t = 2048, value_name = "N", value_parser = crate::custom::count, allow_negative_numbers = true)]
+    #[arg(
+        long,
+        default_value_t = 2048,
+        value_name = "N",
+        allow_negative_numbers = true
+    )]
     prompt_tokens: u64,
     /// KV link (see `disagg list links`).
     #[arg(long, default_value = "eth-25g")]
     link: String,
     /// Concurrent transfers on the link (overrides the preset's channels).
-    #[arg(long, value_name = "N", value_parser = crate::custom::count, allow_negative_numbers = true)]
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
     link_channels: Option<u64>,
     /// KV compression: none, fp8, fp4-block, freq-keep-k, int8, fp4-g16, kivi2 (see `disagg list
     /// compression`; bytes and compute only, accuracy is out of scope).
@@ -32,7 +37,7 @@ pub struct HandoffArgs {
     #[arg(long, default_value = "link")]
     compress_at: String,
     /// Fraction of coefficients kept by freq-keep-k (its ratio becomes 1/F).
-    #[arg(long, value_name = "F", value_parser = crate::custom::positive, allow_negative_numbers = true)]
+    #[arg(long, value_name = "F", allow_negative_numbers = true)]
     kv_keep: Option<f64>,
     /// whole (after the prefill, the reference) or layerwise (each layer as soon as it is done).
     #[arg(long, default_value = "whole")]
@@ -41,14 +46,24 @@ pub struct HandoffArgs {
     #[arg(long, default_value = "h100")]
     prefill_device: String,
     /// Devices per prefill instance (tensor parallel, treated as one bigger device).
-    #[arg(long, default_value_t = 1, value_name = "N", value_parser = crate::custom::count, allow_negative_numbers = true)]
+    #[arg(
+        long,
+        default_value_t = 1,
+        value_name = "N",
+        allow_negative_numbers = true
+    )]
     devices_per_instance: u64,
     /// How concurrent hand-offs share the link: fifo (channels, first come first served) or fair
     /// (processor sharing).
     #[arg(long, default_value = "fifo", value_name = "fifo|fair")]
     link_sharing: String,
     /// Hand-offs of this size leaving at once (a prefill batch): times are for the last of them.
-    #[arg(long, default_value_t = 1, value_name = "N", value_parser = crate::custom::count, allow_negative_numbers = true)]
+    #[arg(
+        long,
+        default_value_t = 1,
+        value_name = "N",
+        allow_negative_numbers = true
+    )]
     concurrent: u64,
     /// One row per link in the catalogue (the chapter's link table).
     #[arg(long, conflicts_with_all = ["link", "link_bandwidth_gb_s", "link_latency_us", "link_pj_per_bit"])]
@@ -57,11 +72,7 @@ pub struct HandoffArgs {
     #[arg(long)]
     json: bool,
     #[command(flatten)]
-    model_flags: ModelFlags,
-    #[command(flatten)]
-    link_flags: LinkFlags,
-    #[command(flatten)]
-    device_flags: DeviceFlags,
+    pub(crate) hardware: HardwareFlags,
 }
 
 /// Respells an option named by its snake_case key as the flag (`send` -> `--send`).
@@ -92,12 +103,14 @@ pub fn run(a: HandoffArgs, cat: Catalogue) -> CmdResult {
         devices_per_instance: a.devices_per_instance,
         all_links: a.all_links,
     };
-    let model = a.model_flags.resolve(&a.model, &cat)?;
-    let device = a.device_flags.resolve(&a.prefill_device, &cat)?;
+    let model = a.hardware.model(&a.model, &cat)?;
+    let device = a
+        .hardware
+        .device(&a.prefill_device, "--prefill-device", &cat)?;
     let link = if a.all_links {
         None
     } else {
-        Some(a.link_flags.resolve(&a.link, &cat)?)
+        Some(a.hardware.link(&a.link, &cat)?)
     };
     let doc = evaluate(&cat, &spec, Some(model.clone()), Some(device.clone()), link)
         .map_err(flag_error)?;

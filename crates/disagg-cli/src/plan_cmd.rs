@@ -361,7 +361,7 @@ pub fn run(a: PlanArgs, cat: &Catalogue) -> CmdResult {
         cat.compression(c)
             .map_err(|e| UsageError(format!("--compressions: {e}")))?;
     }
-    if base.mode != "disagg" {
+    if base.mode != disagg_sim::Mode::Disagg {
         return Err(UsageError(
             "--mode: plan searches disaggregated configurations; use --mode disagg".into(),
         ));

@@ -66,7 +66,7 @@ pub fn prepare(
         }
         sc.check_trace_ignores("--workload-file")?;
         scenario.trace_file = Some(p.display().to_string());
-        scenario.trace_format = Some("reference".into());
+        scenario.trace_format = Some(disagg_trace::TraceFormat::Reference);
     }
     let cfg = scenario.build(cat).map_err(|e| {
         let e = e.to_string();
@@ -81,7 +81,7 @@ pub fn prepare(
 
 /// A short name of a scenario for charts and tables.
 pub fn label(s: &Scenario) -> String {
-    if s.mode == "colocated" {
+    if s.mode == disagg_sim::Mode::Colocated {
         return format!("colocated x{}", s.prefill + s.decode);
     }
     let pd = s.prefill_device.as_deref().unwrap_or(&s.device);
@@ -224,22 +224,14 @@ pub struct CompareArgs {
     pub quiet: bool,
 }
 
-fn with_mode(s: &Scenario, mode: &str) -> Scenario {
-    Scenario {
-        mode: mode.into(),
-        ..s.clone()
-    }
+fn with_mode(s: &Scenario, mode: disagg_sim::Mode) -> Scenario {
+    Scenario { mode, ..s.clone() }
 }
 
 pub fn compare(a: CompareArgs, cat: &Catalogue) -> CmdResult {
     let base = a.sc.scenario()?;
-    if !["disagg", "colocated"].contains(&base.mode.as_str()) {
-        return Err(
-            disagg_model::Error::unknown("--mode", &base.mode, ["disagg", "colocated"]).into(),
-        );
-    }
     if a.variant.is_empty() {
-        if let Some(m) = &a.sc.mode {
+        if let Some(m) = a.sc.values.get("mode") {
             report::warn(&format!(
                 "--mode {m} is ignored: compare runs both colocated and disagg (use --variant to compare within one mode)"
             ));
@@ -265,11 +257,12 @@ pub fn compare(a: CompareArgs, cat: &Catalogue) -> CmdResult {
     // Validate every configuration before running any.
     let mut cfgs = Vec::new();
     for &rate in &rates {
-        for mode in ["colocated", "disagg"] {
+        for mode in [disagg_sim::Mode::Colocated, disagg_sim::Mode::Disagg] {
             let sc = Scenario {
                 rate,
                 ..with_mode(&base, mode)
             };
+            let mode = mode.as_str();
             let cfg = sc.build(cat).map_err(|e| {
                 UsageError(if a.sweep_rate.is_some() {
                     format!("--sweep-rate {rate}: {e}")

@@ -139,13 +139,13 @@ impl Sweep {
     }
 }
 
-/// A scenario as JSON with every key present (unset custom-hardware keys as `null`), so that
-/// `--vary` and `--variant` accept them.
+/// A scenario as JSON with every option of the table present (unset custom-hardware keys, which
+/// serde leaves out, as `null`), so that `--vary` and `--variant` accept them.
 fn scenario_value(s: &Scenario) -> Value {
     let mut v = serde_json::to_value(s).expect("scenario");
     if let Some(o) = v.as_object_mut() {
-        for k in disagg_sim::scenario::HARDWARE_KEYS {
-            o.entry(k).or_insert(Value::Null);
+        for opt in disagg_sim::options::OPTIONS {
+            o.entry(opt.key).or_insert(Value::Null);
         }
     }
     v
@@ -172,38 +172,44 @@ pub fn apply_variant(base: &Scenario, spec: &str) -> Result<Scenario, UsageError
                 valid_axes(&v).join(", ")
             )));
         }
-        let typed_val = typed(&v, &name, val);
+        let typed_val =
+            typed(&v, &name, val).map_err(|e| UsageError(format!("--variant {}", e.0)))?;
         v.as_object_mut().expect("object").insert(name, typed_val);
     }
     serde_json::from_value(v).map_err(|e| UsageError(format!("--variant {spec}: {e}")))
 }
 
-/// Converts a CLI string to the JSON type of the scenario field it sets.
-fn typed(base: &Value, name: &str, raw: &str) -> Value {
+/// The JSON value option `name` takes when its flag is given `raw` on top of `base` (a scenario
+/// as JSON), read by the option table's setter ([`Scenario::set`]). `none` or `null` leaves an
+/// optional option unset (unless it already holds a name, where `none` is a name: a
+/// `kv_compress` preset).
+fn typed(base: &Value, name: &str, raw: &str) -> Result<Value, UsageError> {
     let raw = raw.trim();
-    match base.get(name) {
-        Some(Value::Bool(_)) => match raw {
-            "true" | "yes" | "on" => Value::Bool(true),
-            "false" | "no" | "off" => Value::Bool(false),
-            _ => Value::String(raw.into()),
-        },
-        Some(Value::String(_)) => Value::String(raw.into()),
-        _ => {
-            if raw == "none" || raw == "null" {
-                return Value::Null;
-            }
-            if let Ok(u) = raw.parse::<u64>() {
-                if base.get(name).is_some_and(|b| b.is_f64()) {
-                    return json!(u as f64);
-                }
-                return json!(u);
-            }
-            match raw.parse::<f64>() {
-                Ok(f) if f.is_finite() => json!(f),
-                _ => Value::String(raw.into()),
-            }
+    let unknown = || {
+        UsageError(format!(
+            "unknown option '{name}'; valid: {}",
+            valid_axes(base).join(", ")
+        ))
+    };
+    let opt = disagg_sim::options::for_key(name).ok_or_else(unknown)?;
+    let holds_name = base.get(name).is_some_and(Value::is_string);
+    if opt.optional && matches!(raw, "none" | "null") && !holds_name {
+        return Ok(Value::Null);
+    }
+    let mut s: Scenario = serde_json::from_value(base.clone())
+        .map_err(|e| UsageError(format!("{name}={raw}: {e}")))?;
+    s.set(name, raw)
+        .map_err(|e| UsageError(format!("{name}={raw}: {e}")))?;
+    // A whole number given to a real option not yet holding a real is echoed as written (`500`,
+    // not `500.0`), as sweeps always have: axis values, the CSV and the spec fingerprint keep
+    // their bytes. It reads back as the same value.
+    if opt.kind == disagg_sim::options::Kind::F64 && !base.get(name).is_some_and(Value::is_f64) {
+        if let Ok(u) = raw.parse::<u64>() {
+            return Ok(json!(u));
         }
     }
+    let v = serde_json::to_value(&s).expect("scenario");
+    Ok(v.get(name).cloned().unwrap_or(Value::Null))
 }
 
 fn check_axis(
@@ -310,10 +316,16 @@ fn sweep_from(a: &SweepArgs) -> Result<Sweep, UsageError> {
                 }
             }
         }
-        let values: Vec<Value> = crate::plan_cmd::items("--vary", vals)?
+        let raws = crate::plan_cmd::items("--vary", vals)?;
+        if sweep.base.get(&name).is_none() {
+            // Unknown: the error lists the valid axes.
+            check_axis(&sweep.base, &name, &[], &sweep.axes)?;
+        }
+        let values = raws
             .into_iter()
             .map(|s| typed(&sweep.base, &name, s))
-            .collect();
+            .collect::<Result<Vec<Value>, UsageError>>()
+            .map_err(|e| UsageError(format!("--vary {}", e.0)))?;
         check_axis(&sweep.base, &name, &values, &sweep.axes)?;
         sweep.axes.push((name, values));
     }
@@ -1067,4 +1079,62 @@ fn merge(m: MergeArgs) -> CmdResult {
         f.commit()?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod option_tests {
+    use super::*;
+
+    #[test]
+    fn vary_values_are_read_by_the_option_table() {
+        let base = scenario_value(&Scenario::default());
+        let t = |name: &str, raw: &str| typed(&base, name, raw);
+        assert_eq!(t("send", "layer-wise").unwrap(), json!("layerwise"));
+        assert_eq!(t("kv_compress_at", " gpu ").unwrap(), json!("endpoint"));
+        assert_eq!(t("trace_format", "Azure").unwrap(), json!("azure"));
+        assert_eq!(t("rate", "2").unwrap(), json!(2.0));
+        assert_eq!(t("prefill", "3").unwrap(), json!(3));
+        assert_eq!(t("dvfs", "on").unwrap(), json!(true));
+        assert_eq!(t("fast", "no").unwrap(), json!(false));
+        assert_eq!(t("layers", "40").unwrap(), json!(40));
+        assert_eq!(t("power_cap", "none").unwrap(), Value::Null);
+        // Whole numbers for an unset real option are echoed as written.
+        assert_eq!(t("power_cap", "500").unwrap(), json!(500));
+        assert_eq!(t("power_cap", "500.5").unwrap(), json!(500.5));
+        assert_eq!(t("device_tdp_w", "1e3").unwrap(), json!(1000.0));
+        assert!(t("power_cap", "lots").is_err());
+        // `none` unsets kv_compress when unset, and is the identity preset's name when set.
+        assert_eq!(t("kv_compress", "none").unwrap(), Value::Null);
+        let fp8 = scenario_value(&Scenario {
+            kv_compress: Some("fp8".into()),
+            ..Scenario::default()
+        });
+        assert_eq!(typed(&fp8, "kv_compress", "none").unwrap(), json!("none"));
+        let e = t("mode", "both").unwrap_err().0;
+        assert_eq!(
+            e,
+            "mode=both: unknown --mode 'both'; valid: disagg, colocated"
+        );
+        let e = t("prefill", "2.5").unwrap_err().0;
+        assert_eq!(
+            e,
+            "prefill=2.5: --prefill: expected a whole number, got '2.5'"
+        );
+        assert!(t("warp", "1")
+            .unwrap_err()
+            .0
+            .starts_with("unknown option 'warp'"));
+    }
+
+    #[test]
+    fn variants_are_read_by_the_option_table() {
+        let s = apply_variant(&Scenario::default(), "send=layer-wise,prefill=2").unwrap();
+        assert_eq!(s.send, disagg_model::SendMode::Layerwise);
+        assert_eq!(s.prefill, 2);
+        let e = apply_variant(&Scenario::default(), "first_token=last").unwrap_err();
+        assert_eq!(
+            e.0,
+            "--variant first_token=last: unknown --first-token 'last'; valid: prefill, decode"
+        );
+    }
 }

@@ -1,83 +1,15 @@
-//! `disagg trace-stats`: what a request trace holds (rows, duration, rates, token distributions),
-//! and the trace-reading options shared by every command that replays one.
+//! `disagg trace-stats`: what a request trace holds (rows, duration, rates, token distributions).
 
 use std::path::PathBuf;
 
 use clap::Args;
-use disagg_trace::{read_path, ReadOptions, Trace, TraceFormat, Unsorted};
+use disagg_trace::{read_path, ReadOptions, Trace};
 use serde_json::json;
 
 use crate::format::{fixed, thousands};
 use crate::output::outln;
+use crate::scenario_flags::TraceReadFlags;
 use crate::{CmdResult, UsageError};
-
-/// How to read a trace file.
-#[derive(Args, Debug, Clone, Default)]
-pub struct TraceReadFlags {
-    /// Force the format instead of detecting it: azure, mooncake, burstgpt, reference.
-    #[arg(long, value_name = "FORMAT", help_heading = "Trace replay")]
-    pub trace_format: Option<String>,
-    /// Multiply every inter-arrival gap by X (0.5 replays twice as fast).
-    #[arg(
-        long,
-        value_name = "X",
-        allow_negative_numbers = true,
-        help_heading = "Trace replay"
-    )]
-    pub time_scale: Option<f64>,
-    /// Start of the replayed window, seconds after the first arrival.
-    #[arg(
-        long,
-        value_name = "S",
-        allow_negative_numbers = true,
-        help_heading = "Trace replay"
-    )]
-    pub start: Option<f64>,
-    /// Length of the replayed window, seconds.
-    #[arg(
-        long,
-        value_name = "S",
-        allow_negative_numbers = true,
-        help_heading = "Trace replay"
-    )]
-    pub duration: Option<f64>,
-    /// Replay at most N requests (the first after the window).
-    #[arg(long, value_name = "N", help_heading = "Trace replay")]
-    pub max_requests: Option<u64>,
-    /// Skip (and count) malformed lines instead of stopping at the first.
-    #[arg(long, help_heading = "Trace replay")]
-    pub skip_bad_lines: bool,
-    /// Timestamps out of order: sort them (stable, with a warning) instead of rejecting the file.
-    #[arg(long, help_heading = "Trace replay")]
-    pub sort: bool,
-}
-
-impl TraceReadFlags {
-    /// The reader options, with prompts clipped to `max_context` tokens if given.
-    pub fn options(&self, max_context: Option<u64>) -> Result<ReadOptions, UsageError> {
-        let format = match &self.trace_format {
-            Some(f) => Some(
-                TraceFormat::parse(f).map_err(|e| UsageError(format!("--trace-format: {e}")))?,
-            ),
-            None => None,
-        };
-        Ok(ReadOptions {
-            format,
-            time_scale: self.time_scale.unwrap_or(1.0),
-            start_s: self.start,
-            duration_s: self.duration,
-            max_requests: self.max_requests,
-            skip_bad_lines: self.skip_bad_lines,
-            max_context,
-            unsorted: if self.sort {
-                Unsorted::Sort
-            } else {
-                Unsorted::Reject
-            },
-            keep_hash_ids: true,
-        })
-    }
-}
 
 #[derive(Args, Debug)]
 pub struct TraceStatsArgs {

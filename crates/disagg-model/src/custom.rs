@@ -321,6 +321,61 @@ impl CustomLink {
     }
 }
 
+/// A preset with flag-style overrides laid over it: the one implementation of "`--model KEY` plus
+/// `--layers`/`--d-model`/...", "`--link KEY` plus `--link-*`" and "a device plus `--device-*`",
+/// shared by `Scenario::build` and the CLI's `disagg handoff`. With no override the preset comes
+/// back unchanged; otherwise the entry is resolved as `custom` and named after its base ("Llama-3-8B
+/// (custom shape)", "H100 (custom)"). Errors are the catalogue's (callers name their flag).
+pub trait Overlay {
+    /// What it resolves to.
+    type Output;
+    /// The base preset `self.base` (which must be set) with the overrides applied.
+    fn overlay(&self, cat: &Catalogue) -> Result<Self::Output, Error>;
+}
+
+fn base_key(base: &Option<String>) -> &str {
+    base.as_deref().unwrap_or_default()
+}
+
+impl Overlay for CustomModel {
+    type Output = ModelSpec;
+    fn overlay(&self, cat: &Catalogue) -> Result<ModelSpec, Error> {
+        let base = cat.model(base_key(&self.base))?;
+        if self.is_empty() {
+            return Ok(base.clone());
+        }
+        let mut m = self.resolve("custom", cat)?;
+        m.name = format!("{} (custom shape)", base.name);
+        Ok(m)
+    }
+}
+
+impl Overlay for CustomLink {
+    type Output = Link;
+    fn overlay(&self, cat: &Catalogue) -> Result<Link, Error> {
+        let base = cat.link(base_key(&self.base))?;
+        if self.is_empty() {
+            return Ok(base.clone());
+        }
+        let mut l = self.resolve("custom", cat)?;
+        l.name = format!("{} (custom)", base.name);
+        Ok(l)
+    }
+}
+
+impl Overlay for CustomDevice {
+    type Output = Device;
+    fn overlay(&self, cat: &Catalogue) -> Result<Device, Error> {
+        let base = cat.device(base_key(&self.base))?;
+        if self.is_empty() {
+            return Ok(base.clone());
+        }
+        let mut d = self.resolve("custom", cat)?;
+        d.name = format!("{} (custom)", base.name);
+        Ok(d)
+    }
+}
+
 impl CatalogueFile {
     /// The entries whose key is already in `cat` (`links.eth-25g`, ...): [`CatalogueFile::apply`]
     /// replaces those, and every scenario naming the key then uses the file's entry.

@@ -77,8 +77,8 @@ fn chapter(n: u64) -> Scenario {
 
 fn layerwise_fair(n: u64) -> Scenario {
     Scenario {
-        send: "layerwise".into(),
-        link_sharing: "fair".into(),
+        send: disagg_model::SendMode::Layerwise,
+        link_sharing: disagg_sim::LinkSharing::Fair,
         ..chapter(n)
     }
 }
@@ -133,7 +133,7 @@ fn main() {
                 &Scenario {
                     link: "eth-25g".into(),
                     rate: 11.0,
-                    link_sharing: "fifo".into(),
+                    link_sharing: disagg_sim::LinkSharing::Fifo,
                     ..layerwise_fair(100_000)
                 },
                 3,

@@ -21,6 +21,7 @@ pub mod engine;
 pub mod link;
 pub mod metrics;
 pub mod observer;
+pub mod options;
 pub mod presets;
 pub mod pyrand;
 pub mod ranges;

@@ -142,7 +142,7 @@ pub fn all() -> Vec<Preset> {
             link: "eth-25g".into(),
             rate: 14.0,
             kv_compress: Some("fp8".into()),
-            kv_compress_at: "transit".into(),
+            kv_compress_at: disagg_model::CompressAt::Transit,
             ..base()
         },
     });
@@ -154,7 +154,7 @@ pub fn all() -> Vec<Preset> {
             link: "eth-25g".into(),
             rate: 14.0,
             kv_compress: Some("fp8".into()),
-            kv_compress_at: "endpoint".into(),
+            kv_compress_at: disagg_model::CompressAt::Endpoint,
             ..base()
         },
     });
@@ -163,7 +163,7 @@ pub fn all() -> Vec<Preset> {
             "eth25g-14rps-layerwise",
             "25 GbE at 14 req/s, KV streamed layer by layer",
             Scenario {
-                send: "layerwise".into(),
+                send: disagg_model::SendMode::Layerwise,
                 ..Scenario {
                     link: "eth-25g".into(),
                     rate: 14.0,
@@ -175,7 +175,7 @@ pub fn all() -> Vec<Preset> {
             "eth25g-14rps-fair",
             "25 GbE at 14 req/s, the link shared fairly (processor sharing) instead of FIFO",
             Scenario {
-                link_sharing: "fair".into(),
+                link_sharing: crate::scenario::LinkSharing::Fair,
                 ..Scenario {
                     link: "eth-25g".into(),
                     rate: 14.0,
@@ -187,7 +187,7 @@ pub fn all() -> Vec<Preset> {
             "eth25g-14rps-per-pair-2d",
             "25 GbE at 14 req/s, two decode instances, one link per prefill-decode pair",
             Scenario {
-                link_topology: "per-pair".into(),
+                link_topology: crate::scenario::LinkTopology::PerPair,
                 decode: 2,
                 ..Scenario {
                     link: "eth-25g".into(),
@@ -200,7 +200,7 @@ pub fn all() -> Vec<Preset> {
             "eth25g-14rps-reserve",
             "25 GbE at 14 req/s, decode KV reserved when the transfer starts (vLLM)",
             Scenario {
-                reserve_kv_on: "transfer".into(),
+                reserve_kv_on: crate::scenario::ReserveKvOn::Transfer,
                 ..Scenario {
                     link: "eth-25g".into(),
                     rate: 14.0,
@@ -212,7 +212,7 @@ pub fn all() -> Vec<Preset> {
             "eth25g-14rps-decode-ttft",
             "25 GbE at 14 req/s, first token from decode after the KV lands (llm-d, Dynamo)",
             Scenario {
-                first_token: "decode".into(),
+                first_token: crate::scenario::FirstToken::Decode,
                 ..Scenario {
                     link: "eth-25g".into(),
                     rate: 14.0,

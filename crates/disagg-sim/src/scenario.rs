@@ -1,14 +1,15 @@
 //! What to simulate: [`Scenario`] (the reference CLI's flags as a serde struct) and its validated,
 //! resolved form [`SimConfig`] (simulator.md §7.1, cost-model.md §3.8).
 
+use disagg_model::custom::{CustomDevice, CustomLink, CustomModel, Overlay};
 use disagg_model::{
-    Catalogue, CompressAt, CostModel, CostOptions, Device, Error, KvTransit, Link, ModelSpec,
-    SendMode,
+    Catalogue, CompressAt, CostModel, CostOptions, Device, Error, KvTransit, Link, LmHead,
+    ModelSpec, SendMode,
 };
+use disagg_trace::TraceFormat;
 use serde::{Deserialize, Serialize};
 
 use crate::pyrand::{poisson_workload, GenRequest, LengthDist};
-use crate::ranges::Num;
 use crate::sessions::SessionShape;
 use crate::workload::{Source, TraceInfo, Workload};
 
@@ -27,8 +28,11 @@ pub const DEFAULT_TPOT_SLO_S: f64 = 0.025;
 /// Largest number of KV links (`--link-topology per-pair`: prefill x decode instances).
 pub const MAX_LINKS: u32 = 65_536;
 
-/// One simulation, as the reference CLI describes it. Field names are the CLI flags with `-` → `_`;
-/// every default is the reference default (simulator.md §7.1).
+/// One simulation, as the reference CLI describes it. Field names are the CLI flags with `-` → `_`
+/// (but `trace_start`, `trace_duration`, `sort_trace`: `--start`, `--duration`, `--sort`); every
+/// default is the reference default (simulator.md §7.1). Each field has one row in
+/// [`crate::options::OPTIONS`] (its flag, kind and help), which every parser derives from; the
+/// enum fields read their names through that table in serde too.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Scenario {
@@ -39,7 +43,8 @@ pub struct Scenario {
     /// `--devices-per-instance`.
     pub devices_per_instance: u32,
     /// `--mode`: `disagg` or `colocated`.
-    pub mode: String,
+    #[serde(deserialize_with = "crate::options::by_name")]
+    pub mode: Mode,
     /// `--prefill`: prefill instances (colocated: instances = prefill + decode).
     pub prefill: u32,
     /// `--decode`: decode instances.
@@ -88,26 +93,33 @@ pub struct Scenario {
     /// the identity preset at `kv_compress_at` (in transit it still adds its latency and energy).
     pub kv_compress: Option<String>,
     /// `--kv-compress-at`: `transit` or `endpoint` (used only with `kv_compress`).
-    pub kv_compress_at: String,
+    #[serde(deserialize_with = "crate::options::by_name")]
+    pub kv_compress_at: CompressAt,
     /// `--prefill-lm-head`: `all` or `last` (`None`: the model's own, `all`).
-    pub prefill_lm_head: Option<String>,
+    #[serde(deserialize_with = "crate::options::by_name_opt")]
+    pub prefill_lm_head: Option<LmHead>,
     /// `--send`: `whole` (the reference: the KV leaves after the whole prefill step) or `layerwise`
-    /// (each layer's slice leaves as soon as that layer is done).
-    pub send: String,
+    /// (each layer's slice leaves as soon as that layer is done; also spelt `layer-wise`).
+    #[serde(deserialize_with = "crate::options::by_name")]
+    pub send: SendMode,
     /// `--link-sharing`: `fifo` (the reference: C independent FIFO channels) or `fair` (the
     /// transfers in flight share the link's bandwidth equally).
-    pub link_sharing: String,
+    #[serde(deserialize_with = "crate::options::by_name")]
+    pub link_sharing: LinkSharing,
     /// `--link-topology`: `shared` (the reference: one link for every hand-off), `per-prefill` (one
     /// link per prefill instance) or `per-pair` (one link per prefill-decode pair).
-    pub link_topology: String,
+    #[serde(deserialize_with = "crate::options::by_name")]
+    pub link_topology: LinkTopology,
     /// `--reserve-kv-on`: `arrival` (the reference: decode admission reserves the KV after it has
     /// landed) or `transfer` (a decode instance reserves it before the transfer starts).
-    pub reserve_kv_on: String,
+    #[serde(deserialize_with = "crate::options::by_name")]
+    pub reserve_kv_on: ReserveKvOn,
     /// `--first-token`: `prefill` (the reference: the first token is out at the end of prefill) or
     /// `decode` (the decode instance emits it when it admits the request, after the KV landed).
     /// A no-op in colocated mode, where the instance that prefills also decodes. The other four
     /// hand-off options are refused in colocated mode unless at their defaults.
-    pub first_token: String,
+    #[serde(deserialize_with = "crate::options::by_name")]
+    pub first_token: FirstToken,
     /// `--workload`: a named workload (`chat`, `coding-agent`, `offline-batch`, `long-rag`,
     /// `voice`): its length distributions and sessions replace `prompt`/`output`/`turns`/...; its
     /// SLOs apply where `ttft_slo`/`tpot_slo` are not given.
@@ -126,7 +138,8 @@ pub struct Scenario {
     /// JSON rows) instead of generating requests; `rate`, `requests` and the lengths are then unused.
     pub trace_file: Option<String>,
     /// `--trace-format`: force a format instead of detecting it.
-    pub trace_format: Option<String>,
+    #[serde(deserialize_with = "crate::options::by_name_opt")]
+    pub trace_format: Option<TraceFormat>,
     /// `--time-scale`: multiply every inter-arrival gap of the trace.
     pub time_scale: f64,
     /// `--start`: start of the replayed window, s after the trace's first arrival.
@@ -223,7 +236,7 @@ impl Default for Scenario {
             model: "llama3-70b".into(),
             device: "h100".into(),
             devices_per_instance: 4,
-            mode: "disagg".into(),
+            mode: Mode::Disagg,
             prefill: 1,
             decode: 1,
             link: "ib-ndr".into(),
@@ -247,13 +260,13 @@ impl Default for Scenario {
             prefill_devices_per_instance: None,
             decode_devices_per_instance: None,
             kv_compress: None,
-            kv_compress_at: "transit".into(),
+            kv_compress_at: CompressAt::Transit,
             prefill_lm_head: None,
-            send: "whole".into(),
-            link_sharing: "fifo".into(),
-            link_topology: "shared".into(),
-            reserve_kv_on: "arrival".into(),
-            first_token: "prefill".into(),
+            send: SendMode::Whole,
+            link_sharing: LinkSharing::Fifo,
+            link_topology: LinkTopology::Shared,
+            reserve_kv_on: ReserveKvOn::Arrival,
+            first_token: FirstToken::Prefill,
             workload: None,
             turns: 1,
             think: 0.0,
@@ -380,25 +393,16 @@ pub struct HandoffOptions {
     pub first_token: FirstToken,
 }
 
-/// Serving mode.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Mode {
-    /// Prefill and decode pools joined by a KV link.
-    Disagg,
-    /// Instances that do both phases (prefill priority).
-    Colocated,
-}
-
-impl Mode {
-    /// `disagg` or `colocated`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Mode::Disagg => "disagg",
-            Mode::Colocated => "colocated",
-        }
+option_enum!(
+    /// Serving mode (`--mode`).
+    Mode, "--mode", {
+        /// Prefill and decode pools joined by a KV link (the reference's default).
+        #[default]
+        Disagg = "disagg",
+        /// Instances that do both phases (prefill priority).
+        Colocated = "colocated",
     }
-}
+);
 
 /// The role of an instance.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -639,65 +643,6 @@ fn rename(e: Error, flag: &'static str) -> Error {
 }
 
 impl Scenario {
-    /// The value of numeric option `key` (a scenario key of [`crate::ranges::RANGES`]); `None`
-    /// for an option left unset, or a key that is not a numeric option.
-    pub fn numeric(&self, key: &str) -> Option<Num> {
-        let f = |v: f64| Some(Num::Float(v));
-        let i = |v: u64| Some(Num::Int(v));
-        match key {
-            "rate" => f(self.rate),
-            "requests" => i(self.requests),
-            "prompt" => f(self.prompt),
-            "prompt_cv" => f(self.prompt_cv),
-            "output" => f(self.output),
-            "output_cv" => f(self.output_cv),
-            "seed" => i(self.seed),
-            "ttft_slo" => self.ttft_slo.and_then(f),
-            "tpot_slo" => self.tpot_slo.and_then(f),
-            "devices_per_instance" => i(self.devices_per_instance.into()),
-            "prefill_devices_per_instance" => {
-                self.prefill_devices_per_instance.and_then(|v| i(v.into()))
-            }
-            "decode_devices_per_instance" => {
-                self.decode_devices_per_instance.and_then(|v| i(v.into()))
-            }
-            "prefill" => i(self.prefill.into()),
-            "decode" => i(self.decode.into()),
-            "link_channels" => i(self.link_channels.into()),
-            "power_cap" => self.power_cap.and_then(f),
-            "prefill_power_cap" => self.prefill_power_cap.and_then(f),
-            "decode_power_cap" => self.decode_power_cap.and_then(f),
-            "turns" => i(self.turns.into()),
-            "think" => f(self.think),
-            "system_prompts" => i(self.system_prompts),
-            "system_len" => i(self.system_len),
-            "prefix_share" => f(self.prefix_share),
-            "max_context" => self.max_context.and_then(i),
-            "time_scale" => f(self.time_scale),
-            "trace_start" => self.trace_start.and_then(f),
-            "trace_duration" => self.trace_duration.and_then(f),
-            "max_requests" => self.max_requests.and_then(i),
-            "layers" => self.layers.and_then(i),
-            "d_model" => self.d_model.and_then(i),
-            "heads" => self.heads.and_then(i),
-            "kv_heads" => self.kv_heads.and_then(i),
-            "head_dim" => self.head_dim.and_then(i),
-            "d_ff" => self.d_ff.and_then(i),
-            "vocab" => self.vocab.and_then(i),
-            "weight_bytes" => self.weight_bytes.and_then(f),
-            "kv_bytes" => self.kv_bytes.and_then(f),
-            "link_bandwidth_gb_s" => self.link_bandwidth_gb_s.and_then(f),
-            "link_latency_us" => self.link_latency_us.and_then(f),
-            "link_pj_per_bit" => self.link_pj_per_bit.and_then(f),
-            "device_peak_tflops" => self.device_peak_tflops.and_then(f),
-            "device_mem_bw_tb_s" => self.device_mem_bw_tb_s.and_then(f),
-            "device_mem_gb" => self.device_mem_gb.and_then(f),
-            "device_tdp_w" => self.device_tdp_w.and_then(f),
-            "device_idle_w" => self.device_idle_w.and_then(f),
-            _ => None,
-        }
-    }
-
     /// Checks every numeric option against its range in [`crate::ranges::RANGES`].
     pub fn check_ranges(&self) -> Result<(), Error> {
         for r in crate::ranges::RANGES {
@@ -710,114 +655,38 @@ impl Scenario {
 }
 
 impl Scenario {
-    /// Parses the reference CLI flags this struct covers (`--flag value`, `--flag=value`, and the
-    /// switches `--dvfs` and `--fast`). Unknown flags are an error.
+    /// Parses flags (`--flag value`, `--flag=value`, and switches such as `--dvfs`, which take no
+    /// value): every option of [`crate::options::OPTIONS`], each read by [`Scenario::set`], on top
+    /// of the defaults. Unknown flags are an error.
     pub fn from_flags<I, S>(args: I) -> Result<Scenario, Error>
     where
         I: IntoIterator<Item = S>,
         S: AsRef<str>,
     {
         let mut s = Scenario::default();
-        let args: Vec<String> = args.into_iter().map(|a| a.as_ref().to_string()).collect();
-        let mut i = 0;
-        while i < args.len() {
-            let raw = &args[i];
-            i += 1;
-            let Some(body) = raw.strip_prefix("--") else {
-                return Err(Error::invalid(
-                    raw.clone(),
-                    "expected an option starting with --",
-                ));
-            };
-            let (flag, inline) = match body.split_once('=') {
+        let mut args = args.into_iter().map(|a| a.as_ref().to_string());
+        while let Some(raw) = args.next() {
+            if !raw.starts_with("--") {
+                return Err(Error::invalid(raw, "expected an option starting with --"));
+            }
+            let (name, inline) = match raw.split_once('=') {
                 Some((f, v)) => (f.to_string(), Some(v.to_string())),
-                None => (body.to_string(), None),
+                None => (raw.clone(), None),
             };
-            let name = format!("--{flag}");
-            match flag.as_str() {
-                "dvfs" | "fast" => {
-                    if inline.is_some() {
-                        return Err(Error::invalid(name, "takes no value"));
-                    }
-                    if flag == "dvfs" {
-                        s.dvfs = true;
-                    } else {
-                        s.fast = true;
-                    }
-                    continue;
+            let Some(opt) = crate::options::for_flag(&name) else {
+                return Err(Error::invalid(name, "unknown option"));
+            };
+            let value = match (opt.kind, inline) {
+                (crate::options::Kind::Switch, Some(_)) => {
+                    return Err(Error::invalid(name, "takes no value"))
                 }
-                _ => {}
-            }
-            let value = match inline {
-                Some(v) => v,
-                None => {
-                    if i >= args.len() {
-                        return Err(Error::invalid(name, "expects a value"));
-                    }
-                    i += 1;
-                    args[i - 1].clone()
-                }
+                (crate::options::Kind::Switch, None) => "true".to_string(),
+                (_, Some(v)) => v,
+                (_, None) => args
+                    .next()
+                    .ok_or_else(|| Error::invalid(&name, "expects a value"))?,
             };
-            let f64v = |v: &str| -> Result<f64, Error> {
-                v.trim()
-                    .parse::<f64>()
-                    .map_err(|_| Error::invalid(&name, format!("expected a number, got '{v}'")))
-            };
-            let u32v = |v: &str| -> Result<u32, Error> {
-                v.trim().parse::<u32>().map_err(|_| {
-                    Error::invalid(&name, format!("expected a whole number, got '{v}'"))
-                })
-            };
-            let u64v = |v: &str| -> Result<u64, Error> {
-                v.trim().parse::<u64>().map_err(|_| {
-                    Error::invalid(&name, format!("expected a whole number, got '{v}'"))
-                })
-            };
-            match flag.as_str() {
-                "model" => s.model = value,
-                "device" => s.device = value,
-                "devices-per-instance" => s.devices_per_instance = u32v(&value)?,
-                "mode" => s.mode = value,
-                "prefill" => s.prefill = u32v(&value)?,
-                "decode" => s.decode = u32v(&value)?,
-                "link" => s.link = value,
-                "link-channels" => s.link_channels = u32v(&value)?,
-                "rate" => s.rate = f64v(&value)?,
-                "requests" => s.requests = u64v(&value)?,
-                "prompt" => s.prompt = f64v(&value)?,
-                "prompt-cv" => s.prompt_cv = f64v(&value)?,
-                "output" => s.output = f64v(&value)?,
-                "output-cv" => s.output_cv = f64v(&value)?,
-                "ttft-slo" => s.ttft_slo = Some(f64v(&value)?),
-                "tpot-slo" => s.tpot_slo = Some(f64v(&value)?),
-                "seed" => s.seed = u64v(&value)?,
-                "power-cap" => s.power_cap = Some(f64v(&value)?),
-                "prefill-power-cap" => s.prefill_power_cap = Some(f64v(&value)?),
-                "decode-power-cap" => s.decode_power_cap = Some(f64v(&value)?),
-                "prefill-device" => s.prefill_device = Some(value),
-                "decode-device" => s.decode_device = Some(value),
-                "prefill-devices-per-instance" => {
-                    s.prefill_devices_per_instance = Some(u32v(&value)?)
-                }
-                "decode-devices-per-instance" => {
-                    s.decode_devices_per_instance = Some(u32v(&value)?)
-                }
-                "kv-compress" => s.kv_compress = Some(value),
-                "kv-compress-at" => s.kv_compress_at = value,
-                "prefill-lm-head" => s.prefill_lm_head = Some(value),
-                "send" => s.send = value,
-                "link-sharing" => s.link_sharing = value,
-                "link-topology" => s.link_topology = value,
-                "reserve-kv-on" => s.reserve_kv_on = value,
-                "first-token" => s.first_token = value,
-                "workload" => s.workload = Some(value),
-                "turns" => s.turns = u32v(&value)?,
-                "think" => s.think = f64v(&value)?,
-                "system-prompts" => s.system_prompts = u64v(&value)?,
-                "system-len" => s.system_len = u64v(&value)?,
-                "prefix-share" => s.prefix_share = f64v(&value)?,
-                _ => return Err(Error::invalid(name, "unknown option")),
-            }
+            s.set(opt.key, &value)?;
         }
         Ok(s)
     }
@@ -868,6 +737,27 @@ impl Scenario {
             ttft_slo: Some(ttft),
             tpot_slo: Some(tpot),
             ..self.clone()
+        }
+    }
+
+    /// How the trace file is read: `trace_format`, `time_scale`, the `trace_start` /
+    /// `trace_duration` window, `max_requests`, `skip_bad_lines`, `sort_trace`, with prompts
+    /// clipped to `max_context` tokens if given (`disagg trace-stats` reads with these too).
+    pub fn trace_read_options(&self, max_context: Option<u64>) -> disagg_trace::ReadOptions {
+        disagg_trace::ReadOptions {
+            format: self.trace_format,
+            time_scale: self.time_scale,
+            start_s: self.trace_start,
+            duration_s: self.trace_duration,
+            max_requests: self.max_requests,
+            skip_bad_lines: self.skip_bad_lines,
+            max_context,
+            unsorted: if self.sort_trace {
+                disagg_trace::Unsorted::Sort
+            } else {
+                disagg_trace::Unsorted::Reject
+            },
+            keep_hash_ids: false,
         }
     }
 
@@ -928,29 +818,8 @@ impl Scenario {
                 "a trace brings its own requests: give --workload or --trace-file, not both",
             ));
         }
-        let format = match &self.trace_format {
-            Some(f) => Some(
-                disagg_trace::TraceFormat::parse(f)
-                    .map_err(|e| Error::invalid("--trace-format", e.to_string()))?,
-            ),
-            None => None,
-        };
         let max_context = self.max_context.or(model.context_tokens);
-        let opts = disagg_trace::ReadOptions {
-            format,
-            time_scale: self.time_scale,
-            start_s: self.trace_start,
-            duration_s: self.trace_duration,
-            max_requests: self.max_requests,
-            skip_bad_lines: self.skip_bad_lines,
-            max_context,
-            unsorted: if self.sort_trace {
-                disagg_trace::Unsorted::Sort
-            } else {
-                disagg_trace::Unsorted::Reject
-            },
-            keep_hash_ids: false,
-        };
+        let opts = self.trace_read_options(max_context);
         let t = disagg_trace::read_path(std::path::Path::new(file), &opts)
             .map_err(|e| Error::invalid("--trace-file", e.to_string()))?;
         if t.rows.len() as u64 > MAX_REQUESTS {
@@ -1017,115 +886,162 @@ impl Scenario {
     }
 
     /// Validates everything and resolves names, pools and cost models. Errors are one line naming
-    /// the option with its CLI spelling.
+    /// the option with its CLI spelling. The steps, in order (the first error wins):
+    /// numeric ranges, [model](Scenario::resolve_model), [devices](Scenario::resolve_devices),
+    /// [link](Scenario::resolve_link), [instance counts](Scenario::check_instances),
+    /// [KV transit](Scenario::kv_transit), [hand-off options](Scenario::resolve_handoff),
+    /// [pools](Scenario::pools), then the [workload source](Scenario::source) (which reads any
+    /// trace file).
     pub fn build(&self, cat: &Catalogue) -> Result<SimConfig, Error> {
         self.check_ranges()?;
-        let mode = match self.mode.as_str() {
-            "disagg" => Mode::Disagg,
-            "colocated" => Mode::Colocated,
-            other => return Err(Error::unknown("--mode", other, ["disagg", "colocated"])),
-        };
-        let mut model = cat
-            .model(&self.model)
-            .map_err(|e| rename(e, "--model"))?
-            .clone();
-        let custom_model = self.custom_model();
-        if !custom_model.is_empty() {
-            let name = format!("{} (custom shape)", model.name);
-            model = custom_model
-                .resolve("custom", cat)
-                .map_err(|e| rename(e, "--model"))?;
-            model.name = name;
-        }
-        if let Some(h) = &self.prefill_lm_head {
-            model.prefill_lm_head =
-                disagg_model::LmHead::parse(h).map_err(|e| rename(e, "--prefill-lm-head"))?;
-        }
-        let device = &self.custom_device(&self.device, cat, "--device")?;
-        let prefill_device = match &self.prefill_device {
-            Some(k) => Some(self.custom_device(k, cat, "--prefill-device")?),
-            None => None,
-        };
-        let prefill_device = prefill_device.as_ref();
-        let decode_device = match &self.decode_device {
-            Some(k) => Some(self.custom_device(k, cat, "--decode-device")?),
-            None => None,
-        };
-        let decode_device = decode_device.as_ref();
-        let mut link = cat
-            .link(&self.link)
-            .map_err(|e| rename(e, "--link"))?
-            .clone();
-        let custom_link = self.custom_link();
-        if !custom_link.is_empty() {
-            let name = format!("{} (custom)", link.name);
-            link = custom_link
-                .resolve("custom", cat)
-                .map_err(|e| rename(e, "--link"))?;
-            link.name = name;
-        }
-        link.channels = self.link_channels;
-        match mode {
-            Mode::Disagg => {
-                if self.prefill == 0 {
-                    return Err(Error::invalid(
-                        "--prefill",
-                        "disaggregated mode needs at least one prefill instance",
-                    ));
-                }
-                if self.decode == 0 {
-                    return Err(Error::invalid(
-                        "--decode",
-                        "disaggregated mode needs at least one decode instance",
-                    ));
-                }
-            }
-            Mode::Colocated => {
-                if self.prefill + self.decode == 0 {
-                    return Err(Error::invalid(
-                        "--prefill",
-                        "colocated mode needs at least one instance (--prefill + --decode)",
-                    ));
-                }
-            }
-        }
-        let kv_transit = match &self.kv_compress {
-            None => {
-                CompressAt::parse(&self.kv_compress_at)
-                    .map_err(|e| rename(e, "--kv-compress-at"))?;
-                None
-            }
-            Some(key) => {
-                let c = cat
-                    .compression(key)
-                    .map_err(|e| rename(e, "--kv-compress"))?
-                    .for_model(&model);
-                if model.kv_bytes != 2.0 {
-                    return Err(Error::invalid(
-                        "--kv-compress",
-                        format!(
-                            "KV compression starts from a BF16 cache (2 bytes per value); {} stores {}",
-                            model.name, model.kv_bytes
-                        ),
-                    ));
-                }
-                let at = CompressAt::parse(&self.kv_compress_at)
-                    .map_err(|e| rename(e, "--kv-compress-at"))?;
-                if mode != Mode::Disagg {
-                    return Err(Error::invalid(
-                        "--kv-compress",
-                        "compresses the prefill-to-decode hand-off: disaggregated mode only",
-                    ));
-                }
-                Some(KvTransit::new(c, at))
-            }
-        };
+        let mode = self.mode;
+        let model = self.resolve_model(cat)?;
+        let devices = self.resolve_devices(cat)?;
+        let link = self.resolve_link(cat)?;
+        self.check_instances()?;
+        let kv_transit = self.kv_transit(cat, &model)?;
+        let handoff = self.resolve_handoff()?;
+        let pools = self.pools(&model, &devices)?;
+        let base_cost = CostModel::new(
+            &model,
+            &devices.all,
+            self.devices_per_instance,
+            CostOptions {
+                power_cap_w: self.power_cap,
+                ..CostOptions::default()
+            },
+        )
+        .ok()
+        .filter(|c| c.kv_capacity_tokens().is_ok());
+        let (source, workload) = self.source(&model)?;
+        let (ttft_slo_s, tpot_slo_s) = self.slos();
+        Ok(SimConfig {
+            mode,
+            model,
+            link,
+            kv_transit,
+            pools,
+            max_prefill_tokens: 8192,
+            max_decode_batch: 256,
+            step_overhead_s: CostOptions::default().step_overhead_s,
+            warmup_frac: 0.1,
+            sample_dt_s: 0.05,
+            ttft_slo_s,
+            tpot_slo_s,
+            fast_forward: self.fast,
+            dvfs: self.dvfs,
+            heterogeneous: self.is_heterogeneous(),
+            pool_labels: self.pool_labels(&devices),
+            power_cap_w: self.power_cap,
+            workload,
+            source,
+            base_cost,
+            handoff,
+            scenario: self.clone(),
+        })
+    }
 
-        let handoff = self.handoff_options()?;
-        if mode == Mode::Colocated {
+    /// Step 1: the `model` preset with the custom-shape keys and `prefill_lm_head` applied.
+    fn resolve_model(&self, cat: &Catalogue) -> Result<ModelSpec, Error> {
+        let mut model = self
+            .custom_model()
+            .overlay(cat)
+            .map_err(|e| rename(e, "--model"))?;
+        if let Some(h) = self.prefill_lm_head {
+            model.prefill_lm_head = h;
+        }
+        Ok(model)
+    }
+
+    /// Step 2: the devices of every pool, each with the `device_*` overrides applied (errors
+    /// name the flag that chose the device).
+    fn resolve_devices(&self, cat: &Catalogue) -> Result<PoolDevices, Error> {
+        let one = |key: &str, flag: &'static str| {
+            self.custom_device(key)
+                .overlay(cat)
+                .map_err(|e| rename(e, flag))
+        };
+        let all = one(&self.device, "--device")?;
+        let prefill = match &self.prefill_device {
+            Some(k) => Some(one(k, "--prefill-device")?),
+            None => None,
+        };
+        let decode = match &self.decode_device {
+            Some(k) => Some(one(k, "--decode-device")?),
+            None => None,
+        };
+        Ok(PoolDevices {
+            all,
+            prefill,
+            decode,
+        })
+    }
+
+    /// Step 3: the `link` preset with the `link_*` overrides and `link_channels` applied.
+    fn resolve_link(&self, cat: &Catalogue) -> Result<Link, Error> {
+        let mut link = self
+            .custom_link()
+            .overlay(cat)
+            .map_err(|e| rename(e, "--link"))?;
+        link.channels = self.link_channels;
+        Ok(link)
+    }
+
+    /// Step 4: the mode has the instances it needs.
+    fn check_instances(&self) -> Result<(), Error> {
+        match self.mode {
+            Mode::Disagg if self.prefill == 0 => Err(Error::invalid(
+                "--prefill",
+                "disaggregated mode needs at least one prefill instance",
+            )),
+            Mode::Disagg if self.decode == 0 => Err(Error::invalid(
+                "--decode",
+                "disaggregated mode needs at least one decode instance",
+            )),
+            Mode::Colocated if self.prefill + self.decode == 0 => Err(Error::invalid(
+                "--prefill",
+                "colocated mode needs at least one instance (--prefill + --decode)",
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// Step 5: the KV compression on the hand-off (`kv_compress` at `kv_compress_at`), if any:
+    /// from a BF16 cache, in disaggregated mode only.
+    fn kv_transit(&self, cat: &Catalogue, model: &ModelSpec) -> Result<Option<KvTransit>, Error> {
+        let Some(key) = &self.kv_compress else {
+            return Ok(None);
+        };
+        let c = cat
+            .compression(key)
+            .map_err(|e| rename(e, "--kv-compress"))?
+            .for_model(model);
+        if model.kv_bytes != 2.0 {
+            return Err(Error::invalid(
+                "--kv-compress",
+                format!(
+                    "KV compression starts from a BF16 cache (2 bytes per value); {} stores {}",
+                    model.name, model.kv_bytes
+                ),
+            ));
+        }
+        if self.mode != Mode::Disagg {
+            return Err(Error::invalid(
+                "--kv-compress",
+                "compresses the prefill-to-decode hand-off: disaggregated mode only",
+            ));
+        }
+        Ok(Some(KvTransit::new(c, self.kv_compress_at)))
+    }
+
+    /// Step 6: the hand-off options. In colocated mode the four that shape the KV link must be at
+    /// their defaults; `per-pair` must not give more than [`MAX_LINKS`] links.
+    fn resolve_handoff(&self) -> Result<HandoffOptions, Error> {
+        let handoff = self.handoff_options();
+        if self.mode == Mode::Colocated {
             let d = HandoffOptions::default();
             for (flag, given, default) in [
-                ("--send", handoff.send.as_str(), d.send.as_str()),
+                (SEND_FLAG, handoff.send.as_str(), d.send.as_str()),
                 (
                     LinkSharing::FLAG,
                     handoff.link_sharing.as_str(),
@@ -1153,168 +1069,147 @@ impl Scenario {
                 }
             }
         }
-        if handoff.link_topology == LinkTopology::PerPair
-            && self.prefill as u64 * self.decode as u64 > MAX_LINKS as u64
-        {
+        let pairs = self.prefill as u64 * self.decode as u64;
+        if handoff.link_topology == LinkTopology::PerPair && pairs > MAX_LINKS as u64 {
             return Err(Error::invalid(
                 "--link-topology",
                 format!(
-                    "per-pair gives {} x {} = {} links; at most {MAX_LINKS}",
-                    self.prefill,
-                    self.decode,
-                    self.prefill as u64 * self.decode as u64
+                    "per-pair gives {} x {} = {pairs} links; at most {MAX_LINKS}",
+                    self.prefill, self.decode,
                 ),
             ));
         }
+        Ok(handoff)
+    }
 
-        let heterogeneous = self.prefill_device.is_some()
-            || self.decode_device.is_some()
-            || self.prefill_devices_per_instance.is_some()
-            || self.decode_devices_per_instance.is_some();
-        let opts = |cap: Option<f64>| CostOptions {
-            power_cap_w: cap,
-            dvfs: self.dvfs,
-            ..CostOptions::default()
+    /// Step 7: the pools with their cost models and KV capacities: `[prefill, decode]` (each
+    /// with its own device, device count and power cap where given) or `[colocated]`.
+    fn pools(&self, model: &ModelSpec, devices: &PoolDevices) -> Result<Vec<Pool>, Error> {
+        let pool = |role, instances: u32, dev: &Device, n, cap, cap_flag| {
+            self.pool(model, role, instances as usize, dev, n, cap, cap_flag)
         };
-        let make_pool = |role: Role,
-                         instances: usize,
-                         dev: &Device,
-                         n: u32,
-                         cap: Option<f64>,
-                         cap_flag: &'static str|
-         -> Result<Pool, Error> {
-            let cost = CostModel::new(&model, dev, n, opts(cap)).map_err(|e| match e {
-                Error::Invalid { what, why } if what.contains("power cap") => Error::Invalid {
-                    what: cap_flag.to_string(),
-                    why,
-                },
-                other => other,
-            })?;
-            let kv = cost.kv_capacity_tokens().map_err(|e| match e {
-                Error::Invalid { why, .. } => Error::Invalid {
-                    what: "--model".into(),
-                    why: format!("{why} ({} pool)", role.as_str()),
-                },
-                other => other,
-            })?;
-            if kv == 0 {
-                return Err(Error::invalid(
-                    "--model",
-                    format!(
-                        "{} leaves no room for KV cache on {n}x {} ({} pool)",
-                        model.name,
-                        dev.name,
-                        role.as_str()
-                    ),
-                ));
-            }
-            Ok(Pool {
-                role,
-                instances,
-                device: dev.clone(),
-                devices: n,
-                power_cap_w: cap,
-                cost,
-                kv_capacity_tokens: kv,
-            })
-        };
-        let global_cap_flag = "--power-cap";
-        let pools = match mode {
+        Ok(match self.mode {
             Mode::Disagg => {
-                let (pcap, pflag) = match self.prefill_power_cap {
-                    Some(c) => (Some(c), "--prefill-power-cap"),
-                    None => (self.power_cap, global_cap_flag),
+                let cap = |own: Option<f64>, flag| match own {
+                    Some(c) => (Some(c), flag),
+                    None => (self.power_cap, POWER_CAP_FLAG),
                 };
-                let (dcap, dflag) = match self.decode_power_cap {
-                    Some(c) => (Some(c), "--decode-power-cap"),
-                    None => (self.power_cap, global_cap_flag),
-                };
-                let p = make_pool(
+                let (pcap, pflag) = cap(self.prefill_power_cap, "--prefill-power-cap");
+                let (dcap, dflag) = cap(self.decode_power_cap, "--decode-power-cap");
+                let p = pool(
                     Role::Prefill,
-                    self.prefill as usize,
-                    prefill_device.unwrap_or(device),
-                    self.prefill_devices_per_instance
-                        .unwrap_or(self.devices_per_instance),
+                    self.prefill,
+                    devices.prefill(),
+                    self.prefill_devices(),
                     pcap,
                     pflag,
                 )?;
-                let d = make_pool(
+                let d = pool(
                     Role::Decode,
-                    self.decode as usize,
-                    decode_device.unwrap_or(device),
-                    self.decode_devices_per_instance
-                        .unwrap_or(self.devices_per_instance),
+                    self.decode,
+                    devices.decode(),
+                    self.decode_devices(),
                     dcap,
                     dflag,
                 )?;
                 vec![p, d]
             }
-            Mode::Colocated => vec![make_pool(
+            Mode::Colocated => vec![pool(
                 Role::Colocated,
-                (self.prefill + self.decode) as usize,
-                device,
+                self.prefill + self.decode,
+                &devices.all,
                 self.devices_per_instance,
                 self.power_cap,
-                global_cap_flag,
+                POWER_CAP_FLAG,
             )?],
-        };
-        let pool_labels = [
-            format!(
-                "{}x {}",
-                self.prefill_devices_per_instance
-                    .unwrap_or(self.devices_per_instance),
-                prefill_device.unwrap_or(device).name
-            ),
-            format!(
-                "{}x {}",
-                self.decode_devices_per_instance
-                    .unwrap_or(self.devices_per_instance),
-                decode_device.unwrap_or(device).name
-            ),
-        ];
-        let base_cost = CostModel::new(
-            &model,
-            device,
-            self.devices_per_instance,
-            CostOptions {
-                power_cap_w: self.power_cap,
-                ..CostOptions::default()
-            },
-        )
-        .ok()
-        .filter(|c| c.kv_capacity_tokens().is_ok());
-
-        let (source, workload) = self.source(&model)?;
-        let (ttft_slo_s, tpot_slo_s) = self.slos();
-        Ok(SimConfig {
-            mode,
-            model,
-            link,
-            kv_transit,
-            pools,
-            max_prefill_tokens: 8192,
-            max_decode_batch: 256,
-            step_overhead_s: CostOptions::default().step_overhead_s,
-            warmup_frac: 0.1,
-            sample_dt_s: 0.05,
-            ttft_slo_s,
-            tpot_slo_s,
-            fast_forward: self.fast,
-            dvfs: self.dvfs,
-            heterogeneous,
-            pool_labels,
-            power_cap_w: self.power_cap,
-            workload,
-            source,
-            base_cost,
-            handoff,
-            scenario: self.clone(),
         })
     }
 
+    /// One pool: `instances` x `n` devices `dev` under `cap` (errors about the cap name
+    /// `cap_flag`; a model that leaves no room for KV cache names `--model`).
+    #[allow(clippy::too_many_arguments)]
+    fn pool(
+        &self,
+        model: &ModelSpec,
+        role: Role,
+        instances: usize,
+        dev: &Device,
+        n: u32,
+        cap: Option<f64>,
+        cap_flag: &'static str,
+    ) -> Result<Pool, Error> {
+        let opts = CostOptions {
+            power_cap_w: cap,
+            dvfs: self.dvfs,
+            ..CostOptions::default()
+        };
+        let cost = CostModel::new(model, dev, n, opts).map_err(|e| match e {
+            Error::Invalid { what, why } if what.contains("power cap") => Error::Invalid {
+                what: cap_flag.to_string(),
+                why,
+            },
+            other => other,
+        })?;
+        let kv = cost.kv_capacity_tokens().map_err(|e| match e {
+            Error::Invalid { why, .. } => Error::Invalid {
+                what: "--model".into(),
+                why: format!("{why} ({} pool)", role.as_str()),
+            },
+            other => other,
+        })?;
+        if kv == 0 {
+            return Err(Error::invalid(
+                "--model",
+                format!(
+                    "{} leaves no room for KV cache on {n}x {} ({} pool)",
+                    model.name,
+                    dev.name,
+                    role.as_str()
+                ),
+            ));
+        }
+        Ok(Pool {
+            role,
+            instances,
+            device: dev.clone(),
+            devices: n,
+            power_cap_w: cap,
+            cost,
+            kv_capacity_tokens: kv,
+        })
+    }
+
+    /// Devices per prefill instance.
+    fn prefill_devices(&self) -> u32 {
+        self.prefill_devices_per_instance
+            .unwrap_or(self.devices_per_instance)
+    }
+
+    /// Devices per decode instance.
+    fn decode_devices(&self) -> u32 {
+        self.decode_devices_per_instance
+            .unwrap_or(self.devices_per_instance)
+    }
+
+    /// Whether a per-pool device or device count was given.
+    fn is_heterogeneous(&self) -> bool {
+        self.prefill_device.is_some()
+            || self.decode_device.is_some()
+            || self.prefill_devices_per_instance.is_some()
+            || self.decode_devices_per_instance.is_some()
+    }
+
+    /// `"<n>x <device name>"` of the prefill and decode pools as configured.
+    fn pool_labels(&self, devices: &PoolDevices) -> [String; 2] {
+        [
+            format!("{}x {}", self.prefill_devices(), devices.prefill().name),
+            format!("{}x {}", self.decode_devices(), devices.decode().name),
+        ]
+    }
+
     /// The custom model shape the scenario's keys describe on top of `model`.
-    pub fn custom_model(&self) -> disagg_model::custom::CustomModel {
-        disagg_model::custom::CustomModel {
+    pub fn custom_model(&self) -> CustomModel {
+        CustomModel {
             base: Some(self.model.clone()),
             layers: self.layers,
             d_model: self.d_model,
@@ -1330,8 +1225,8 @@ impl Scenario {
     }
 
     /// The custom link the scenario's keys describe on top of `link`.
-    pub fn custom_link(&self) -> disagg_model::custom::CustomLink {
-        disagg_model::custom::CustomLink {
+    pub fn custom_link(&self) -> CustomLink {
+        CustomLink {
             base: Some(self.link.clone()),
             bandwidth_gb_s: self.link_bandwidth_gb_s,
             latency_us: self.link_latency_us,
@@ -1340,15 +1235,10 @@ impl Scenario {
         }
     }
 
-    /// Device `key` with the scenario's `device_*` overrides applied (errors name `flag`).
-    fn custom_device(
-        &self,
-        key: &str,
-        cat: &Catalogue,
-        flag: &'static str,
-    ) -> Result<Device, Error> {
-        let base = cat.device(key).map_err(|e| rename(e, flag))?;
-        let c = disagg_model::custom::CustomDevice {
+    /// The custom device the scenario's `device_*` keys describe on top of device `key` (every
+    /// pool's device gets the same overrides).
+    pub fn custom_device(&self, key: &str) -> CustomDevice {
+        CustomDevice {
             base: Some(key.to_string()),
             peak_tflops: self.device_peak_tflops,
             mem_bw_tb_s: self.device_mem_bw_tb_s,
@@ -1356,25 +1246,41 @@ impl Scenario {
             tdp_w: self.device_tdp_w,
             idle_w: self.device_idle_w,
             ..Default::default()
-        };
-        if c.is_empty() {
-            return Ok(base.clone());
         }
-        let mut d = c.resolve("custom", cat).map_err(|e| rename(e, flag))?;
-        d.name = format!("{} (custom)", base.name);
-        Ok(d)
     }
 
-    /// The five hand-off options, parsed (errors name the flag and list the valid names).
-    pub fn handoff_options(&self) -> Result<HandoffOptions, Error> {
-        Ok(HandoffOptions {
-            send: SendMode::parse(&self.send).map_err(|_| {
-                Error::unknown("--send", &self.send, SendMode::NAMES.iter().copied())
-            })?,
-            link_sharing: LinkSharing::parse(&self.link_sharing)?,
-            link_topology: LinkTopology::parse(&self.link_topology)?,
-            reserve_kv_on: ReserveKvOn::parse(&self.reserve_kv_on)?,
-            first_token: FirstToken::parse(&self.first_token)?,
-        })
+    /// The five hand-off options (echoed in the summary as `options`).
+    pub fn handoff_options(&self) -> HandoffOptions {
+        HandoffOptions {
+            send: self.send,
+            link_sharing: self.link_sharing,
+            link_topology: self.link_topology,
+            reserve_kv_on: self.reserve_kv_on,
+            first_token: self.first_token,
+        }
+    }
+}
+
+/// `--send`, as colocated-mode errors name it.
+const SEND_FLAG: &str = "--send";
+/// The global power cap's flag.
+const POWER_CAP_FLAG: &str = "--power-cap";
+
+/// The devices of a scenario's pools, resolved.
+struct PoolDevices {
+    /// `device`: every pool's, unless overridden.
+    all: Device,
+    /// `prefill_device`, if given.
+    prefill: Option<Device>,
+    /// `decode_device`, if given.
+    decode: Option<Device>,
+}
+
+impl PoolDevices {
+    fn prefill(&self) -> &Device {
+        self.prefill.as_ref().unwrap_or(&self.all)
+    }
+    fn decode(&self) -> &Device {
+        self.decode.as_ref().unwrap_or(&self.all)
     }
 }

@@ -3,9 +3,10 @@
 //! here: the chapter's closed form on an idle link, conservation over every option combination,
 //! determinism, byte-identity of the defaults, validation, and each option's semantics.
 
-use disagg_model::{handoff, transfer, Catalogue, SendMode};
+use disagg_model::{handoff, transfer, Catalogue, CompressAt, SendMode};
 use disagg_sim::{
-    simulate, simulate_observed, GenRequest, RunResult, Scenario, SimConfig, Summary, TimeSeries,
+    simulate, simulate_observed, FirstToken, GenRequest, LinkSharing, LinkTopology, Mode,
+    ReserveKvOn, RunResult, Scenario, SimConfig, Summary, TimeSeries,
 };
 
 fn cat() -> Catalogue {
@@ -59,11 +60,11 @@ fn combos() -> Vec<[&'static str; 5]> {
 
 fn with(sc: &Scenario, o: [&str; 5]) -> Scenario {
     Scenario {
-        send: o[0].into(),
-        link_sharing: o[1].into(),
-        link_topology: o[2].into(),
-        reserve_kv_on: o[3].into(),
-        first_token: o[4].into(),
+        send: SendMode::parse(o[0]).unwrap(),
+        link_sharing: LinkSharing::parse(o[1]).unwrap(),
+        link_topology: LinkTopology::parse(o[2]).unwrap(),
+        reserve_kv_on: ReserveKvOn::parse(o[3]).unwrap(),
+        first_token: FirstToken::parse(o[4]).unwrap(),
         ..sc.clone()
     }
 }
@@ -98,9 +99,9 @@ fn layerwise_on_an_idle_link_is_the_closed_form() {
                         devices_per_instance: dpi,
                         link: link.key.clone(),
                         kv_compress: comp.clone(),
-                        kv_compress_at: (*at).into(),
-                        send: "layerwise".into(),
-                        link_sharing: sharing.into(),
+                        kv_compress_at: CompressAt::parse(at).unwrap(),
+                        send: SendMode::Layerwise,
+                        link_sharing: LinkSharing::parse(sharing).unwrap(),
                         fast: true,
                         ..Scenario::default()
                     };
@@ -166,7 +167,7 @@ fn chapter_figures_from_the_simulator() {
     let one = |extra: &dyn Fn(&mut Scenario)| {
         let mut sc = Scenario {
             link: "eth-25g".into(),
-            send: "layerwise".into(),
+            send: SendMode::Layerwise,
             ..chapter()
         };
         extra(&mut sc);
@@ -182,13 +183,13 @@ fn chapter_figures_from_the_simulator() {
     };
     let lw = one(&|_| {});
     assert!((lw - 0.02873094179732328).abs() < 1e-15, "{lw}");
-    let whole = one(&|s| s.send = "whole".into());
+    let whole = one(&|s| s.send = SendMode::Whole);
     assert!((whole - 0.08591934592).abs() < 1e-15, "{whole}");
     // FP8 compressed on the GPU: 20 us + 42.9 ms / 32 (cost-model.md); in the link, its stage
     // adds 1 us of latency.
     let fp8 = one(&|s| {
         s.kv_compress = Some("fp8".into());
-        s.kv_compress_at = "endpoint".into();
+        s.kv_compress_at = CompressAt::Endpoint;
     });
     assert!((fp8 - 0.00136217728).abs() < 1e-15, "{fp8}");
     let fp8 = one(&|s| s.kv_compress = Some("fp8".into()));
@@ -211,7 +212,7 @@ fn defaults_spelled_out_are_byte_identical() {
             link: "eth-25g".into(),
             rate: 14.0,
             kv_compress: Some("fp8".into()),
-            kv_compress_at: "endpoint".into(),
+            kv_compress_at: CompressAt::Endpoint,
             fast: false,
             ..chapter()
         },
@@ -494,13 +495,13 @@ fn validation_names_the_flag_and_the_valid_values() {
     }
     // The TTFT convention is a no-op there (the first token comes from the decoding instance).
     let sc = Scenario {
-        mode: "colocated".into(),
+        mode: Mode::Colocated,
         requests: 100,
         ..chapter()
     };
     let a = run(&build(&sc));
     let b = run(&build(&Scenario {
-        first_token: "decode".into(),
+        first_token: FirstToken::Decode,
         ..sc
     }));
     let (sa, sb) = (a.summary(), b.summary());
@@ -519,8 +520,8 @@ fn validation_names_the_flag_and_the_valid_values() {
     assert!(e.starts_with("--link-topology"), "{e}");
     // Old scenario files (without the new keys) still parse, and the new keys round-trip.
     let old: Scenario = serde_json::from_str("{\"rate\": 6.0, \"link\": \"eth-25g\"}").unwrap();
-    assert_eq!(old.send, "whole");
-    assert_eq!(old.first_token, "prefill");
+    assert_eq!(old.send.as_str(), "whole");
+    assert_eq!(old.first_token.as_str(), "prefill");
     let sc = Scenario::from_flags([
         "--send=layerwise",
         "--link-sharing",
@@ -558,7 +559,7 @@ fn decode_first_token_moves_the_handoff_into_ttft() {
     };
     let a = run(&build(&sc));
     let b = run(&build(&Scenario {
-        first_token: "decode".into(),
+        first_token: FirstToken::Decode,
         ..sc
     }));
     // Same run, other measures.
@@ -611,7 +612,7 @@ fn reservation_at_transfer_throttles_handoffs() {
     };
     let a = run(&build(&sc));
     let b = run(&build(&Scenario {
-        reserve_kv_on: "transfer".into(),
+        reserve_kv_on: ReserveKvOn::Transfer,
         ..sc
     }));
     let (sa, sb) = (a.summary(), b.summary());
@@ -655,12 +656,12 @@ fn topologies_spread_the_link_load() {
     };
     let shared = run(&build(&base)).summary();
     let per_p = run(&build(&Scenario {
-        link_topology: "per-prefill".into(),
+        link_topology: LinkTopology::PerPrefill,
         ..base.clone()
     }))
     .summary();
     let per_pair = run(&build(&Scenario {
-        link_topology: "per-pair".into(),
+        link_topology: LinkTopology::PerPair,
         ..base.clone()
     }))
     .summary();
@@ -721,7 +722,7 @@ fn fair_sharing_in_the_serving_model() {
     let fifo = simulate(&build(&base), &wl).unwrap();
     let fair = simulate(
         &build(&Scenario {
-            link_sharing: "fair".into(),
+            link_sharing: LinkSharing::Fair,
             ..base
         }),
         &wl,
@@ -755,12 +756,12 @@ fn layerwise_shortens_the_handoff_under_load() {
             link: "eth-100g".into(),
             rate: 8.0,
             requests: 400,
-            link_sharing: sharing.into(),
+            link_sharing: LinkSharing::parse(sharing).unwrap(),
             ..chapter()
         };
         let whole = run(&build(&sc)).summary();
         let lw = run(&build(&Scenario {
-            send: "layerwise".into(),
+            send: SendMode::Layerwise,
             ..sc
         }))
         .summary();

@@ -414,7 +414,7 @@ fn scenario_serde_round_trip_and_strictness() {
         (256.0, 0.5, 1.0, 0.025, 1)
     );
     assert_eq!(def.kv_compress, None);
-    assert_eq!(def.kv_compress_at, "transit");
+    assert_eq!(def.kv_compress_at.as_str(), "transit");
 }
 
 #[test]

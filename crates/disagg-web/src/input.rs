@@ -269,7 +269,13 @@ pub fn overlay<T: Serialize + DeserializeOwned>(
             // Find the key at fault: the first one that fails on its own.
             for (k, v) in obj {
                 if let Err(e) = with(&mut std::iter::once((k, v))) {
-                    return Err(ApiError::bad(Some(k), friendly(k, &e.to_string())));
+                    let msg = e.to_string();
+                    // A well-formed name the option does not know (`"mode": "both"`): the
+                    // option's own message, a 422 like every other invalid value.
+                    if msg.starts_with("unknown --") || msg.starts_with("--") {
+                        return Err(ApiError::invalid(Some(k), api_spelling(&msg).0));
+                    }
+                    return Err(ApiError::bad(Some(k), friendly(k, &msg)));
                 }
             }
             Err(ApiError::bad(None, msg))
@@ -442,6 +448,26 @@ mod tests {
             let body = format!("{{\"trace_file\": {v}}}");
             assert!(object(body.as_bytes()).is_err(), "{body}");
         }
+    }
+
+    #[test]
+    fn an_unknown_option_name_is_a_422_in_the_api_spelling() {
+        let base = disagg_sim::Scenario::default();
+        for (body, msg) in [
+            (
+                serde_json::json!({"mode": "both"}),
+                "unknown mode 'both'; valid: disagg, colocated",
+            ),
+            (
+                serde_json::json!({"first_token": "last"}),
+                "unknown first_token 'last'; valid: prefill, decode",
+            ),
+        ] {
+            let e = overlay(&base, body.as_object().unwrap()).unwrap_err();
+            assert_eq!((e.status, e.message.as_str()), (422, msg));
+        }
+        let e = overlay(&base, serde_json::json!({"send": 5}).as_object().unwrap()).unwrap_err();
+        assert_eq!(e.status, 400);
     }
 
     #[test]

@@ -1,0 +1,708 @@
+//! Every [`Scenario`] option, described once.
+//!
+//! [`OPTIONS`] has one row per field of [`Scenario`]: its serde key, CLI flag, kind of value
+//! (taken from the field's type, so the two cannot disagree), help text, help heading, value name
+//! and the default the help shows. Everything that reads options from text derives from it:
+//! [`Scenario::set`] (one key from a string, errors naming the flag and the valid choices),
+//! [`Scenario::from_flags`], the CLI's scenario flags (built row by row with clap's builder API)
+//! and `disagg sweep --vary` / `compare --variant`. Numeric bounds stay in [`crate::ranges`]
+//! (which also covers flags that are not scenario options); [`Opt::range`] links a row to its
+//! entry by key. Scenario files and the web API read a [`Scenario`] with serde, whose names are
+//! the same keys and the same enum names.
+
+use disagg_model::{CompressAt, Error, LmHead, SendMode};
+use disagg_trace::TraceFormat;
+
+use crate::ranges::{Num, NumRange};
+use crate::scenario::{FirstToken, LinkSharing, LinkTopology, Mode, ReserveKvOn, Scenario};
+
+/// What values an option takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// A free name (a catalogue key, a file).
+    Name,
+    /// One of a fixed set of names (the first listed is the canonical default spelling).
+    Choice(&'static [&'static str]),
+    /// A whole number up to `u32::MAX`.
+    U32,
+    /// A whole number up to `u64::MAX`.
+    U64,
+    /// A real number.
+    F64,
+    /// A switch: present or not (`true`/`false` where a value is written out).
+    Switch,
+}
+
+impl Kind {
+    /// Whether the value is a number.
+    pub fn is_numeric(self) -> bool {
+        matches!(self, Kind::U32 | Kind::U64 | Kind::F64)
+    }
+}
+
+/// One scenario option.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Opt {
+    /// The [`Scenario`] field and serde key (`link_channels`).
+    pub key: &'static str,
+    /// The CLI flag (`--link-channels`).
+    pub flag: &'static str,
+    /// Its kind of value.
+    pub kind: Kind,
+    /// Whether it may be left unset (an `Option` field).
+    pub optional: bool,
+    /// One line of help, without the default.
+    pub help: &'static str,
+    /// The help section it is listed under.
+    pub heading: &'static str,
+    /// The value's placeholder in help (`N`, `MODEL`); `None` for a switch.
+    pub value_name: Option<&'static str>,
+    /// The default as help shows it, in brackets after the text (`4`, `--device`, `TDP`).
+    pub shown_default: Option<&'static str>,
+}
+
+impl Opt {
+    /// The help line as `--help` prints it: the text, then the default in brackets.
+    pub fn help_text(&self) -> String {
+        match self.shown_default {
+            Some(d) => format!("{} [{d}]", self.help),
+            None => self.help.to_string(),
+        }
+    }
+
+    /// The option's entry in [`crate::ranges::RANGES`], for numeric options.
+    pub fn range(&self) -> Option<&'static NumRange> {
+        crate::ranges::for_key(self.key)
+    }
+}
+
+/// The row of scenario key `key`.
+pub fn for_key(key: &str) -> Option<&'static Opt> {
+    OPTIONS.iter().find(|o| o.key == key)
+}
+
+/// The row of CLI flag `flag` (`--rate`).
+pub fn for_flag(flag: &str) -> Option<&'static Opt> {
+    OPTIONS.iter().find(|o| o.flag == flag)
+}
+
+/// A field type of [`Scenario`] as an option: its kind, how it reads from text, and its value as a
+/// number (for the range checks).
+pub trait OptValue: Sized {
+    /// Its kind of value.
+    const KIND: Kind;
+    /// Whether it may be unset.
+    const OPTIONAL: bool = false;
+    /// Reads `raw` as given to `flag` (errors name the flag).
+    fn from_raw(flag: &'static str, raw: &str) -> Result<Self, Error>;
+    /// The value as a number (`None` for a non-number or an unset option).
+    fn num(&self) -> Option<Num> {
+        None
+    }
+}
+
+impl OptValue for String {
+    const KIND: Kind = Kind::Name;
+    fn from_raw(_: &'static str, raw: &str) -> Result<Self, Error> {
+        Ok(raw.to_string())
+    }
+}
+
+impl OptValue for bool {
+    const KIND: Kind = Kind::Switch;
+    fn from_raw(flag: &'static str, raw: &str) -> Result<Self, Error> {
+        match raw.trim() {
+            "true" | "yes" | "on" => Ok(true),
+            "false" | "no" | "off" => Ok(false),
+            other => Err(Error::invalid(
+                flag,
+                format!("expected true or false, got '{other}'"),
+            )),
+        }
+    }
+}
+
+fn whole<T: std::str::FromStr>(flag: &'static str, raw: &str) -> Result<T, Error> {
+    raw.trim()
+        .parse::<T>()
+        .map_err(|_| Error::invalid(flag, format!("expected a whole number, got '{raw}'")))
+}
+
+impl OptValue for u32 {
+    const KIND: Kind = Kind::U32;
+    fn from_raw(flag: &'static str, raw: &str) -> Result<Self, Error> {
+        whole(flag, raw)
+    }
+    fn num(&self) -> Option<Num> {
+        Some(Num::Int((*self).into()))
+    }
+}
+
+impl OptValue for u64 {
+    const KIND: Kind = Kind::U64;
+    fn from_raw(flag: &'static str, raw: &str) -> Result<Self, Error> {
+        whole(flag, raw)
+    }
+    fn num(&self) -> Option<Num> {
+        Some(Num::Int(*self))
+    }
+}
+
+impl OptValue for f64 {
+    const KIND: Kind = Kind::F64;
+    fn from_raw(flag: &'static str, raw: &str) -> Result<Self, Error> {
+        raw.trim()
+            .parse::<f64>()
+            .map_err(|_| Error::invalid(flag, format!("expected a number, got '{raw}'")))
+    }
+    fn num(&self) -> Option<Num> {
+        Some(Num::Float(*self))
+    }
+}
+
+impl<T: OptValue> OptValue for Option<T> {
+    const KIND: Kind = T::KIND;
+    const OPTIONAL: bool = true;
+    fn from_raw(flag: &'static str, raw: &str) -> Result<Self, Error> {
+        T::from_raw(flag, raw).map(Some)
+    }
+    fn num(&self) -> Option<Num> {
+        self.as_ref().and_then(T::num)
+    }
+}
+
+/// An option whose value is one of a fixed set of names: the flag its errors name.
+pub trait Choice: OptValue {
+    /// The CLI flag (`--send`).
+    const FLAG: &'static str;
+}
+
+/// An enum option: its flag, its names (canonical first, then aliases) and a parser whose error
+/// is replaced by one naming the flag and the valid names.
+macro_rules! choice {
+    ($t:ty, $flag:literal, $names:expr, $parse:expr) => {
+        impl OptValue for $t {
+            const KIND: Kind = Kind::Choice($names);
+            fn from_raw(flag: &'static str, raw: &str) -> Result<Self, Error> {
+                let parse: fn(&str) -> Option<$t> = $parse;
+                parse(raw).ok_or_else(|| Error::unknown(flag, raw, $names.iter().copied()))
+            }
+        }
+        impl Choice for $t {
+            const FLAG: &'static str = $flag;
+        }
+    };
+}
+
+choice!(Mode, "--mode", Mode::NAMES, |s| Mode::parse(s).ok());
+choice!(LinkSharing, "--link-sharing", LinkSharing::NAMES, |s| {
+    LinkSharing::parse(s).ok()
+});
+choice!(LinkTopology, "--link-topology", LinkTopology::NAMES, |s| {
+    LinkTopology::parse(s).ok()
+});
+choice!(ReserveKvOn, "--reserve-kv-on", ReserveKvOn::NAMES, |s| {
+    ReserveKvOn::parse(s).ok()
+});
+choice!(FirstToken, "--first-token", FirstToken::NAMES, |s| {
+    FirstToken::parse(s).ok()
+});
+choice!(SendMode, "--send", &SendMode::NAMES, |s| SendMode::parse(s)
+    .ok());
+choice!(CompressAt, "--kv-compress-at", &CompressAt::NAMES, |s| {
+    CompressAt::parse(s).ok()
+});
+choice!(LmHead, "--prefill-lm-head", &["all", "last"], |s| {
+    LmHead::parse(s).ok()
+});
+
+impl OptValue for TraceFormat {
+    const KIND: Kind = Kind::Choice(&["azure", "mooncake", "burstgpt", "reference"]);
+    fn from_raw(flag: &'static str, raw: &str) -> Result<Self, Error> {
+        // The trace reader's own message (it quotes the name safely and lists the formats).
+        TraceFormat::parse(raw).map_err(|e| Error::invalid(flag, e.to_string()))
+    }
+}
+
+impl Choice for TraceFormat {
+    const FLAG: &'static str = "--trace-format";
+}
+
+/// Reads a [`Choice`] field of [`Scenario`] (serde `deserialize_with`): a name, read as its flag
+/// reads it, so scenario files and the web API accept the same names and aliases and an unknown
+/// one is the flag's one-line error (`unknown --send 'x'; valid: whole, layerwise`).
+pub fn by_name<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Choice,
+{
+    let name = <String as serde::Deserialize>::deserialize(d)?;
+    read_name(&name)
+}
+
+/// `name` read as [`Choice`] `T`'s flag reads it. The error quotes the name with its control
+/// characters escaped (`'a\nb'`): a file's message stays on one line whoever prints it.
+fn read_name<T: Choice, E: serde::de::Error>(name: &str) -> Result<T, E> {
+    T::from_raw(T::FLAG, name).map_err(|e| {
+        let e = match e {
+            Error::UnknownName { kind, name, valid } => Error::UnknownName {
+                kind,
+                name: name.escape_debug().to_string(),
+                valid,
+            },
+            other => other,
+        };
+        E::custom(e)
+    })
+}
+
+/// [`by_name`] for an optional field (`null` leaves it unset).
+pub fn by_name_opt<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Choice,
+{
+    match <Option<String> as serde::Deserialize>::deserialize(d)? {
+        None => Ok(None),
+        Some(name) => read_name(&name).map(Some),
+    }
+}
+
+/// Help headings.
+const SCENARIO: &str = "Scenario";
+const HARDWARE: &str = "Model and hardware";
+const POOLS: &str = "Pools and link";
+const BEYOND: &str = "Beyond the reference";
+const WORKLOAD: &str = "Workload";
+const TRACE: &str = "Trace replay";
+const SLOS: &str = "SLOs";
+const POWER: &str = "Power";
+/// The heading of the custom model shape flags.
+pub const CUSTOM_MODEL: &str = "Custom model shape (overrides the --model preset)";
+/// The heading of the custom link flags.
+pub const CUSTOM_LINK: &str = "Custom link (overrides the --link preset)";
+/// The heading of the custom device flags.
+pub const CUSTOM_DEVICE: &str = "Custom device (overrides the device preset)";
+
+macro_rules! options {
+    ($( $key:ident : $ty:ty, $flag:literal, $heading:expr, $vn:expr, $def:expr, $help:literal; )*) => {
+        /// Every scenario option, in the order the CLI lists them.
+        pub const OPTIONS: &[Opt] = &[$(Opt {
+            key: stringify!($key),
+            flag: $flag,
+            kind: <$ty as OptValue>::KIND,
+            optional: <$ty as OptValue>::OPTIONAL,
+            help: $help,
+            heading: $heading,
+            value_name: $vn,
+            shown_default: $def,
+        }),*];
+
+        impl Scenario {
+            /// Sets option `key` (a serde key of [`Scenario`]) from the text `raw`, as its flag
+            /// would. Errors are one line naming the flag (and, for a fixed set of names, the valid
+            /// ones). An optional option becomes set.
+            pub fn set(&mut self, key: &str, raw: &str) -> Result<(), Error> {
+                match key {
+                    $(stringify!($key) => {
+                        self.$key = <$ty as OptValue>::from_raw($flag, raw)?;
+                    })*
+                    other => {
+                        return Err(Error::unknown(
+                            "option",
+                            other,
+                            OPTIONS.iter().map(|o| o.key),
+                        ))
+                    }
+                }
+                Ok(())
+            }
+
+            /// The value of numeric option `key`; `None` for an option left unset, or a key that is
+            /// not a numeric option.
+            pub fn numeric(&self, key: &str) -> Option<Num> {
+                match key {
+                    $(stringify!($key) => self.$key.num(),)*
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+options! {
+    model: String, "--model", HARDWARE, Some("MODEL"), Some("llama3-70b"), "Model";
+    device: String, "--device", HARDWARE, Some("DEVICE"), Some("h100"), "Device of every instance";
+    devices_per_instance: u32, "--devices-per-instance", HARDWARE, Some("N"), Some("4"),
+        "Devices per instance, tensor parallel";
+    prefill_device: Option<String>, "--prefill-device", HARDWARE, Some("PREFILL_DEVICE"), Some("--device"),
+        "Device of the prefill pool";
+    decode_device: Option<String>, "--decode-device", HARDWARE, Some("DECODE_DEVICE"), Some("--device"),
+        "Device of the decode pool";
+    prefill_devices_per_instance: Option<u32>, "--prefill-devices-per-instance", HARDWARE,
+        Some("N"), Some("--devices-per-instance"), "Devices per prefill instance";
+    decode_devices_per_instance: Option<u32>, "--decode-devices-per-instance", HARDWARE,
+        Some("N"), Some("--devices-per-instance"), "Devices per decode instance";
+    prefill_lm_head: Option<LmHead>, "--prefill-lm-head", HARDWARE, Some("all|last"), Some("all"),
+        "Where the prefill step runs the LM head: all (every prompt token) or last";
+    mode: Mode, "--mode", POOLS, Some("MODE"), Some("disagg"), "disagg or colocated";
+    prefill: u32, "--prefill", POOLS, Some("N"), Some("1"),
+        "Prefill instances (colocated: instances = prefill + decode)";
+    decode: u32, "--decode", POOLS, Some("N"), Some("1"), "Decode instances";
+    link: String, "--link", POOLS, Some("LINK"), Some("ib-ndr"), "KV link";
+    link_channels: u32, "--link-channels", POOLS, Some("N"), Some("1"),
+        "Concurrent transfers on the link";
+    kv_compress: Option<String>, "--kv-compress", POOLS, Some("NAME"), Some("no compression"),
+        "KV compression preset (none, fp8, fp4-block, freq-keep-k, ...)";
+    kv_compress_at: CompressAt, "--kv-compress-at", POOLS, Some("WHERE"), Some("transit"),
+        "Where to compress: transit (in the link) or endpoint (on the prefill GPU)";
+    send: SendMode, "--send", BEYOND, Some("whole|layerwise"), Some("whole"),
+        "How the KV cache leaves prefill: whole (after the step, the reference) or layerwise \
+         (each layer's slice as soon as that layer is done)";
+    link_sharing: LinkSharing, "--link-sharing", BEYOND, Some("fifo|fair"), Some("fifo"),
+        "fifo (C independent FIFO channels, the reference) or fair (processor sharing: active \
+         transfers split the bandwidth equally)";
+    link_topology: LinkTopology, "--link-topology", BEYOND, Some("TOPOLOGY"), Some("shared"),
+        "shared (one link for everything, the reference), per-prefill (one per prefill \
+         instance: its NIC) or per-pair (one per prefill-decode pair)";
+    reserve_kv_on: ReserveKvOn, "--reserve-kv-on", BEYOND, Some("arrival|transfer"),
+        Some("arrival"),
+        "When decode KV memory is reserved: arrival (when the KV lands, the reference) or \
+         transfer (before the transfer starts, so decode memory throttles hand-offs)";
+    first_token: FirstToken, "--first-token", BEYOND, Some("prefill|decode"), Some("prefill"),
+        "Who emits the first token: prefill (at the end of prefill, DistServe's accounting, the \
+         reference) or decode (after the KV lands, llm-d/Dynamo: the hand-off shows in TTFT)";
+    workload: Option<String>, "--workload", WORKLOAD, Some("NAME"), None,
+        "A named workload: chat, coding-agent, offline-batch, long-rag, voice (its lengths, \
+         sessions and SLOs; a shared prefix is sent and computed like any prompt: no prefix \
+         caching)";
+    turns: u32, "--turns", WORKLOAD, Some("N"), Some("1"),
+        "Turns per session; turns after the first are closed-loop";
+    think: f64, "--think", WORKLOAD, Some("S"), Some("0"),
+        "Mean think time between a reply and the next turn, s";
+    system_prompts: u64, "--system-prompts", WORKLOAD, Some("N"), Some("0"),
+        "Distinct shared system prompts";
+    system_len: u64, "--system-len", WORKLOAD, Some("TOKENS"), Some("0"),
+        "System prompt length, tokens";
+    prefix_share: f64, "--prefix-share", WORKLOAD, Some("F"), Some("1.0"),
+        "Fraction of sessions with a system prompt";
+    trace_file: Option<String>, "--trace-file", TRACE, Some("FILE"), None,
+        "Replay a request trace instead of generating requests: Azure LLM inference CSV, \
+         Mooncake JSONL, BurstGPT CSV or the reference's JSON rows, detected from the content. \
+         Timestamps out of order are rejected unless --sort is given";
+    max_context: Option<u64>, "--max-context", TRACE, Some("TOKENS"),
+        Some("the model's context; reported, never silent"),
+        "Clip replayed prompts to this many tokens";
+    trace_format: Option<TraceFormat>, "--trace-format", TRACE, Some("FORMAT"), None,
+        "Force the format instead of detecting it: azure, mooncake, burstgpt, reference";
+    time_scale: f64, "--time-scale", TRACE, Some("X"), None,
+        "Multiply every inter-arrival gap by X (0.5 replays twice as fast)";
+    trace_start: Option<f64>, "--start", TRACE, Some("S"), None,
+        "Start of the replayed window, seconds after the first arrival";
+    trace_duration: Option<f64>, "--duration", TRACE, Some("S"), None,
+        "Length of the replayed window, seconds";
+    max_requests: Option<u64>, "--max-requests", TRACE, Some("N"), None,
+        "Replay at most N requests (the first after the window)";
+    skip_bad_lines: bool, "--skip-bad-lines", TRACE, None, None,
+        "Skip (and count) malformed lines instead of stopping at the first";
+    sort_trace: bool, "--sort", TRACE, None, None,
+        "Timestamps out of order: sort them (stable, with a warning) instead of rejecting the file";
+    rate: f64, "--rate", WORKLOAD, Some("R"), Some("4"), "Poisson arrival rate, requests/s";
+    requests: u64, "--requests", WORKLOAD, Some("N"), Some("800"), "Number of requests";
+    prompt: f64, "--prompt", WORKLOAD, Some("TOKENS"), Some("2048"), "Mean prompt length, tokens";
+    prompt_cv: f64, "--prompt-cv", WORKLOAD, Some("CV"), Some("0.5"),
+        "Coefficient of variation of prompt lengths (log-normal)";
+    output: f64, "--output", WORKLOAD, Some("TOKENS"), Some("256"), "Mean output length, tokens";
+    output_cv: f64, "--output-cv", WORKLOAD, Some("CV"), Some("0.5"),
+        "Coefficient of variation of output lengths";
+    seed: u64, "--seed", WORKLOAD, Some("N"), Some("1"),
+        "Workload seed (CPython-compatible Mersenne Twister)";
+    ttft_slo: Option<f64>, "--ttft-slo", SLOS, Some("S"), Some("1.0"), "TTFT SLO, seconds";
+    tpot_slo: Option<f64>, "--tpot-slo", SLOS, Some("S"), Some("0.025"),
+        "TPOT SLO, seconds per output token";
+    power_cap: Option<f64>, "--power-cap", POWER, Some("W"), Some("TDP"), "Power cap per device, W";
+    prefill_power_cap: Option<f64>, "--prefill-power-cap", POWER, Some("W"), Some("--power-cap"),
+        "Power cap per prefill device, W";
+    decode_power_cap: Option<f64>, "--decode-power-cap", POWER, Some("W"), Some("--power-cap"),
+        "Power cap per decode device, W";
+    dvfs: bool, "--dvfs", POWER, None, None, "Lower the clock on memory-bound steps";
+    fast: bool, "--fast", SCENARIO, None, None,
+        "The exact macro-step decode path (same numbers, much faster)";
+    layers: Option<u64>, "--layers", CUSTOM_MODEL, Some("N"), None, "Transformer layers";
+    d_model: Option<u64>, "--d-model", CUSTOM_MODEL, Some("N"), None, "Hidden size";
+    heads: Option<u64>, "--heads", CUSTOM_MODEL, Some("N"), None, "Query heads";
+    kv_heads: Option<u64>, "--kv-heads", CUSTOM_MODEL, Some("N"), None, "Key/value heads";
+    head_dim: Option<u64>, "--head-dim", CUSTOM_MODEL, Some("N"), None,
+        "Head dimension (default d_model / heads)";
+    d_ff: Option<u64>, "--d-ff", CUSTOM_MODEL, Some("N"), None, "MLP width";
+    vocab: Option<u64>, "--vocab", CUSTOM_MODEL, Some("N"), None, "Vocabulary size";
+    weight_bytes: Option<f64>, "--weight-bytes", CUSTOM_MODEL, Some("B"), None,
+        "Bytes per weight (2 = BF16)";
+    kv_bytes: Option<f64>, "--kv-bytes", CUSTOM_MODEL, Some("B"), None,
+        "Bytes per cached K or V value (2 = BF16, 1 = FP8)";
+    link_bandwidth_gb_s: Option<f64>, "--link-bandwidth-gb-s", CUSTOM_LINK, Some("GB/s"), None,
+        "Bandwidth per channel and direction, GB/s";
+    link_latency_us: Option<f64>, "--link-latency-us", CUSTOM_LINK, Some("US"), None,
+        "Latency per transfer, µs";
+    link_pj_per_bit: Option<f64>, "--link-pj-per-bit", CUSTOM_LINK, Some("PJ"), None,
+        "Link energy, pJ per bit";
+    device_peak_tflops: Option<f64>, "--device-peak-tflops", CUSTOM_DEVICE, Some("TFLOPS"), None,
+        "Dense BF16 peak, TFLOP/s";
+    device_mem_bw_tb_s: Option<f64>, "--device-mem-bw-tb-s", CUSTOM_DEVICE, Some("TB/s"), None,
+        "HBM bandwidth, TB/s";
+    device_mem_gb: Option<f64>, "--device-mem-gb", CUSTOM_DEVICE, Some("GB"), None,
+        "HBM capacity, GB";
+    device_tdp_w: Option<f64>, "--device-tdp-w", CUSTOM_DEVICE, Some("W"), None, "TDP per device, W";
+    device_idle_w: Option<f64>, "--device-idle-w", CUSTOM_DEVICE, Some("W"), None,
+        "Idle power per device, W";
+}
+
+/// The rows under the three custom-hardware headings (`--layers`, `--link-*`, `--device-*`).
+pub fn hardware() -> impl Iterator<Item = &'static Opt> {
+    OPTIONS
+        .iter()
+        .filter(|o| [CUSTOM_MODEL, CUSTOM_LINK, CUSTOM_DEVICE].contains(&o.heading))
+}
+
+/// The rows that say how a trace file is read (`--trace-format` ... `--sort`: `disagg trace-stats`
+/// takes these too).
+pub fn trace_reading() -> impl Iterator<Item = &'static Opt> {
+    OPTIONS
+        .iter()
+        .filter(|o| o.heading == TRACE && !matches!(o.key, "trace_file" | "max_context"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{json, Value};
+
+    /// The serde keys of a scenario: every key of the default's JSON, plus the custom-hardware
+    /// keys (left out of the JSON while unset).
+    fn serde_keys() -> Vec<String> {
+        let v = serde_json::to_value(Scenario::default()).unwrap();
+        let mut keys: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
+        keys.extend(crate::scenario::HARDWARE_KEYS.iter().map(|k| k.to_string()));
+        keys.sort();
+        keys
+    }
+
+    /// A valid, non-default text for option `o`, and the JSON value it must give (written out
+    /// by hand for the names; numbers in range for every numeric option).
+    fn sample(o: &Opt) -> (Option<&'static str>, Value) {
+        let choice = |raw: &'static str| (Some(raw), json!(raw));
+        match o.kind {
+            Kind::Switch => (None, json!(true)),
+            Kind::Name => (Some("x-name"), json!("x-name")),
+            Kind::U32 | Kind::U64 => (Some("7"), json!(7)),
+            Kind::F64 => {
+                // 1.5 where the range allows it (and it is not the default), else 0.5.
+                let ok = |x: f64| o.range().is_none_or(|r| r.contains(Num::Float(x)));
+                if ok(1.5) {
+                    (Some("1.5"), json!(1.5))
+                } else {
+                    assert!(ok(0.5), "{}", o.key);
+                    (Some("0.5"), json!(0.5))
+                }
+            }
+            Kind::Choice(_) => match o.key {
+                "mode" => choice("colocated"),
+                "kv_compress_at" => choice("endpoint"),
+                "prefill_lm_head" => choice("last"),
+                "send" => choice("layerwise"),
+                "link_sharing" => choice("fair"),
+                "link_topology" => choice("per-pair"),
+                "reserve_kv_on" => choice("transfer"),
+                "first_token" => choice("decode"),
+                "trace_format" => choice("mooncake"),
+                other => panic!("no sample for choice option {other}"),
+            },
+        }
+    }
+
+    /// The keys where two scenarios' JSON forms differ.
+    fn changed(a: &Scenario, b: &Scenario) -> Vec<(String, Value)> {
+        let a = serde_json::to_value(a).unwrap();
+        let b = serde_json::to_value(b).unwrap();
+        let (a, b) = (a.as_object().unwrap(), b.as_object().unwrap());
+        b.iter()
+            .filter(|(k, v)| a.get(*k) != Some(*v))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn every_serde_key_has_exactly_one_row() {
+        let mut table: Vec<String> = OPTIONS.iter().map(|o| o.key.to_string()).collect();
+        table.sort();
+        assert_eq!(table, serde_keys());
+        let mut flags: Vec<&str> = OPTIONS.iter().map(|o| o.flag).collect();
+        flags.sort();
+        flags.dedup();
+        assert_eq!(flags.len(), OPTIONS.len(), "a flag is listed twice");
+    }
+
+    #[test]
+    fn from_flags_accepts_every_option_and_sets_only_it() {
+        for o in OPTIONS {
+            let (raw, want) = sample(o);
+            let mut args = vec![o.flag.to_string()];
+            args.extend(raw.map(str::to_string));
+            let s = Scenario::from_flags(&args).unwrap_or_else(|e| panic!("{args:?}: {e}"));
+            assert_eq!(
+                changed(&Scenario::default(), &s),
+                vec![(o.key.to_string(), want.clone())],
+                "{args:?}"
+            );
+            // `--flag=value` and the setter give the same scenario.
+            if let Some(raw) = raw {
+                let inline = Scenario::from_flags([format!("{}={raw}", o.flag)]).unwrap();
+                assert_eq!(inline, s, "{}", o.flag);
+                let mut set = Scenario::default();
+                set.set(o.key, raw).unwrap();
+                assert_eq!(set, s, "{}", o.key);
+            }
+        }
+    }
+
+    #[test]
+    fn numeric_reads_every_ranged_option() {
+        // Each numeric scenario option has a range, and `numeric` reads the value set.
+        for o in OPTIONS.iter().filter(|o| o.kind.is_numeric()) {
+            assert!(o.range().is_some(), "{} has no range", o.key);
+            let (raw, _) = sample(o);
+            let mut s = Scenario::default();
+            s.set(o.key, raw.unwrap()).unwrap();
+            let want = match o.kind {
+                Kind::F64 => Num::Float(raw.unwrap().parse().unwrap()),
+                _ => Num::Int(7),
+            };
+            assert_eq!(s.numeric(o.key), Some(want), "{}", o.key);
+        }
+        assert_eq!(Scenario::default().numeric("layers"), None);
+        assert_eq!(Scenario::default().numeric("model"), None);
+    }
+
+    #[test]
+    fn aliases_read_as_the_canonical_name() {
+        for (key, raw, want) in [
+            ("send", "layer-wise", "layerwise"),
+            ("send", "layer", "layerwise"),
+            ("kv_compress_at", "gpu", "endpoint"),
+            ("kv_compress_at", "link", "transit"),
+            ("trace_format", " Mooncake ", "mooncake"),
+        ] {
+            let mut s = Scenario::default();
+            s.set(key, raw).unwrap();
+            assert_eq!(serde_json::to_value(&s).unwrap()[key], json!(want), "{raw}");
+            // Scenario files and the web API read the same names.
+            let obj: serde_json::Map<String, Value> =
+                [(key.to_string(), json!(raw))].into_iter().collect();
+            let from_json: Scenario =
+                serde_json::from_value(Value::Object(obj)).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(from_json, s, "{key}={raw}");
+        }
+    }
+
+    #[test]
+    fn errors_name_the_flag_and_the_valid_choices() {
+        let mut s = Scenario::default();
+        let e = |s: &mut Scenario, k: &str, raw: &str| s.set(k, raw).unwrap_err().to_string();
+        assert_eq!(
+            e(&mut s, "send", "sideways"),
+            "unknown --send 'sideways'; valid: whole, layerwise"
+        );
+        assert_eq!(
+            e(&mut s, "mode", "both"),
+            "unknown --mode 'both'; valid: disagg, colocated"
+        );
+        assert_eq!(
+            e(&mut s, "link_topology", "mesh"),
+            "unknown --link-topology 'mesh'; valid: shared, per-prefill, per-pair"
+        );
+        assert_eq!(
+            e(&mut s, "trace_start", "soon"),
+            "--start: expected a number, got 'soon'"
+        );
+        assert_eq!(
+            e(&mut s, "prefill", "-1"),
+            "--prefill: expected a whole number, got '-1'"
+        );
+        assert_eq!(
+            e(&mut s, "dvfs", "maybe"),
+            "--dvfs: expected true or false, got 'maybe'"
+        );
+        assert!(e(&mut s, "warp", "9").starts_with("unknown option 'warp'; valid: model, "));
+        assert_eq!(s, Scenario::default(), "a failed set changes nothing");
+        // The same message from a scenario file or a web request (serde).
+        let json = serde_json::from_value::<Scenario>(json!({"send": "sideways"}));
+        assert_eq!(
+            json.unwrap_err().to_string(),
+            "unknown --send 'sideways'; valid: whole, layerwise"
+        );
+        let json = serde_json::from_value::<Scenario>(json!({"prefill_lm_head": "first"}));
+        assert_eq!(
+            json.unwrap_err().to_string(),
+            "unknown --prefill-lm-head 'first'; valid: all, last"
+        );
+    }
+
+    #[test]
+    fn from_flags_errors() {
+        let e = |a: &[&str]| Scenario::from_flags(a).unwrap_err().to_string();
+        assert_eq!(e(&["--warp", "9"]), "--warp: unknown option");
+        assert_eq!(e(&["--fast=yes"]), "--fast: takes no value");
+        assert_eq!(e(&["--sort=1"]), "--sort: takes no value");
+        assert_eq!(e(&["--rate"]), "--rate: expects a value");
+        assert_eq!(e(&["rate"]), "rate: expected an option starting with --");
+        // A later flag wins.
+        let s = Scenario::from_flags(["--rate", "2", "--rate=3"]).unwrap();
+        assert_eq!(s.rate, 3.0);
+    }
+
+    #[test]
+    fn build_errors_name_the_flag_that_chose_the_device() {
+        let cat = disagg_model::Catalogue::builtin();
+        for (flag, key) in [
+            ("--device", "device"),
+            ("--prefill-device", "prefill_device"),
+            ("--decode-device", "decode_device"),
+        ] {
+            // With and without a custom-device override (the overlay path and the plain one).
+            for tdp in [None, Some("500")] {
+                let mut s = Scenario::default();
+                s.set(key, "nosuch").unwrap();
+                if let Some(w) = tdp {
+                    s.set("device_tdp_w", w).unwrap();
+                }
+                let e = s.build(&cat).unwrap_err().to_string();
+                assert!(
+                    e.starts_with(&format!("unknown {flag} 'nosuch'; valid: h100")),
+                    "{e}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn help_text_shows_the_default_in_brackets() {
+        let o = for_key("devices_per_instance").unwrap();
+        assert_eq!(o.help_text(), "Devices per instance, tensor parallel [4]");
+        assert_eq!(for_key("layers").unwrap().help_text(), "Transformer layers");
+        assert_eq!(for_flag("--start").unwrap().key, "trace_start");
+        assert_eq!(hardware().count(), crate::scenario::HARDWARE_KEYS.len());
+        let trace: Vec<&str> = trace_reading().map(|o| o.flag).collect();
+        assert_eq!(
+            trace,
+            [
+                "--trace-format",
+                "--time-scale",
+                "--start",
+                "--duration",
+                "--max-requests",
+                "--skip-bad-lines",
+                "--sort"
+            ]
+        );
+    }
+}
