@@ -144,10 +144,9 @@ impl clap::Args for ScenarioFlags {
                     .action(ArgAction::Set)
                     .value_parser(clap::value_parser!(PathBuf)),
             );
-        // The arguments a command declares after these are listed under the last heading, as
-        // when these flags were a derived struct (the custom-device flags came last).
-        OptionValues::augment(cmd, OPTIONS.iter())
-            .next_help_heading(disagg_sim::options::CUSTOM_DEVICE)
+        // The arguments a command declares after these (`--json`, `--requests-out`, ...) are its
+        // own: listed under the plain "Options" heading, not under the last scenario heading.
+        OptionValues::augment(cmd, OPTIONS.iter()).next_help_heading(None::<&str>)
     }
     fn augment_args_for_update(cmd: Command) -> Command {
         Self::augment_args(cmd)
@@ -220,8 +219,7 @@ pub struct HardwareFlags {
 
 impl clap::Args for HardwareFlags {
     fn augment_args(cmd: Command) -> Command {
-        OptionValues::augment(cmd, disagg_sim::options::hardware())
-            .next_help_heading(disagg_sim::options::CUSTOM_DEVICE)
+        OptionValues::augment(cmd, disagg_sim::options::hardware()).next_help_heading(None::<&str>)
     }
     fn augment_args_for_update(cmd: Command) -> Command {
         Self::augment_args(cmd)

@@ -371,3 +371,24 @@ fn bad_input_leaves_no_file() {
         &["/no/such/dir"],
     );
 }
+
+/// A command's own flags (`--json`, `--requests-out`) are listed under "Options", not under the
+/// last heading of the scenario flags ("Custom device"), in `run` and `handoff`.
+#[test]
+fn own_flags_are_not_listed_under_a_scenario_heading() {
+    for (cmd, own) in [("run", "--requests-out"), ("handoff", "--json")] {
+        let help = ok_text(&[cmd, "--help"]);
+        let mut heading = "";
+        for line in help.lines() {
+            if !line.starts_with(' ') && line.ends_with(':') {
+                heading = line;
+            }
+            if line.trim_start().starts_with(own) {
+                assert_eq!(
+                    heading, "Options:",
+                    "{cmd} --help lists {own} under {heading}"
+                );
+            }
+        }
+    }
+}
