@@ -73,7 +73,7 @@ test_args() {
     model) echo "" ;;
     sim-engine) echo "" ;;
     sim-link) echo "" ;;
-    sim-stats) echo "" ;;
+    sim-stats) echo "--cargo-test-arg=--lib -- stats:: --skip weighted_equals_expanded" ;;
     sim-metrics) echo "" ;;
     trace) echo "" ;;
     *) echo "" ;;
