@@ -435,14 +435,15 @@ mod tests {
             f(0.2, 3);
         });
         assert_eq!(d.mean, 0.15);
-        // Huge and infinite values take the plain (repeated) additions: fsum([1e300]*2 + [1]*2)
-        // = 2e300 (the ones vanish), / 4; fsum([inf]*2) = inf.
+        // Huge and infinite values take the plain (repeated) additions (the split would overflow:
+        // 1e305 * 134217729 = inf): fsum([1e305]*2 + [1]*2) = 2e305 (the ones vanish), / 4;
+        // fsum([inf]*2) = inf.
         let d = weighted(|f| {
-            f(1e300, 2);
+            f(1e305, 2);
             f(1.0, 2);
         });
-        assert_eq!(d.mean, 1e300 / 2.0);
-        assert_eq!(d.max, 1e300);
+        assert_eq!(d.mean, 1e305 / 2.0);
+        assert_eq!(d.max, 1e305);
         let d = weighted(|f| f(f64::INFINITY, 2));
         assert_eq!(d.mean, f64::INFINITY);
         // The spec's formula gives inf + (inf - inf) * 0 = NaN, as the reference does.
@@ -504,6 +505,51 @@ mod tests {
                 max: 70_012.5
             }
         );
+    }
+
+    #[test]
+    fn many_copies_of_one_value() {
+        // 70_000 pairs with the same value (one key, more than SMALL pairs): every statistic is
+        // that value.
+        let d = weighted(|f| {
+            for _ in 0..70_000 {
+                f(1.5, 1);
+            }
+        });
+        assert_eq!(
+            d,
+            Dist {
+                mean: 1.5,
+                p50: 1.5,
+                p90: 1.5,
+                p99: 1.5,
+                max: 1.5
+            }
+        );
+    }
+
+    #[test]
+    fn nested_buckets_with_far_outliers() {
+        // 70_000 consecutive doubles from 1.0 (1 + i * 2^-52) plus 1e-10 and 1e10: the top-level
+        // histogram puts all 70_000 in one bucket, so that bucket is histogrammed again, with
+        // keys on both sides of its range. Sorted by construction: [1e-10, 1 + i * 2^-52 ..., 1e10].
+        let one = 1.0f64.to_bits();
+        let run: Vec<f64> = (0..70_000u64).map(|i| f64::from_bits(one + i)).collect();
+        let mut sorted = vec![1e-10];
+        sorted.extend_from_slice(&run);
+        sorted.push(1e10);
+        // Given in a scrambled order: the outliers in the middle, the run reversed.
+        let mut xs: Vec<f64> = run.iter().rev().copied().collect();
+        xs.insert(30_000, 1e10);
+        xs.insert(50_000, 1e-10);
+        let d = dist(&xs);
+        assert_eq!(d.p50, spec_pct(&sorted, 50));
+        assert_eq!(d.p90, spec_pct(&sorted, 90));
+        assert_eq!(d.p99, spec_pct(&sorted, 99));
+        assert_eq!(d.max, 1e10);
+        assert_eq!(d.mean, fmean(&sorted));
+        // n - 1 = 70_001: p50 k = 35_000.5 lies between 1 + 34_999 ulp and 1 + 35_000 ulp.
+        assert!(d.p50 > f64::from_bits(one + 34_999) && d.p50 <= f64::from_bits(one + 35_000));
     }
 
     #[test]
