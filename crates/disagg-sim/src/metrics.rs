@@ -1488,11 +1488,11 @@ mod tests {
 
     #[test]
     fn itl_from_step_ends() {
-        // One decode instance, step ends 1, 1.25, 1.75, 2, 3 (steps 1..4 last 0.25, 0.5, 0.25,
-        // 1). Request A: output 4, admitted at step 1, first token 0.5: ITLs e[1] - 0.5 = 0.75,
-        // then steps 2 and 3: 0.5, 0.25. B: output 2, step 0, ft 0.25: 1 - 0.25 = 0.75 only.
-        // C: output 5, step 0, ft 0: 1.0, then steps 1..3: 0.25, 0.5, 0.25. D (output 1), E (no
-        // decode instance) and F (never admitted) have none.
+        // One decode instance, step ends 1, 1.25, 1.75, 2.5, 3.5 (steps 1..4 last 0.25, 0.5,
+        // 0.75, 1). Request A: output 4, admitted at step 0 + 1, first token 0.5: ITLs
+        // e[1] - 0.5 = 0.75, then steps 2 and 3: 0.5, 0.75. B: output 2, step 0, ft 0.25:
+        // 1 - 0.25 = 0.75 only. C: output 5, step 0, ft 0: 1.0, then steps 1..3: 0.25, 0.5,
+        // 0.75. D (output 1), E (no decode instance) and F (never admitted) have none.
         let mut a = req(0.0, 0.0, 0.5, NAN, NAN, 1.0, 2.0, 4);
         a.adm = 1;
         a.dinst = 0;
@@ -1506,13 +1506,13 @@ mod tests {
         let mut f = req(0.0, 0.0, 0.0, NAN, NAN, NAN, 1.5, 3);
         f.dinst = 0;
         let mut r = run(cfg(&[]), vec![a, b, c, d, e, f], 4.0);
-        r.step_ends = vec![vec![1.0, 1.25, 1.75, 2.0, 3.0]];
-        // ITLs sorted: 0.25 x 3, 0.5 x 2, 0.75 x 2, 1.0; sum 4.25; n - 1 = 7: k = 3.5, 6.3, 6.93.
+        r.step_ends = vec![vec![1.0, 1.25, 1.75, 2.5, 3.5]];
+        // ITLs sorted: 0.25, 0.5 x 2, 0.75 x 4, 1.0; sum 5.25; n - 1 = 7: k = 3.5, 6.3, 6.93.
         assert_eq!(
             r.summary().itl_s,
             dist_of(
-                4.25 / 8.0,
-                0.5,
+                5.25 / 8.0,
+                0.75,
                 0.75 + (1.0 - 0.75) * (6.3 - 6.0),
                 0.75 + (1.0 - 0.75) * (6.93 - 6.0),
                 1.0
