@@ -311,6 +311,247 @@ mod tests {
         assert!(d.mean.is_nan() && d.p50.is_nan() && d.max.is_nan());
     }
 
+    /// The spec's percentile (simulator.md §5.2) of an ascending slice written out by hand:
+    /// `k = ((n - 1) * p) / 100`, `s[lo] + (s[hi] - s[lo]) * (k - lo)`.
+    fn spec_pct(s: &[f64], p: u64) -> f64 {
+        let k = ((s.len() as u64 - 1) * p) as f64 / 100.0;
+        let (lo, hi) = (k.floor(), k.ceil());
+        s[lo as usize] + (s[hi as usize] - s[lo as usize]) * (k - lo)
+    }
+
+    #[test]
+    fn hand_percentiles_with_exact_fractions() {
+        // 26 values i^2, i = 0..=25, in a scrambled order (i * 7 mod 26; gcd(7, 26) = 1).
+        // n - 1 = 25, so every rank has a dyadic fraction:
+        //   p50: k = 25*50/100 = 12.5  -> 144 + (169 - 144) * 0.5  = 156.5
+        //   p90: k = 25*90/100 = 22.5  -> 484 + (529 - 484) * 0.5  = 506.5
+        //   p99: k = 25*99/100 = 24.75 -> 576 + (625 - 576) * 0.75 = 612.75
+        // mean = (25*26*51/6) / 26 = 5525 / 26 = 212.5, max = 625.
+        let xs: Vec<f64> = (0..26u64)
+            .map(|i| ((i * 7) % 26) as f64)
+            .map(|i| i * i)
+            .collect();
+        let d = dist(&xs);
+        assert_eq!(
+            d,
+            Dist {
+                mean: 212.5,
+                p50: 156.5,
+                p90: 506.5,
+                p99: 612.75,
+                max: 625.0
+            }
+        );
+        assert_eq!(
+            p50_p99(&xs),
+            P50P99 {
+                p50: 156.5,
+                p99: 612.75
+            }
+        );
+    }
+
+    #[test]
+    fn hand_small_samples() {
+        // One value: every statistic is that value.
+        let one = Dist {
+            mean: 2.5,
+            p50: 2.5,
+            p90: 2.5,
+            p99: 2.5,
+            max: 2.5,
+        };
+        assert_eq!(dist(&[2.5]), one);
+        // Two values 1 and 3 (given as 3, 1): k = 0.5, 0.9, 0.99 -> 1 + 2 * frac.
+        let d = dist(&[3.0, 1.0]);
+        assert_eq!(d.mean, 2.0);
+        assert_eq!(d.p50, 2.0);
+        assert_eq!(d.p90, 1.0 + 2.0 * 0.9);
+        assert_eq!(d.p99, 1.0 + 2.0 * 0.99);
+        assert_eq!(d.max, 3.0);
+        // Negative numbers, both zeros and a tiny value, sorted by hand:
+        // [-7.25, -1, -0.0, 0, 1e-300, 2.5, 3]; n - 1 = 6: k = 3, 5.4, 5.94.
+        let xs = [3.0, -1.0, 0.0, 2.5, -7.25, -0.0, 1e-300];
+        let s = [-7.25, -1.0, -0.0, 0.0, 1e-300, 2.5, 3.0];
+        let d = dist(&xs);
+        assert_eq!(d.p50.to_bits(), 0.0f64.to_bits());
+        assert_eq!(d.p90, spec_pct(&s, 90));
+        assert_eq!(d.p90, 2.5 + 0.5 * (5.4 - 5.0));
+        assert_eq!(d.p99, spec_pct(&s, 99));
+        assert_eq!(d.max, 3.0);
+        // fsum = 3 - 1 + 2.5 - 7.25 + 1e-300 = -2.75 + 1e-300, rounded -2.75; / 7.
+        assert_eq!(d.mean, -2.75 / 7.0);
+        // All negative: the largest is the one closest to zero.
+        let d = dist(&[-4.0, -2.0, -8.0]);
+        assert_eq!((d.p50, d.max, d.mean), (-4.0, -2.0, -14.0 / 3.0));
+        assert_eq!(d.p90, -4.0 + 2.0 * (1.8 - 1.0));
+    }
+
+    #[test]
+    fn weighted_counts_hand() {
+        // Multiset {1, 1, 1, 5, 5}: pairs given out of order, with a zero-count pair that must be
+        // ignored. n - 1 = 4: p50 k = 2 -> 1; p90 k = 3.6 -> 5; p99 k = 3.96 -> 5.
+        // mean = (3 + 10) / 5 = 2.6.
+        let d = weighted(|f| {
+            f(5.0, 2);
+            f(100.0, 0);
+            f(1.0, 3);
+        });
+        assert_eq!(
+            d,
+            Dist {
+                mean: 13.0 / 5.0,
+                p50: 1.0,
+                p90: 5.0,
+                p99: 5.0,
+                max: 5.0
+            }
+        );
+        // Only zero counts: empty.
+        let d = weighted(|f| f(1.0, 0));
+        assert!(d.mean.is_nan() && d.p50.is_nan() && d.p90.is_nan() && d.p99.is_nan());
+        assert!(d.max.is_nan());
+        // {2, 4, 4, 4}: p50 k = 1.5 -> 4, p90 k = 2.7, p99 k = 2.97 -> 4; mean 14 / 4.
+        let d = weighted(|f| {
+            f(4.0, 3);
+            f(2.0, 1);
+        });
+        assert_eq!((d.mean, d.p50, d.p90, d.max), (3.5, 4.0, 4.0, 4.0));
+    }
+
+    #[test]
+    fn weighted_mean_is_exact() {
+        // Python: math.fsum([0.1]*3 + [8589934591.9]*3) / 6 == 4294967296.0, while the naive
+        // (0.1*3 + 8589934591.9*3) / 6 == 4294967295.9999995: the scaled products must be exact.
+        let d = weighted(|f| {
+            f(0.1, 3);
+            f(8_589_934_591.9, 3);
+        });
+        assert_eq!(d.mean, 4_294_967_296.0);
+        assert_eq!(d.max, 8_589_934_591.9);
+        // Python: math.fsum([0.1]*3 + [0.2]*3) / 6 == 0.15 (naive: 0.15000000000000002).
+        let d = weighted(|f| {
+            f(0.1, 3);
+            f(0.2, 3);
+        });
+        assert_eq!(d.mean, 0.15);
+        // Huge and infinite values take the plain (repeated) additions (the split would overflow:
+        // 1e305 * 134217729 = inf): fsum([1e305]*2 + [1]*2) = 2e305 (the ones vanish), / 4;
+        // fsum([inf]*2) = inf.
+        let d = weighted(|f| {
+            f(1e305, 2);
+            f(1.0, 2);
+        });
+        assert_eq!(d.mean, 1e305 / 2.0);
+        assert_eq!(d.max, 1e305);
+        let d = weighted(|f| f(f64::INFINITY, 2));
+        assert_eq!(d.mean, f64::INFINITY);
+        // The spec's formula gives inf + (inf - inf) * 0 = NaN, as the reference does.
+        assert!(d.p50.is_nan());
+        assert_eq!(d.max, f64::INFINITY);
+    }
+
+    #[test]
+    fn bucketed_ranks_of_a_large_sample() {
+        // 70_026 distinct integers 0..=70_025 (more than SMALL pairs, so the bucket histogram is
+        // used), in a scrambled order (i * 7919 mod 70_026; 7919 is prime and does not divide
+        // 70_026 = 2 * 3 * 11 * 1061). Sorted, s[i] = i, so each percentile is its rank k:
+        //   n - 1 = 70_025: p50 k = 35_012.5, p90 k = 63_022.5, p99 k = 69_324.75.
+        // mean = 70_025 / 2 = 35_012.5, max = 70_025.
+        let n = 70_026u64;
+        let xs: Vec<f64> = (0..n).map(|i| ((i * 7919) % n) as f64).collect();
+        assert_eq!(
+            dist(&xs),
+            Dist {
+                mean: 35_012.5,
+                p50: 35_012.5,
+                p90: 63_022.5,
+                p99: 69_324.75,
+                max: 70_025.0
+            }
+        );
+        // Negative copies: the order reverses. Sorted s[i] = i - 70_025, so the percentile at k
+        // is k - 70_025; the max is 0 (as -0.0 from -(0.0)).
+        let neg: Vec<f64> = xs.iter().map(|&x| -x).collect();
+        let d = dist(&neg);
+        assert_eq!(d.mean, -35_012.5);
+        assert_eq!(d.p50, 35_012.5 - 70_025.0);
+        assert_eq!(d.p90, 63_022.5 - 70_025.0);
+        assert_eq!(d.p99, 69_324.75 - 70_025.0);
+        assert_eq!(d.max, 0.0);
+    }
+
+    #[test]
+    fn bucketed_weighted_pairs() {
+        // 70_013 pairs (i + 0.5, 2), i = 0..70_013, so the multiset has n = 140_026 values and
+        // sorted s[j] = floor(j / 2) + 0.5. n - 1 = 140_025:
+        //   p50 k = 70_012.5  -> s[70_012] = s[70_013] = 35_006.5
+        //   p90 k = 126_022.5 -> s[126_022] = s[126_023] = 63_011.5
+        //   p99 k = 138_624.75 -> s[138_624] = s[138_625] = 69_312.5
+        // mean = (70_012 / 2) + 0.5 = 35_006.5, max = 70_012.5.
+        let m = 70_013u64;
+        let d = weighted(|f| {
+            for i in 0..m {
+                f(((i * 7919) % m) as f64 + 0.5, 2);
+            }
+        });
+        assert_eq!(
+            d,
+            Dist {
+                mean: 35_006.5,
+                p50: 35_006.5,
+                p90: 63_011.5,
+                p99: 69_312.5,
+                max: 70_012.5
+            }
+        );
+    }
+
+    #[test]
+    fn many_copies_of_one_value() {
+        // 70_000 pairs with the same value (one key, more than SMALL pairs): every statistic is
+        // that value.
+        let d = weighted(|f| {
+            for _ in 0..70_000 {
+                f(1.5, 1);
+            }
+        });
+        assert_eq!(
+            d,
+            Dist {
+                mean: 1.5,
+                p50: 1.5,
+                p90: 1.5,
+                p99: 1.5,
+                max: 1.5
+            }
+        );
+    }
+
+    #[test]
+    fn nested_buckets_with_far_outliers() {
+        // 70_000 consecutive doubles from 1.0 (1 + i * 2^-52) plus 1e-10 and 1e10: the top-level
+        // histogram puts all 70_000 in one bucket, so that bucket is histogrammed again, with
+        // keys on both sides of its range. Sorted by construction: [1e-10, 1 + i * 2^-52 ..., 1e10].
+        let one = 1.0f64.to_bits();
+        let run: Vec<f64> = (0..70_000u64).map(|i| f64::from_bits(one + i)).collect();
+        let mut sorted = vec![1e-10];
+        sorted.extend_from_slice(&run);
+        sorted.push(1e10);
+        // Given in a scrambled order: the outliers in the middle, the run reversed.
+        let mut xs: Vec<f64> = run.iter().rev().copied().collect();
+        xs.insert(30_000, 1e10);
+        xs.insert(50_000, 1e-10);
+        let d = dist(&xs);
+        assert_eq!(d.p50, spec_pct(&sorted, 50));
+        assert_eq!(d.p90, spec_pct(&sorted, 90));
+        assert_eq!(d.p99, spec_pct(&sorted, 99));
+        assert_eq!(d.max, 1e10);
+        assert_eq!(d.mean, fmean(&sorted));
+        // n - 1 = 70_001: p50 k = 35_000.5 lies between 1 + 34_999 ulp and 1 + 35_000 ulp.
+        assert!(d.p50 > f64::from_bits(one + 34_999) && d.p50 <= f64::from_bits(one + 35_000));
+    }
+
     #[test]
     fn negative_and_zero_values() {
         let xs = [3.0, -1.0, 0.0, 2.5, -7.25, 0.0, 1e-300];
