@@ -71,7 +71,7 @@ select_args() {
 test_args() {
   case "$1" in
     model) echo "" ;;
-    sim-engine) echo "" ;;
+    sim-engine) echo "--cargo-test-arg=--lib -- engine::" ;;
     sim-link) echo "" ;;
     sim-stats) echo "" ;;
     sim-metrics) echo "" ;;
