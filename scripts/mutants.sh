@@ -72,7 +72,7 @@ test_args() {
   case "$1" in
     model) echo "" ;;
     sim-engine) echo "--cargo-arg=--lib -- engine::" ;;
-    sim-link) echo "--cargo-arg=--lib -- link:: -- --skip fair_link_is_m_g_1_ps --skip fifo_link_is_m_d_1 --skip fair_link_matches_a_brute_force_fluid_simulation" ;;
+    sim-link) echo "--cargo-arg=--lib -- link:: -- --test-threads=8 --skip fair_link_is_m_g_1_ps --skip fifo_link_is_m_d_1 --skip fair_link_matches_a_brute_force_fluid_simulation" ;;
     sim-stats) echo "" ;;
     sim-metrics) echo "" ;;
     trace) echo "" ;;
