@@ -3,6 +3,7 @@
 #
 #   bash scripts/mutants.sh                 every module below, one after another (hours in debug)
 #   bash scripts/mutants.sh model sim-stats  only the named modules
+#   bash scripts/mutants.sh sim-link --iterate   ... with options for cargo-mutants after them
 #   bash scripts/mutants.sh ci              a bounded sample for CI: one round-robin shard of every
 #                                           module (day of year mod 48); fails on a new survivor
 #   bash scripts/mutants.sh list            list the mutants per module, run nothing
@@ -70,11 +71,13 @@ select_args() {
 test_args() {
   case "$1" in
     model) echo "" ;;
-    sim-engine) echo "" ;;
-    sim-link) echo "" ;;
-    # sim-stats, sim-metrics: --cargo-arg (not --cargo-test-arg) so the per-mutant build is the
-    # lib test binary only; the stats unit tests minus weighted_equals_expanded (~17 s, an
-    # expanded 9M-value sample; the hand and bucket-path tests cover the same code) take ~1 s.
+    # --cargo-arg (not --cargo-test-arg) so the per-mutant build is the lib test binary only.
+    sim-engine) echo "--cargo-arg=--lib -- engine::" ;;
+    # The link unit tests without the three slow statistical ones (M/G/1-PS, M/D/1, brute-force
+    # fluid: 7 s together); 8 test threads so deadline failures do not queue behind each other.
+    sim-link) echo "--cargo-arg=--lib -- link:: -- --test-threads=8 --skip fair_link_is_m_g_1_ps --skip fifo_link_is_m_d_1 --skip fair_link_matches_a_brute_force_fluid_simulation" ;;
+    # The stats unit tests minus weighted_equals_expanded (~17 s, an expanded 9M-value sample;
+    # the hand and bucket-path tests cover the same code) take ~1 s.
     sim-stats) echo "--cargo-arg=--lib -- -- stats:: --skip weighted_equals_expanded" ;;
     sim-metrics) echo "--cargo-arg=--lib -- -- metrics::" ;;
     trace) echo "" ;;
@@ -151,10 +154,17 @@ case "$mode" in
     exit $status
     ;;
   *)
+    # MODULE... [CARGO-MUTANTS OPTIONS...]: the first argument starting with '-' and everything
+    # after it go to every module's cargo-mutants run (e.g. `sim-link --iterate`).
+    modules=()
+    while [ $# -gt 0 ] && [ "${1#-}" = "$1" ]; do
+      select_args "$1" >/dev/null
+      modules+=("$1")
+      shift
+    done
     status=0
-    for m in "$@"; do
-      select_args "$m" >/dev/null
-      run_module "$m" || status=$?
+    for m in "${modules[@]}"; do
+      run_module "$m" "$@" || status=$?
     done
     exit $status
     ;;

@@ -153,4 +153,102 @@ mod tests {
         q.schedule_in(0.2, 1);
         assert_eq!(q.pop(), Some((0.1 + 0.2, 1)));
     }
+
+    #[test]
+    fn counters_and_peek_follow_schedule_and_pop() {
+        let mut q = EventQueue::new();
+        assert!(q.is_empty());
+        assert_eq!((q.len(), q.scheduled(), q.processed()), (0, 0, 0));
+        assert_eq!(q.peek_time(), None);
+        assert_eq!(q.pop(), None);
+        // A failed pop counts nothing.
+        assert_eq!(q.processed(), 0);
+        q.schedule_at(3.0, 'a');
+        assert!(!q.is_empty());
+        q.schedule_at(1.5, 'b');
+        q.schedule_in(2.25, 'c');
+        // Three schedules: 3 waiting, 3 scheduled, the earliest is 1.5.
+        assert_eq!((q.len(), q.scheduled(), q.processed()), (3, 3, 0));
+        assert_eq!(q.peek_time(), Some(1.5));
+        assert_eq!(q.pop(), Some((1.5, 'b')));
+        // One pop: 2 waiting, still 3 scheduled, 1 processed; the clock is the popped time.
+        assert_eq!((q.len(), q.scheduled(), q.processed()), (2, 3, 1));
+        assert_eq!(q.now(), 1.5);
+        assert_eq!(q.peek_time(), Some(2.25));
+        assert_eq!(q.pop(), Some((2.25, 'c')));
+        assert_eq!((q.len(), q.scheduled(), q.processed()), (1, 3, 2));
+        assert_eq!(q.pop(), Some((3.0, 'a')));
+        assert!(q.is_empty());
+        assert_eq!((q.len(), q.scheduled(), q.processed()), (0, 3, 3));
+        assert_eq!(q.now(), 3.0);
+        assert_eq!(q.peek_time(), None);
+    }
+
+    #[test]
+    fn relative_and_past_times_are_measured_from_the_clock() {
+        let mut q = EventQueue::default();
+        assert_eq!(q.now(), 0.0);
+        q.schedule_at(2.0, 0);
+        assert_eq!(q.pop(), Some((2.0, 0)));
+        assert_eq!(q.now(), 2.0);
+        // 2.0 + 0.5 = 2.5 (exact in binary).
+        q.schedule_in(0.5, 1);
+        assert_eq!(q.peek_time(), Some(2.5));
+        // A time before the clock is clamped to it: 1.0 < 2.0, so it runs at 2.0, first.
+        q.schedule_at(1.0, 2);
+        assert_eq!(q.pop(), Some((2.0, 2)));
+        assert_eq!(q.now(), 2.0);
+        assert_eq!(q.pop(), Some((2.5, 1)));
+        assert_eq!(q.now(), 2.5);
+        // A zero delay lands at the clock itself, after what is already queued there.
+        q.schedule_at(2.5, 3);
+        q.schedule_in(0.0, 4);
+        assert_eq!(q.pop(), Some((2.5, 3)));
+        assert_eq!(q.pop(), Some((2.5, 4)));
+    }
+
+    #[test]
+    fn a_time_equal_to_the_clock_is_kept_bit_for_bit() {
+        // -0.0 is not before the clock's +0.0 (`-0.0 < 0.0` is false), so it is not clamped:
+        // the queue hands back the caller's time unchanged, sign bit included.
+        let mut q = EventQueue::new();
+        q.schedule_at(-0.0, 'z');
+        let (t, ev) = q.pop().unwrap();
+        assert_eq!((t.to_bits(), ev), ((-0.0f64).to_bits(), 'z'));
+        assert_eq!(q.now().to_bits(), (-0.0f64).to_bits());
+    }
+
+    #[test]
+    fn many_equal_times_pop_in_scheduling_order() {
+        // 40 events at one time, interleaved with earlier and later ones: the tie-break is the
+        // scheduling order, whatever the heap's internal layout.
+        let mut q = EventQueue::new();
+        for i in 0..40u32 {
+            q.schedule_at(1.0, i);
+            if i % 3 == 0 {
+                q.schedule_at(2.0, 1000 + i);
+                q.schedule_at(0.5, 2000 + i);
+            }
+        }
+        // 40 + 2 x 14 (i = 0, 3, ..., 39) = 68 scheduled.
+        assert_eq!(q.scheduled(), 68);
+        let got: Vec<(f64, u32)> = std::iter::from_fn(|| q.pop()).collect();
+        let mut want: Vec<(f64, u32)> = (0..40).step_by(3).map(|i| (0.5, 2000 + i)).collect();
+        want.extend((0..40).map(|i| (1.0, i)));
+        want.extend((0..40).step_by(3).map(|i| (2.0, 1000 + i)));
+        assert_eq!(got, want);
+        assert_eq!(q.processed(), 68);
+    }
+
+    #[test]
+    fn entries_are_equal_exactly_when_time_and_sequence_are() {
+        let e = |time: f64, seq: u64| Entry { time, seq, ev: () };
+        assert!(e(1.0, 4) == e(1.0, 4));
+        assert!(e(1.0, 4) != e(1.0, 5));
+        assert!(e(1.0, 4) != e(2.0, 4));
+        // Reversed order: the earlier (time, seq) is the greater entry (popped first).
+        assert!(e(1.0, 4) > e(2.0, 0));
+        assert!(e(1.0, 4) > e(1.0, 5));
+        assert_eq!(e(1.0, 4).partial_cmp(&e(1.0, 4)), Some(Ordering::Equal));
+    }
 }
