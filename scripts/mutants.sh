@@ -75,7 +75,9 @@ test_args() {
     sim-link) echo "" ;;
     sim-stats) echo "" ;;
     sim-metrics) echo "" ;;
-    trace) echo "" ;;
+    # trace: the crate's unit tests and tests/read.rs (about 1 s); not fuzz.rs (proptests,
+    # ~4 s a mutant) nor real_traces.rs (needs the real traces, which are not in the repo).
+    trace) echo "--cargo-test-arg=--lib --cargo-test-arg=--test=read" ;;
     *) echo "" ;;
   esac
 }
