@@ -1173,3 +1173,21 @@ fn bytes_are_checked_before_parsing() {
     let t = read_bytes(csv.as_bytes(), "e.csv", &opts()).unwrap();
     assert_eq!((t.rows.len(), t.rows[0].prompt_len), (1, 10));
 }
+
+/// A number too large for an f64 is a JSON error (serde_json's "number out of range"), not a bad
+/// row: it fails even with `skip_bad_lines`, at the number's last character (column 7 of
+/// `[[1e999, 1, 2]]`).
+#[test]
+fn reference_number_out_of_range_is_a_syntax_error() {
+    let text = "[[1e999, 1, 2], [0.5, 1, 1]]";
+    for skip in [false, true] {
+        let o = with(|o| o.skip_bad_lines = skip);
+        let e = read_str(text, "r.json", &o).unwrap_err();
+        assert_eq!(e.kind(), TraceErrorKind::Malformed);
+        assert_eq!(
+            e.to_string(),
+            "r.json:1: expected a JSON array of [arrival_seconds, prompt_len, output_len] rows \
+             (number out of range at column 7), got \"[[1e999, 1, 2], [0.5, 1, 1]]\""
+        );
+    }
+}
