@@ -15,6 +15,7 @@
 #   sim-stats    crates/disagg-sim/src/stats.rs    (percentiles)
 #   sim-metrics  crates/disagg-sim/src/metrics.rs  (summary metrics)
 #   trace        crates/disagg-trace/src/parse.rs and lib.rs (trace parsers, reading pipeline)
+#   trace-io     crates/disagg-trace/src/stats.rs and input.rs (trace statistics, capped input)
 #
 # Each mutant is tested with the tests of the package that holds it (cargo-mutants' default):
 # a mutant in disagg-model must be caught by disagg-model's own tests. With MUTANTS_WIDE=1 a
@@ -46,7 +47,7 @@ if ! cargo mutants --version >/dev/null 2>&1; then
 fi
 
 
-ALL=(model sim-engine sim-link sim-stats sim-metrics trace)
+ALL=(model sim-engine sim-link sim-stats sim-metrics trace trace-io)
 
 # The cargo-mutants arguments that select a module's mutants.
 select_args() {
@@ -57,6 +58,7 @@ select_args() {
     sim-stats) echo "--package disagg-sim --file crates/disagg-sim/src/stats.rs" ;;
     sim-metrics) echo "--package disagg-sim --file crates/disagg-sim/src/metrics.rs" ;;
     trace) echo "--package disagg-trace --file crates/disagg-trace/src/parse.rs --file crates/disagg-trace/src/lib.rs" ;;
+    trace-io) echo "--package disagg-trace --file crates/disagg-trace/src/stats.rs --file crates/disagg-trace/src/input.rs" ;;
     *)
       echo "error: unknown module '$1'; valid: ${ALL[*]} ci list" >&2
       exit 2
@@ -80,7 +82,9 @@ test_args() {
     # the hand and bucket-path tests cover the same code) take ~1 s.
     sim-stats) echo "--cargo-arg=--lib -- -- stats:: --skip weighted_equals_expanded" ;;
     sim-metrics) echo "--cargo-arg=--lib -- -- metrics::" ;;
-    trace) echo "" ;;
+    # trace, trace-io: the crate's unit tests and tests/read.rs (about 1 s); not fuzz.rs
+    # (proptests, ~4 s a mutant) nor real_traces.rs (needs the real traces, not in the repo).
+    trace | trace-io) echo "--cargo-arg=--lib --cargo-arg=--test=read" ;;
     *) echo "" ;;
   esac
 }

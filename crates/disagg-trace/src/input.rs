@@ -311,4 +311,156 @@ mod tests {
         assert_eq!(show_bytes(16 << 20), "16 MiB");
         assert_eq!(show_bytes(1000), "1000 bytes");
     }
+
+    #[test]
+    fn caps_and_sizes() {
+        // 2^30, 2^24 and 2^40 written out.
+        assert_eq!(DATA_CAP_BYTES, 1_073_741_824);
+        assert_eq!(CONFIG_CAP_BYTES, 16_777_216);
+        assert_eq!(MAX_BYTE_SIZE, 1_099_511_627_776);
+        assert_eq!(parse_byte_size("7b"), Ok(7));
+        assert_eq!(parse_byte_size("3k"), Ok(3 * 1024));
+        assert_eq!(parse_byte_size("2m"), Ok(2 * 1_048_576));
+        assert_eq!(parse_byte_size("1t"), Ok(1_099_511_627_776));
+        assert_eq!(parse_byte_size("1"), Ok(1));
+        // The largest accepted: 1024 GiB = 1 TiB; one byte more is refused.
+        assert_eq!(parse_byte_size("1024GiB"), Ok(1 << 40));
+        assert!(parse_byte_size("1099511627777").is_err());
+        assert!(parse_byte_size("5x").is_err());
+        assert_eq!(show_bytes(0), "0 bytes");
+        assert_eq!(show_bytes(1), "1 byte");
+        assert_eq!(show_bytes(2), "2 bytes");
+        assert_eq!(show_bytes(3 << 10), "3 KiB");
+        assert_eq!(show_bytes(1 << 40), "1 TiB");
+        // 2^40 + 2^10: a whole number of KiB, not of TiB.
+        assert_eq!(show_bytes((1 << 40) + (1 << 10)), "1073741825 KiB");
+    }
+
+    #[test]
+    fn problems_and_messages() {
+        assert_eq!(InputProblem::Binary(3).line(), Some(3));
+        assert_eq!(InputProblem::NotUtf8(2).line(), Some(2));
+        assert_eq!(InputProblem::Missing.line(), None);
+        assert_eq!(InputProblem::Empty.line(), None);
+        let too = |size_bytes, cap_bytes| {
+            InputProblem::TooLarge {
+                size_bytes,
+                cap_bytes,
+            }
+            .message()
+        };
+        assert_eq!(
+            too(20, 16 << 20),
+            "file grew while being read, more than the limit of 16 MiB for this input; raise \
+             the limit with --max-input-bytes"
+        );
+        assert_eq!(
+            too(11, 10),
+            "file is 11 bytes, more than the limit of 10 bytes for this input; raise the limit \
+             with --max-input-bytes"
+        );
+        // Equal sizes are not "larger" (only a file that grew gets here with size <= cap).
+        assert!(too(10, 10).starts_with("file grew while being read, "));
+        let e = InputError {
+            path: "p.txt".into(),
+            problem: InputProblem::NotUtf8(4),
+        };
+        assert_eq!(e.line(), Some(4));
+        assert_eq!(
+            e.message(),
+            "expected UTF-8 text, got invalid UTF-8 bytes on line 4"
+        );
+        assert_eq!(
+            e.to_string(),
+            "p.txt: expected UTF-8 text, got invalid UTF-8 bytes on line 4"
+        );
+        for (p, m) in [
+            (InputProblem::Missing, "file does not exist"),
+            (
+                InputProblem::NotRegular("a FIFO"),
+                "not a regular file (a FIFO); give the path of a file",
+            ),
+            (InputProblem::Empty, "file is empty"),
+            (
+                InputProblem::Binary(2),
+                "expected text, got binary data (a NUL byte on line 2)",
+            ),
+            (
+                InputProblem::Io("denied".into()),
+                "cannot read the file: denied",
+            ),
+        ] {
+            assert_eq!(p.message(), m);
+        }
+    }
+
+    #[test]
+    fn text_checks() {
+        assert_eq!(text_from_bytes(b"a\nb".to_vec()), Ok("a\nb".to_owned()));
+        assert_eq!(text_from_bytes(b" \n\t".to_vec()), Err(InputProblem::Empty));
+        // The NUL and the bad byte are on line 3 (two line breaks before them).
+        assert_eq!(
+            text_from_bytes(b"a\nb\n\0".to_vec()),
+            Err(InputProblem::Binary(3))
+        );
+        assert_eq!(
+            text_from_bytes(b"a\nb\nc\xff".to_vec()),
+            Err(InputProblem::NotUtf8(3))
+        );
+        assert_eq!(
+            text_from_bytes(b"\xff".to_vec()),
+            Err(InputProblem::NotUtf8(1))
+        );
+    }
+
+    /// The only test in this binary that sets the global cap (the parse and stats unit tests
+    /// read no files).
+    #[test]
+    fn files_kinds_and_caps() {
+        let dir = std::env::temp_dir().join(format!("disagg-input-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let ten = dir.join("ten.txt");
+        std::fs::write(&ten, b"0123456789").unwrap();
+        let eleven = dir.join("eleven.txt");
+        std::fs::write(&eleven, b"0123456789a").unwrap();
+
+        assert_eq!(max_input_bytes(InputKind::Data), DATA_CAP_BYTES);
+        assert_eq!(max_input_bytes(InputKind::Config), CONFIG_CAP_BYTES);
+        set_max_input_bytes(Some(10));
+        assert_eq!(max_input_bytes(InputKind::Data), 10);
+        assert_eq!(max_input_bytes(InputKind::Config), 10);
+        // Exactly the cap is allowed, one byte more is not.
+        let got = read_input(&ten, InputKind::Data);
+        let over = read_input(&eleven, InputKind::Config);
+        set_max_input_bytes(None);
+        assert_eq!(max_input_bytes(InputKind::Data), DATA_CAP_BYTES);
+        assert_eq!(got.unwrap(), "0123456789");
+        assert_eq!(
+            over.unwrap_err().problem,
+            InputProblem::TooLarge {
+                size_bytes: 11,
+                cap_bytes: 10
+            }
+        );
+
+        let e = read_input(&dir.join("none.txt"), InputKind::Data).unwrap_err();
+        assert_eq!(e.problem, InputProblem::Missing);
+        let e = read_input(&dir, InputKind::Data).unwrap_err();
+        assert_eq!(e.problem, InputProblem::NotRegular("a directory"));
+        #[cfg(unix)]
+        {
+            let e = read_input(Path::new("/dev/null"), InputKind::Data).unwrap_err();
+            assert_eq!(e.problem, InputProblem::NotRegular("a character device"));
+            let fifo = dir.join("fifo");
+            let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+            if made.map(|s| s.success()).unwrap_or(false) {
+                let e = read_input(&fifo, InputKind::Data).unwrap_err();
+                assert_eq!(e.problem, InputProblem::NotRegular("a FIFO"));
+            }
+        }
+        // Not found is "missing", other errors are the system's words.
+        let e = read_input(&ten.join("below"), InputKind::Data).unwrap_err();
+        assert!(matches!(e.problem, InputProblem::Io(_)), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

@@ -981,5 +981,209 @@ mod tests {
         assert!(matches!(parse_tokens("-3"), Tokens::Negative));
         assert!(matches!(parse_tokens("1.5"), Tokens::Bad));
         assert!(matches!(parse_tokens(""), Tokens::Bad));
+        // A lone minus sign and a minus before a non-number are not counts (nor negative ones).
+        assert!(matches!(parse_tokens("-"), Tokens::Bad));
+        assert!(matches!(parse_tokens("-1x"), Tokens::Bad));
+        assert!(matches!(parse_tokens("-x"), Tokens::Bad));
+        // Any number of zeros after the minus is zero; a non-zero digit makes it negative.
+        assert!(matches!(parse_tokens("-00"), Tokens::Count(0)));
+        assert!(matches!(parse_tokens("-01"), Tokens::Negative));
+    }
+
+    /// `since` is the exact integer difference over 1e9 for nanoseconds, the float difference
+    /// for seconds, and the difference of `as_secs` for a mixed pair (not produced by the
+    /// parsers, which give one variant per file, but part of the function's contract).
+    #[test]
+    fn stamp_arithmetic() {
+        // (5_500_000_000 - 1_000_000_000) / 1e9 = 4.5
+        assert_eq!(
+            Stamp::Nanos(5_500_000_000).since(Stamp::Nanos(1_000_000_000)),
+            4.5
+        );
+        // 7.25 - 1.0 = 6.25
+        assert_eq!(Stamp::Secs(7.25).since(Stamp::Secs(1.0)), 6.25);
+        // 3e9 ns = 3.0 s; 3.0 - 0.5 = 2.5
+        assert_eq!(Stamp::Nanos(3_000_000_000).since(Stamp::Secs(0.5)), 2.5);
+        // 4.0 - 1.5e9 ns / 1e9 = 4.0 - 1.5 = 2.5
+        assert_eq!(Stamp::Secs(4.0).since(Stamp::Nanos(1_500_000_000)), 2.5);
+        assert_eq!(Stamp::Nanos(2_500_000_000).as_secs(), 2.5);
+        assert_eq!(Stamp::Secs(1.75).as_secs(), 1.75);
+
+        assert_eq!(Stamp::Nanos(1).cmp_total(Stamp::Nanos(2)), Ordering::Less);
+        assert_eq!(Stamp::Nanos(2).cmp_total(Stamp::Nanos(2)), Ordering::Equal);
+        // 2.0 s against 1.5 s, across variants.
+        assert_eq!(
+            Stamp::Nanos(2_000_000_000).cmp_total(Stamp::Secs(1.5)),
+            Ordering::Greater
+        );
+        assert_eq!(Stamp::Secs(1.0).cmp_total(Stamp::Secs(1.5)), Ordering::Less);
+    }
+
+    #[test]
+    fn csv_fields() {
+        assert_eq!(unquote("\"10\""), "10");
+        assert_eq!(unquote("  7 "), "7");
+        assert_eq!(unquote(" \"a b\" "), "a b");
+        assert_eq!(unquote("\"\""), "");
+        // A lone quote, or a quote at one end only, is kept as is.
+        assert_eq!(unquote("\""), "\"");
+        assert_eq!(unquote("\"55"), "\"55");
+        assert_eq!(unquote("55\""), "55\"");
+        let mut out = Vec::new();
+        split_fields("a, \"b\" ,c", &mut out);
+        assert_eq!(out, ["a", "b", "c"]);
+    }
+
+    #[test]
+    fn two_digit_fields() {
+        assert_eq!(parse_2("07"), Some(7));
+        assert_eq!(parse_2("59"), Some(59));
+        assert_eq!(parse_2("+1"), None);
+        assert_eq!(parse_2("1"), None);
+        assert_eq!(parse_2("123"), None);
+        assert_eq!(parse_2("1a"), None);
+    }
+
+    /// Month lengths, including the Gregorian century rule.
+    #[test]
+    fn month_lengths() {
+        let lengths = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+        for (m, len) in (1..=12).zip(lengths) {
+            assert_eq!(days_in_month(2023, m), len, "2023-{m}");
+            let leap = if m == 2 { 29 } else { len };
+            assert_eq!(days_in_month(2024, m), leap, "2024-{m}");
+        }
+        for (year, feb) in [(1900, 28), (2000, 29), (2100, 28), (2400, 29), (2023, 28)] {
+            assert_eq!(days_in_month(year, 2), feb, "{year}");
+        }
+    }
+
+    /// Day numbers from Python's proleptic Gregorian calendar:
+    /// `(datetime.datetime(y, m, d) - datetime.datetime(1970, 1, 1)).days`.
+    /// Year 0 is outside Python's range: 0000-01-01 is 366 days (year 0 is a leap year, 0 % 400
+    /// == 0) before 0001-01-01 = -719,162, so -719,528.
+    #[test]
+    fn civil_days_every_month_and_era() {
+        let first_2023 = [
+            19_358, 19_389, 19_417, 19_448, 19_478, 19_509, 19_539, 19_570, 19_601, 19_631, 19_662,
+            19_692,
+        ];
+        let day28_2024 = [
+            19_750, 19_781, 19_810, 19_841, 19_871, 19_902, 19_932, 19_963, 19_994, 20_024, 20_055,
+            20_085,
+        ];
+        for m in 1..=12 {
+            let i = (m - 1) as usize;
+            assert_eq!(days_from_civil(2023, m, 1), first_2023[i], "2023-{m}-01");
+            assert_eq!(days_from_civil(2024, m, 28), day28_2024[i], "2024-{m}-28");
+        }
+        for (y, jan1, mar1) in [
+            (1, -719_162, -719_103),
+            (100, -683_003, -682_944),
+            (400, -573_431, -573_371),
+            (1600, -135_140, -135_080),
+            (1900, -25_567, -25_508),
+            (2100, 47_482, 47_541),
+            (2400, 157_054, 157_114),
+            (9999, 2_932_532, 2_932_591),
+        ] {
+            assert_eq!(days_from_civil(y, 1, 1), jan1, "{y}-01-01");
+            assert_eq!(days_from_civil(y, 3, 1), mar1, "{y}-03-01");
+        }
+        assert_eq!(days_from_civil(0, 1, 1), -719_528);
+        // 0000-02-29 exists (leap year 0): 31 + 28 days after 0000-01-01.
+        assert_eq!(days_from_civil(0, 2, 29), -719_528 + 59);
+        assert_eq!(
+            parse_timestamp_ns("0000-01-01 00:00:00"),
+            Some(-719_528i128 * 86_400 * 1_000_000_000)
+        );
+    }
+
+    /// Each field and separator checked on its own: one wrong part, the rest valid.
+    #[test]
+    fn timestamp_fields_one_at_a_time() {
+        // 2023-11-16 18:17:03 = day 19,677 (test above) = 1,700,158,623 s.
+        let base = parse_timestamp_ns("2023-11-16 18:17:03").unwrap();
+        assert_eq!(base, 1_700_158_623 * 1_000_000_000);
+        for bad in [
+            "2023x11-16 18:17:03",
+            "2023-11x16 18:17:03",
+            "2023-11-16x18:17:03",
+            "2023-11-16 18x17:03",
+            "2023-11-16 18:17x03",
+            "2023-13-16 18:17:03",
+            "2023-00-16 18:17:03",
+            "2023-11-00 18:17:03",
+            "2023-11-31 18:17:03",
+            "2023-04-31 18:17:03",
+            "2023-11-16 24:17:03",
+            "2023-11-16 18:60:03",
+            "2023-11-16 18:17:60",
+            "2023-11-16 18:17:0",
+            "2023-11-16 18:17:03Zx",
+            "2023-11-16 18:17:03ZZ",
+            "2023-11-16 18:17:03+01x00",
+            "2023-11-16 18:17:03++1:00",
+            "2023-11-16 18:17:03+24:00",
+            "2023-11-16 18:17:03+00:60",
+            "2023-11-16 18:17:03+1",
+            "2023-11-16 18:17:03+011",
+            "2023-11-16 18:17:03x",
+        ] {
+            assert_eq!(parse_timestamp_ns(bad), None, "{bad}");
+        }
+        // The last valid value of each field. 2023-11-30 23:59:59 = 1,701,388,799 s
+        // (Python: datetime(2023, 11, 30, 23, 59, 59) - datetime(1970, 1, 1)).
+        assert_eq!(
+            parse_timestamp_ns("2023-11-30 23:59:59"),
+            Some(1_701_388_799 * 1_000_000_000)
+        );
+        // 2023-11-01 00:00:00 = day 19,662 (first_2023 above).
+        assert_eq!(
+            parse_timestamp_ns("2023-11-01 00:00:00"),
+            Some(19_662 * 86_400 * 1_000_000_000)
+        );
+        assert_eq!(
+            parse_timestamp_ns("2023-12-31 00:00:00"),
+            Some((19_692 + 30) * 86_400 * 1_000_000_000)
+        );
+        // Offsets: +05:30 is 19,800 s ahead of UTC, +0530 too, +01 is 3,600 s, -23:59 is
+        // 86,340 s behind.
+        let ns = |s: i128| s * 1_000_000_000;
+        // 23:47:03 at +05:30 is 18:17:03 UTC.
+        assert_eq!(parse_timestamp_ns("2023-11-16 23:47:03+05:30"), Some(base));
+        assert_eq!(
+            parse_timestamp_ns("2023-11-16 18:17:03+05:30"),
+            Some(base - ns(19_800))
+        );
+        assert_eq!(
+            parse_timestamp_ns("2023-11-16 18:17:03+0530"),
+            Some(base - ns(19_800))
+        );
+        assert_eq!(
+            parse_timestamp_ns("2023-11-16 18:17:03+01"),
+            Some(base - ns(3_600))
+        );
+        assert_eq!(
+            parse_timestamp_ns("2023-11-16 18:17:03-01"),
+            Some(base + ns(3_600))
+        );
+        assert_eq!(
+            parse_timestamp_ns("2023-11-16 18:17:03-23:59"),
+            Some(base + ns(86_340))
+        );
+        assert_eq!(
+            parse_timestamp_ns("2023-11-16 18:17:03+23:59"),
+            Some(base - ns(86_340))
+        );
+        // A 9-digit fraction with an offset; 1 digit is tenths.
+        assert_eq!(
+            parse_timestamp_ns("2023-11-16 18:17:03.000000001+00:30"),
+            Some(base + 1 - ns(1_800))
+        );
+        assert_eq!(
+            parse_timestamp_ns("2023-11-16 18:17:03.7Z"),
+            Some(base + 700_000_000)
+        );
     }
 }

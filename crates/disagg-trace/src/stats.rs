@@ -229,6 +229,94 @@ mod tests {
         assert_eq!(py_floordiv(1.0, 0.1), 9.0);
     }
 
+    /// Python's `//` on floats (CPython 3), the values written out:
+    /// `622.2781 // 0.7 == 888.0` (the quotient (x - x % y) / y is 887.9999999999999 and is
+    /// rounded to the nearest integer), `-656.9658 // 0.1 == -6570.0`, `120.0 // -60.0 == -2.0`,
+    /// `30.0 // -60.0 == -1.0`, `-30.0 // 60.0 == -1.0`, `-30.0 // -60.0 == 0.0`,
+    /// `-0.0 // 60.0 == -0.0`, `0.0 // -60.0 == -0.0`.
+    #[test]
+    fn floordiv_signs_and_rounding() {
+        assert_eq!(py_floordiv(622.2781, 0.7), 888.0);
+        assert_eq!(py_floordiv(-656.9658, 0.1), -6570.0);
+        assert_eq!(py_floordiv(120.0, 60.0), 2.0);
+        assert_eq!(py_floordiv(-120.0, 60.0), -2.0);
+        assert_eq!(py_floordiv(120.0, -60.0), -2.0);
+        assert_eq!(py_floordiv(30.0, -60.0), -1.0);
+        assert_eq!(py_floordiv(-30.0, 60.0), -1.0);
+        assert_eq!(py_floordiv(-30.0, -60.0).to_bits(), 0.0f64.to_bits());
+        assert_eq!(py_floordiv(-0.0, 60.0).to_bits(), (-0.0f64).to_bits());
+        assert_eq!(py_floordiv(0.0, -60.0).to_bits(), (-0.0f64).to_bits());
+        assert_eq!(py_floordiv(30.0, 60.0).to_bits(), 0.0f64.to_bits());
+        // A quotient that comes out exactly halfway, 3808740092831794.5, is rounded down:
+        // Python's `2.666118064982256e16 // 7.0 == 3808740092831794.0`.
+        assert_eq!(
+            py_floordiv(2.666118064982256e16, 7.0),
+            3_808_740_092_831_794.0
+        );
+    }
+
+    #[test]
+    fn token_summary_and_busiest_bucket() {
+        // 1 + 2 + 3 + 10 = 16, mean 4.0; ranks: p50 ceil(2.0) = 2, p90 ceil(3.6) = 4,
+        // p99 ceil(3.96) = 4.
+        let s = summarize(vec![10, 3, 1, 2]).unwrap();
+        assert_eq!(s.mean, 4.0);
+        assert_eq!((s.p50, s.p90, s.p99, s.min, s.max), (2, 10, 10, 1, 10));
+        assert_eq!(summarize(Vec::new()), None);
+        assert_eq!(busiest(vec![3, 1, 3, 2, 3, 1]), 3);
+        assert_eq!(busiest(vec![5]), 1);
+        assert_eq!(busiest(Vec::new()), 0);
+    }
+
+    fn row(arrival_s: f64, hash_ids: Option<Vec<u64>>) -> TraceRow {
+        TraceRow {
+            arrival_s,
+            prompt_len: 1,
+            output_len: 1,
+            line: 0,
+            hash_ids,
+        }
+    }
+
+    #[test]
+    fn block_reuse_and_rates() {
+        // Blocks 1 2 3 | 2 3 4 | (none) | 1: 7 in all, 4 distinct, 3 seen before.
+        let rows = [
+            row(0.0, Some(vec![1, 2, 3])),
+            row(0.5, Some(vec![2, 3, 4])),
+            row(0.5, None),
+            row(130.0, Some(vec![1])),
+        ];
+        let s = stats(&rows);
+        let b = s.prefix_blocks.clone().unwrap();
+        assert_eq!(
+            (b.total_blocks, b.distinct_blocks, b.reused_blocks),
+            (7, 4, 3)
+        );
+        assert_eq!(b.reused_fraction, 3.0 / 7.0);
+        assert_eq!(s.duration_s, 130.0);
+        assert_eq!(s.mean_rate_rps, 4.0 / 130.0);
+        assert_eq!(s.distinct_arrivals, 3);
+        // Seconds 0, 0, 0, 130; minutes 0, 0, 0, 2.
+        assert_eq!((s.busiest_1s_requests, s.peak_rate_1s_rps), (3, 3.0));
+        assert_eq!(
+            (s.busiest_60s_requests, s.peak_rate_60s_rps),
+            (3, 3.0 / 60.0)
+        );
+        assert_eq!(s.longest_gap_s, 129.5);
+        // Seconds count from the first arrival: 0.4 and 0.7 are both in [0.4, 1.4).
+        let s = stats(&[row(0.4, None), row(0.7, None)]);
+        assert_eq!(s.busiest_1s_requests, 2);
+        // Rows with empty hash_ids: no blocks, the fraction undefined (JSON null).
+        let s = stats(&[row(1.0, Some(Vec::new()))]);
+        let b = s.prefix_blocks.clone().unwrap();
+        assert_eq!((b.total_blocks, b.distinct_blocks), (0, 0));
+        assert!(b.reused_fraction.is_nan());
+        let json = serde_json::to_value(&s).unwrap();
+        assert!(json["prefix_blocks"]["reused_fraction"].is_null());
+        assert_eq!(json["rows"], 1);
+    }
+
     #[test]
     fn nearest_rank_percentiles() {
         let xs: Vec<u64> = (1..=10).collect();

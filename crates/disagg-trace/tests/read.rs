@@ -865,3 +865,329 @@ fn fuzz_findings_are_clean_errors() {
         "{e}"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Boundaries and messages pinned for mutation testing (issue 11). Every row below is made up.
+
+const AZ_HEADER: &str = "TIMESTAMP,ContextTokens,GeneratedTokens\n";
+const BURST_HEADER: &str = "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n";
+
+fn with(f: impl FnOnce(&mut ReadOptions)) -> ReadOptions {
+    let mut o = opts();
+    f(&mut o);
+    o
+}
+
+#[test]
+fn option_bounds() {
+    // A window start of exactly 0 is allowed and keeps every row (re-based: Azure always is).
+    let o = with(|o| o.start_s = Some(0.0));
+    let t = read_path(&fixture("azure_sample.csv"), &o).unwrap();
+    assert_eq!(arrivals(&t.rows), AZURE_HEAD);
+    for (start, duration, message) in [
+        (
+            Some(f64::INFINITY),
+            None,
+            "x.csv: the window start must be finite and >= 0 s, got inf",
+        ),
+        (
+            Some(-0.5),
+            None,
+            "x.csv: the window start must be finite and >= 0 s, got -0.5",
+        ),
+        (
+            None,
+            Some(f64::INFINITY),
+            "x.csv: the window duration must be finite and > 0 s, got inf",
+        ),
+        (
+            None,
+            Some(-2.0),
+            "x.csv: the window duration must be finite and > 0 s, got -2",
+        ),
+    ] {
+        let o = with(|o| {
+            o.start_s = start;
+            o.duration_s = duration;
+        });
+        let e = read_str(&text("azure_sample.csv"), "x.csv", &o).unwrap_err();
+        assert_eq!(e.kind(), TraceErrorKind::InvalidOption);
+        assert_eq!(e.to_string(), message);
+    }
+    let o = with(|o| o.time_scale = 0.0);
+    let e = read_str(&text("azure_sample.csv"), "x.csv", &o).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "x.csv: time_scale must be finite and > 0, got 0"
+    );
+    // The smallest allowed max_context clips every prompt to 1 token.
+    let o = with(|o| o.max_context = Some(1));
+    let t = read_path(&fixture("azure_sample.csv"), &o).unwrap();
+    assert!(t.rows.iter().all(|r| r.prompt_len == 1));
+    assert_eq!(t.report.clipped_prompts, 6);
+}
+
+#[test]
+fn empty_window_names_the_window_and_the_span() {
+    // The sample spans 0 to 6.3765434 s (AZURE_HEAD); [10, 10 + 1.5) holds no row.
+    let o = with(|o| {
+        o.start_s = Some(10.0);
+        o.duration_s = Some(1.5);
+    });
+    let e = read_str(&text("azure_sample.csv"), "a.csv", &o).unwrap_err();
+    assert_eq!(e.kind(), TraceErrorKind::NothingSelected);
+    assert_eq!(
+        e.to_string(),
+        "a.csv: no requests in the window from 10 s to 11.5 s after the first arrival (the \
+         trace spans 0 to 6.3765434 s)"
+    );
+    // A duration alone starts at 0: [0, 1) keeps only the first row.
+    let o = with(|o| o.duration_s = Some(1.0));
+    let t = read_str(&text("azure_sample.csv"), "a.csv", &o).unwrap();
+    assert_eq!(lines(&t.rows), [2]);
+    let e = read_str(
+        &text("azure_sample.csv"),
+        "a.csv",
+        &with(|o| o.max_requests = Some(0)),
+    )
+    .unwrap_err();
+    assert_eq!(e.to_string(), "a.csv: max_requests = 0 leaves no requests");
+}
+
+#[test]
+fn a_prompt_of_exactly_max_context_is_not_clipped() {
+    // Prompts 300 420 800 90 90 390 against 300: 420, 800 and 390 are clipped, 300 is not.
+    let o = with(|o| o.max_context = Some(300));
+    let t = read_path(&fixture("azure_sample.csv"), &o).unwrap();
+    let prompts: Vec<u64> = t.rows.iter().map(|r| r.prompt_len).collect();
+    assert_eq!(prompts, [300, 300, 300, 90, 90, 300]);
+    assert_eq!(t.report.clipped_prompts, 3);
+    assert_eq!(
+        t.report.warnings,
+        ["3 prompts longer than max_context = 300 tokens were clipped to it"]
+    );
+    // Nothing longer: no count, no warning.
+    let o = with(|o| o.max_context = Some(800));
+    let t = read_path(&fixture("azure_sample.csv"), &o).unwrap();
+    assert_eq!(t.report.clipped_prompts, 0);
+    assert!(t.report.warnings.is_empty());
+}
+
+#[test]
+fn azure_zero_output_rows_and_quoted_fields_are_kept() {
+    // Only BurstGPT treats 0 output tokens as a failed request. Quoted and padded fields are
+    // unquoted and trimmed.
+    let csv =
+        format!("{AZ_HEADER}2023-11-16 18:17:03,10,0\n\"2023-11-16 18:17:04\", \"20\" ,\"3\"\n");
+    let t = read_str(&csv, "z.csv", &opts()).unwrap();
+    assert_eq!(t.report.failed_requests_skipped, 0);
+    assert_eq!(arrivals(&t.rows), [0.0, 1.0]);
+    let tokens: Vec<(u64, u64)> = t
+        .rows
+        .iter()
+        .map(|r| (r.prompt_len, r.output_len))
+        .collect();
+    assert_eq!(tokens, [(10, 0), (20, 3)]);
+    // A quote at one end only is not a quoted field.
+    let csv = format!("{AZ_HEADER}2023-11-16 18:17:03,\"55,1\n");
+    let e = read_str(&csv, "z.csv", &opts()).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "z.csv:2: expected ContextTokens to be a non-negative integer, got \"\\\"55\" in \
+         \"2023-11-16 18:17:03,\\\"55,1\""
+    );
+}
+
+#[test]
+fn burstgpt_timestamp_must_be_finite() {
+    for ts in ["inf", "NaN", "x"] {
+        let csv =
+            format!("{BURST_HEADER}1.0,ChatGPT,10,5,15,API log\n{ts},ChatGPT,10,5,15,API log\n");
+        let e = read_str(&csv, "b.csv", &opts()).unwrap_err();
+        assert_eq!(e.kind(), TraceErrorKind::Malformed, "{ts}");
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "b.csv:3: expected Timestamp as a finite number of seconds, got \"{ts}\" in \
+                 \"{ts},ChatGPT,10,5,15,API log\""
+            )
+        );
+    }
+}
+
+#[test]
+fn mooncake_timestamps_and_token_counts() {
+    // Negative milliseconds too: -2000 ms to 1000 ms is 3 s; 1.5 ms after that, 3.0015 s.
+    let jsonl = "{\"timestamp\": -2000, \"input_length\": 0, \"output_length\": 0}\n\
+                 {\"timestamp\": 1000, \"input_length\": 4, \"output_length\": 1}\n\
+                 {\"timestamp\": 1001.5, \"input_length\": 4, \"output_length\": 1}\n";
+    let t = read_str(jsonl, "m.jsonl", &opts()).unwrap();
+    assert_eq!(arrivals(&t.rows), [0.0, 3.0, 3.0015]);
+    assert_eq!((t.rows[0].prompt_len, t.rows[0].output_len), (0, 0));
+
+    for (line, message) in [
+        (
+            "{\"timestamp\": 1, \"input_length\": -5, \"output_length\": 2}",
+            "expected a non-negative token count for input_length, got -5",
+        ),
+        (
+            "{\"timestamp\": 1, \"input_length\": 0, \"output_length\": -1}",
+            "expected a non-negative token count for output_length, got -1",
+        ),
+        (
+            "{\"timestamp\": 1, \"input_length\": -3, \"output_length\": -1}",
+            "expected a non-negative token count for input_length, got -3",
+        ),
+    ] {
+        let e = read_str(line, "m.jsonl", &opts()).unwrap_err();
+        assert_eq!(e.kind(), TraceErrorKind::NegativeTokens, "{line}");
+        assert_eq!(e.line(), Some(1));
+        assert!(e.message().starts_with(message), "{e}");
+    }
+
+    // 1e24 ms = 1e30 ns is out of range (the limit is |ns| < 1e30); 1e23 ms is not.
+    let e = read_str(
+        "{\"timestamp\": 1e24, \"input_length\": 1, \"output_length\": 1}",
+        "m.jsonl",
+        &opts(),
+    )
+    .unwrap_err();
+    assert_eq!(e.kind(), TraceErrorKind::Malformed);
+    assert!(
+        e.message()
+            .contains("(timestamp 1000000000000000000000000 out of range at column "),
+        "{e}"
+    );
+    let t = read_str(
+        "{\"timestamp\": 1e23, \"input_length\": 1, \"output_length\": 1}",
+        "m.jsonl",
+        &opts(),
+    )
+    .unwrap();
+    assert_eq!(arrivals(&t.rows), [0.0]);
+
+    // serde_json's message keeps what was expected and loses its own position suffix; the
+    // column is that of the value's last character (the closing quote of "noon" is the 20th).
+    let e = read_str(
+        "{\"timestamp\": \"noon\", \"input_length\": 1, \"output_length\": 1}",
+        "m.jsonl",
+        &opts(),
+    )
+    .unwrap_err();
+    let shown = e.to_string();
+    assert!(
+        shown.contains(
+            "(invalid type: string \"noon\", expected a number of milliseconds at column 20)"
+        ),
+        "{shown}"
+    );
+    assert!(!shown.contains(" at line "), "{shown}");
+}
+
+#[test]
+fn reference_boundaries_and_messages() {
+    // Zero tokens are allowed; a negative output count is not.
+    let t = read_str("[[0.0, 0, 0], [1.5, 1, 0]]", "r.json", &opts()).unwrap();
+    assert_eq!(arrivals(&t.rows), [0.0, 1.5]);
+    let e = read_str("[[0.5, 2, -1]]", "r.json", &opts()).unwrap_err();
+    assert_eq!(e.kind(), TraceErrorKind::NegativeTokens);
+    assert_eq!(
+        e.to_string(),
+        "r.json:1: row 0: expected non-negative prompt_len and output_len, got \"[0.5, 2, -1]\""
+    );
+
+    // Too short a row names the expected shape.
+    let e = read_str("[[0.5, 2]]", "r.json", &opts()).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "r.json:1: row 0: expected a row [arrival_seconds, prompt_len, output_len] with an \
+         optional 4th (object) element (invalid length 2, expected an array of 3 or 4 \
+         elements), got \"[0.5, 2]\""
+    );
+
+    // A syntax error on the row's first line: the column counts from the start of the file's
+    // line. Line 2 is ` [0.2, 10 x]]`: the `x` is its 11th character.
+    let e = read_str("[[0.1, 10, 5],\n [0.2, 10 x]]", "r.json", &opts()).unwrap_err();
+    assert_eq!(e.line(), Some(2));
+    assert_eq!(
+        e.to_string(),
+        "r.json:2: expected a JSON array of [arrival_seconds, prompt_len, output_len] rows \
+         (expected `,` or `]` at column 11), got \"[0.2, 10 x]]\""
+    );
+    // On a later line of the row: that line's own column (`x` is the 5th character of ` 10 x]]`).
+    let e = read_str("[[0.1, 10, 5],\n [0.2,\n 10 x]]", "r.json", &opts()).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "r.json:3: expected a JSON array of [arrival_seconds, prompt_len, output_len] rows \
+         (expected `,` or `]` at column 5), got \"10 x]]\""
+    );
+
+    // The array never closes: the error is on the last line.
+    let e = read_str("[[0.1, 1, 1],\n  \n", "r.json", &opts()).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "r.json:2: expected a row or ] to close the array opened on line 1, got the end of the file"
+    );
+    let e = read_str("\n[[0.1, 1, 1] x", "r.json", &opts()).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "r.json:2: expected , or ] after a row, got \"[[0.1, 1, 1] x\""
+    );
+    let e = read_str("[[0.1, 1, 1]]\n\n  extra ", "r.json", &opts()).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "r.json:3: expected nothing after the closing ] of the array, got \"extra\""
+    );
+    // Not an array at all (forced format), after blank lines.
+    let o = with(|o| o.format = Some(TraceFormat::Reference));
+    let e = read_str("\n \n  7 ", "r.json", &o).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "r.json:3: expected a JSON array of [arrival_seconds, prompt_len, output_len] rows, got \
+         \"7\""
+    );
+}
+
+#[test]
+fn detection_names_the_first_non_blank_line() {
+    let e = read_str("\n  \nnot a trace\n", "u.txt", &opts()).unwrap_err();
+    assert_eq!(e.kind(), TraceErrorKind::UnknownFormat);
+    assert_eq!(e.line(), Some(3));
+    assert_eq!(
+        TraceFormat::detect("\n\n[[0.1, 1, 1]]", "r").unwrap(),
+        TraceFormat::Reference
+    );
+    let e = TraceFormat::detect(" \n\t\n", "blank").unwrap_err();
+    assert_eq!(e.to_string(), "blank: empty file: no requests");
+}
+
+#[test]
+fn bytes_are_checked_before_parsing() {
+    use disagg_trace::read_bytes;
+    let e = read_bytes(b"", "e.csv", &opts()).unwrap_err();
+    assert_eq!(e.kind(), TraceErrorKind::NoRequests);
+    assert_eq!(e.to_string(), "e.csv: empty file: no requests");
+    let e = read_bytes(b"TIMESTAMP\xff\n", "e.csv", &opts()).unwrap_err();
+    assert_eq!(e.kind(), TraceErrorKind::Io);
+    let csv = format!("{AZ_HEADER}2023-11-16 18:17:03,10,1\n");
+    let t = read_bytes(csv.as_bytes(), "e.csv", &opts()).unwrap();
+    assert_eq!((t.rows.len(), t.rows[0].prompt_len), (1, 10));
+}
+
+/// A number too large for an f64 is a JSON error (serde_json's "number out of range"), not a bad
+/// row: it fails even with `skip_bad_lines`, at the number's last character (column 7 of
+/// `[[1e999, 1, 2]]`).
+#[test]
+fn reference_number_out_of_range_is_a_syntax_error() {
+    let text = "[[1e999, 1, 2], [0.5, 1, 1]]";
+    for skip in [false, true] {
+        let o = with(|o| o.skip_bad_lines = skip);
+        let e = read_str(text, "r.json", &o).unwrap_err();
+        assert_eq!(e.kind(), TraceErrorKind::Malformed);
+        assert_eq!(
+            e.to_string(),
+            "r.json:1: expected a JSON array of [arrival_seconds, prompt_len, output_len] rows \
+             (number out of range at column 7), got \"[[1e999, 1, 2], [0.5, 1, 1]]\""
+        );
+    }
+}
