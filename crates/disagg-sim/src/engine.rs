@@ -33,13 +33,19 @@ impl<E> PartialOrd for Entry<E> {
     }
 }
 impl<E> Ord for Entry<E> {
-    /// Reversed, so that `BinaryHeap` (a max-heap) pops the smallest `(time, seq)` first.
+    /// Reversed, so that `BinaryHeap` (a max-heap) pops the smallest `(time, seq)` first. Times
+    /// compare as numbers, as Python's `heapq` compares them: -0.0 and +0.0 are the same time, so
+    /// the insertion sequence decides between them. (Times are never NaN: `schedule_at` checks.)
     #[inline]
     fn cmp(&self, other: &Self) -> Ordering {
-        other
-            .time
-            .total_cmp(&self.time)
-            .then_with(|| other.seq.cmp(&self.seq))
+        let by_time = if other.time < self.time {
+            Ordering::Less
+        } else if other.time > self.time {
+            Ordering::Greater
+        } else {
+            Ordering::Equal
+        };
+        by_time.then_with(|| other.seq.cmp(&self.seq))
     }
 }
 
@@ -250,5 +256,17 @@ mod tests {
         assert!(e(1.0, 4) > e(2.0, 0));
         assert!(e(1.0, 4) > e(1.0, 5));
         assert_eq!(e(1.0, 4).partial_cmp(&e(1.0, 4)), Some(Ordering::Equal));
+    }
+
+    #[test]
+    fn signed_zeros_are_one_time_and_keep_scheduling_order() {
+        // Python's heapq (the reference's SimPy queue) sees -0.0 == 0.0 and falls through to the
+        // event id: an event at +0.0 scheduled first pops first, whatever the sign of the second.
+        let mut q = EventQueue::new();
+        q.schedule_at(0.0, 'a');
+        q.schedule_at(-0.0, 'b');
+        q.schedule_at(0.0, 'c');
+        let order: Vec<char> = std::iter::from_fn(|| q.pop()).map(|(_, e)| e).collect();
+        assert_eq!(order, ['a', 'b', 'c']);
     }
 }
