@@ -70,7 +70,10 @@ select_args() {
 # filter goes last, after `--` (it is passed to the test binaries).
 test_args() {
   case "$1" in
-    model) echo "" ;;
+    # disagg-model has no unit tests and no doctests: `--test=*` runs every integration test
+    # (tests/exact.rs, seed.rs, spec/) and skips building the empty lib test harness and rustdoc,
+    # about half the CPU of a mutant.
+    model) echo "--cargo-test-arg=--test=*" ;;
     sim-engine) echo "" ;;
     sim-link) echo "" ;;
     sim-stats) echo "" ;;

@@ -8,7 +8,7 @@ fn cat() -> Catalogue {
     Catalogue::builtin()
 }
 
-fn eval(spec: &HandoffSpec) -> Result<calc::HandoffDoc, Error> {
+fn eval(spec: &HandoffSpec) -> Result<disagg_model::calc::HandoffDoc, Error> {
     evaluate(&cat(), spec, None, None, None)
 }
 

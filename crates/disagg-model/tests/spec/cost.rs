@@ -111,21 +111,32 @@ fn spec_raw(r: &Rates, f: f64, b: f64) -> (f64, f64, f64, Bound) {
     (t, ec, em, bound)
 }
 
-fn check_step(what: &str, r: &Rates, got: StepCost, f: i128, b: f64) {
+fn check_step(what: &dyn Fn() -> String, r: &Rates, got: StepCost, f: i128, b: f64) {
     let (t, ec, em, bound) = spec_raw(r, f as f64, b);
-    assert_eq!(got.flops, PyNum::Int(f), "{what} flops");
-    assert_eq!(got.bytes.to_bits(), b.to_bits(), "{what} bytes");
+    assert_eq!(got.flops, PyNum::Int(f), "{} flops", what());
+    assert_eq!(got.bytes.to_bits(), b.to_bits(), "{} bytes", what());
     assert_eq!(
         got.time_s.to_bits(),
         (t + r.overhead).to_bits(),
-        "{what} time {} vs {}",
+        "{} time {} vs {}",
+        what(),
         got.time_s,
         t + r.overhead
     );
-    assert_eq!(got.bound, bound, "{what} bound");
-    assert_eq!(got.energy_j.to_bits(), (ec + em).to_bits(), "{what} energy");
-    assert_eq!(got.compute_j.to_bits(), ec.to_bits(), "{what} compute_j");
-    assert_eq!(got.memory_j.to_bits(), em.to_bits(), "{what} memory_j");
+    assert_eq!(got.bound, bound, "{} bound", what());
+    assert_eq!(
+        got.energy_j.to_bits(),
+        (ec + em).to_bits(),
+        "{} energy",
+        what()
+    );
+    assert_eq!(
+        got.compute_j.to_bits(),
+        ec.to_bits(),
+        "{} compute_j",
+        what()
+    );
+    assert_eq!(got.memory_j.to_bits(), em.to_bits(), "{} memory_j", what());
 }
 
 /// §2.1 derived quantities, integers as integers.
@@ -290,16 +301,16 @@ fn steps_follow_the_spec_over_a_grid() {
                     assert_eq!(c.budget_w(), r.budget);
                     assert_eq!(c.kv_bytes_per_token(), shape(&m).kv_per_token);
                     for lens in prefills {
-                        let what = format!("{} {} x{n} {o:?} prefill {lens:?}", m.key, dev.key);
+                        let what = || format!("{} {} x{n} {o:?} prefill {lens:?}", m.key, dev.key);
                         let (f, b) = spec_prefill(&m, lens);
-                        assert_eq!(c.prefill_work(lens.iter().copied()), (f, b), "{what}");
+                        assert_eq!(c.prefill_work(lens.iter().copied()), (f, b), "{}", what());
                         check_step(&what, &r, c.prefill(lens.iter().copied()), f, b);
                         cases += 1;
                     }
                     for (ctx, b) in decodes {
-                        let what = format!("{} {} x{n} {o:?} decode {ctx} {b}", m.key, dev.key);
+                        let what = || format!("{} {} x{n} {o:?} decode {ctx} {b}", m.key, dev.key);
                         let (f, by) = spec_decode(&m, ctx, b);
-                        assert_eq!(c.decode_work(ctx, b), (f, by), "{what}");
+                        assert_eq!(c.decode_work(ctx, b), (f, by), "{}", what());
                         check_step(&what, &r, c.decode_sum(ctx, b), f, by);
                         cases += 1;
                     }
@@ -736,4 +747,22 @@ fn exact_ties_follow_the_spec_comparisons() {
     // 1) = 1, ec = 500 * 1.5 * 1.5 = 1125.
     let r = c.step_time_raw(5e14, 1e12);
     assert_eq!((r.t, r.ec, r.bound), (1.0, 1125.0, Bound::Memory));
+    // Step 8's check is strict too, and at a tie its stretch would not give t back: a device
+    // whose budget is exactly the step's power, (ec + em) / t. Found with python3 (IEEE doubles,
+    // same as here): B = 114289041049, F = 809788000000 on R_f = 1e15, R_b = 1e12, 1 pJ/FLOP,
+    // 100 pJ/B: tm = B / 1e12 = 0.114289041049 > tc = F / 1e15 = 0.000809788;
+    // (F * 1e-12 + B * 1e-10) / tm = 107.08543874869694 (python3 -c 'B=114289041049.0;
+    // F=809788000000.0; print((F*1e-12+B*(100*1e-12))/(B/1e12))'), and
+    // (ec + em) / 107.08543874869694 = 0.11428904104899999 != tm. With idle 0 and that TDP the
+    // budget is that power: neither check fires, the step stays memory-bound at t = tm.
+    let mut d = round_device(107.08543874869694);
+    d.idle_w = 0.0;
+    let c = CostModel::new(&m, &d, 1, CostOptions::default()).unwrap();
+    assert_eq!(c.budget_w(), Some(107.08543874869694));
+    let r = c.step_time_raw(809788000000.0, 114289041049.0);
+    assert_eq!(r.bound, Bound::Memory);
+    assert_eq!(r.t, 0.114289041049);
+    assert_eq!(r.t, 114289041049.0 / 1e12);
+    assert_eq!(r.ec, 809788000000.0 * 1e-12);
+    assert_eq!(r.em, 114289041049.0 * (100.0 * 1e-12));
 }
