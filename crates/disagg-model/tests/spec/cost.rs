@@ -765,4 +765,34 @@ fn exact_ties_follow_the_spec_comparisons() {
     assert_eq!(r.t, 114289041049.0 / 1e12);
     assert_eq!(r.ec, 809788000000.0 * 1e-12);
     assert_eq!(r.em, 114289041049.0 * (100.0 * 1e-12));
+    // The sqrt branch's test is `>=`: at sqrt(x) * tm == tc exactly the step keeps its memory
+    // time. F = 5e14, B = 1e12 (tc = 0.5, tm = 1, ec = 500 J, em = 100 J), budget 225 W (TDP 325
+    // over 100 W idle): power 600 W > 225; x = (225 * 1 - 100) / 500 = 0.25, sqrt(x) * tm = 0.5 =
+    // tc: s = 0.5, t = max(0.5 / 0.5, 1) = 1, ec = 500 * 0.5 * 0.5 = 125, (125 + 100) / 1 = 225
+    // is not above the budget: no stretch. (The cubic would give 1.0000000000000004 s.)
+    let c = CostModel::new(&m, &round_device(325.0), 1, CostOptions::default()).unwrap();
+    let r = c.step_time_raw(5e14, 1e12);
+    assert_eq!(r.bound, Bound::Power);
+    assert_eq!((r.t, r.ec, r.em), (1.0, 125.0, 100.0));
+    // Step 5 divides by max(tc / s, tm) with the DVFS clock s: tc / (tc / tm) can round one ulp
+    // above tm, and then only the spec's divisor keeps a step just under its budget. F =
+    // 535761929853378, B = 882261405816 (found with python3 over the formulas of §3.4):
+    // tm = 0.882261405816, s = tc / tm, tc / s = 0.8822614058160001; the power over that divisor
+    // is 323.93589151757817 W, over tm it would be 323.9358915175782 W. With the budget at the
+    // former (idle 0, TDP 323.93589151757817) step 5 does not fire: memory-bound, t = tc / s,
+    // ec = (ec * s) * s = 197.56999446295782 J. (python3 -c 'F=535761929853378.0;
+    // B=882261405816.0; tc=F/1e15; tm=B/1e12; s=max(0.4,tc/tm); ec=F*1e-12; em=B*(100*1e-12);
+    // print(tc/s, ((ec*s)*s+em)/(tc/s), ((ec*s)*s+em)/tm, (ec*s)*s)')
+    let mut d = round_device(323.93589151757817);
+    d.idle_w = 0.0;
+    let o = CostOptions {
+        dvfs: true,
+        ..CostOptions::default()
+    };
+    let c = CostModel::new(&m, &d, 1, o).unwrap();
+    let r = c.step_time_raw(535761929853378.0, 882261405816.0);
+    assert_eq!(r.bound, Bound::Memory);
+    assert_eq!(r.t, 0.8822614058160001);
+    assert_eq!(r.ec, 197.56999446295782);
+    assert_eq!(r.em, 88.2261405816);
 }

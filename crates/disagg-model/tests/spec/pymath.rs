@@ -53,6 +53,48 @@ fn fsum_matches_math_fsum() {
         assert_eq!(acc.len(), xs.len());
         assert_eq!(acc.is_empty(), xs.is_empty());
     }
+    // Ties of the last two partials, and the half-even fix-up across three partials:
+    let ties: [(&[f64], f64); 8] = [
+        // math.fsum([2.0**53, 1.0]) -> 9007199254740992.0
+        (&[p53, 1.0], 9007199254740992.0),
+        // math.fsum([1.0, 2.0**53]) -> 9007199254740992.0
+        (&[1.0, p53], 9007199254740992.0),
+        // math.fsum([2.0**53+2.0, 1.0]) -> 9007199254740996.0
+        (&[p53 + 2.0, 1.0], 9007199254740996.0),
+        // math.fsum([-2.0**53, -1.0]) -> -9007199254740992.0
+        (&[-p53, -1.0], -9007199254740992.0),
+        // math.fsum([-(2.0**53), -1.0, -2.0**-100]) -> -9007199254740994.0
+        (&[-p53, -1.0, -(2f64.powi(-100))], -9007199254740994.0),
+        // math.fsum([2.0**53, -1.0, -2.0**-60]) -> 9007199254740991.0
+        (&[p53, -1.0, -(2f64.powi(-60))], 9007199254740991.0),
+        // math.fsum([1e16, 1.0, 1e-16]) -> 1.0000000000000002e+16
+        (&[1e16, 1.0, 1e-16], 1.0000000000000002e+16),
+        // math.fsum([1e-16, 1.0, 1e16]) -> 1.0000000000000002e+16
+        (&[1e-16, 1.0, 1e16], 1.0000000000000002e+16),
+    ];
+    // Cancellation leaves partials whose top two add exactly, so the loop must go on to the next:
+    // math.fsum([1.1102230246251565e-15, -1.3510798882111488e+16, 2.0, 1.3510798882111488e+16])
+    // -> 2.000000000000001 (5 * 2**-52, -3 * 2**52, 2, 3 * 2**52)
+    let a = [
+        5.0 * 2f64.powi(-52),
+        -3.0 * 2f64.powi(52),
+        2.0,
+        3.0 * 2f64.powi(52),
+    ];
+    assert_eq!(fsum(&a), 2.000000000000001);
+    // math.fsum([2.7021597764222976e+16, -2.220446049250313e-16, 3.0, -1.3510798882111488e+16,
+    // -1.3510798882111488e+16]) -> 3.0 (3 * 2**53, -2**-52, 3, -3 * 2**52, -3 * 2**52)
+    let b = [
+        3.0 * 2f64.powi(53),
+        -(2f64.powi(-52)),
+        3.0,
+        -3.0 * 2f64.powi(52),
+        -3.0 * 2f64.powi(52),
+    ];
+    assert_eq!(fsum(&b), 3.0);
+    for (xs, want) in ties {
+        assert_eq!(fsum(xs).to_bits(), want.to_bits(), "fsum({xs:?})");
+    }
     // math.fsum([-0.0]) -> 0.0 (positive zero)
     assert_eq!(fsum(&[-0.0]).to_bits(), 0.0f64.to_bits());
     // math.fsum([5.0, -5.0]) -> 0.0
@@ -197,6 +239,19 @@ fn divmod_matches_python() {
         );
         assert_eq!(py_floordiv(a, b).to_bits(), q.to_bits(), "{a} // {b}");
         assert_eq!(py_mod(a, b).to_bits(), r.to_bits(), "{a} % {b}");
+    }
+    // Zero over an infinity: divmod(0.0, inf) -> (0.0, 0.0) ; divmod(0.0, -inf) -> (-0.0, -0.0) ;
+    // divmod(-0.0, inf) -> (-0.0, 0.0)
+    for (a, b, q, r) in [
+        (0.0f64, f64::INFINITY, 0.0f64, 0.0f64),
+        (0.0, f64::NEG_INFINITY, -0.0, -0.0),
+        (-0.0, f64::INFINITY, -0.0, 0.0),
+    ] {
+        assert_eq!(
+            divmod_bits(a, b),
+            (q.to_bits(), r.to_bits()),
+            "divmod({a}, {b})"
+        );
     }
     // Python raises ZeroDivisionError; documented here as (a / b, NaN).
     let (q, r) = py_divmod(1.0, 0.0);
