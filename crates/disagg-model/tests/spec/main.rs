@@ -1,0 +1,10 @@
+//! disagg-model's behaviour pinned module by module against independent values: hand
+//! arithmetic, cost-model.md's formulas written out, and CPython's own results (issue 11,
+//! mutation testing). One test binary, so a mutant costs one link, not six.
+
+mod calc;
+mod catalogue;
+mod cost;
+mod custom;
+mod handoff;
+mod pymath;
