@@ -17,15 +17,17 @@
 #   trace        crates/disagg-trace/src/parse.rs and lib.rs (trace parsers, reading pipeline)
 #   trace-io     crates/disagg-trace/src/stats.rs and input.rs (trace statistics, capped input)
 #
-# Each mutant is tested with the tests of the package that holds it (cargo-mutants' default):
-# a mutant in disagg-model must be caught by disagg-model's own tests. With MUTANTS_WIDE=1 a
+# Each mutant is tested with the tests chosen for its module (test_args below), all in the
+# package that holds it: a mutant in disagg-model must be caught by disagg-model's own tests. With
+# MUTANTS_WIDE=1 a
 # disagg-model or disagg-trace mutant is also tested with disagg-sim's tests (the exactness and
 # hand-off tests live there); that is about 20x slower per mutant. cargo-mutants 27.1 runs the
 # baseline with the mutated package's tests only, so wide runs skip the baseline and use a fixed
 # test timeout (MUTANTS_TIMEOUT_S, default 300). Results go to
 # mutants.out/<module>/mutants.out/ (gitignored): caught.txt, missed.txt, unviable.txt,
 # timeout.txt, outcomes.json. The checked-in summary and the reasons for every survivor are in
-# mutants/survivors.md; update it after a run. Options shared by every run (the test timeout
+# mutants/results/<module>.md (python3 mutants/summarize.py) and mutants/survivors.md; update them
+# after a run. Options shared by every run (the test timeout
 # multiplier) are in .cargo/mutants.toml.
 #
 # --in-place mutates the working tree itself (no copy of the tree; cargo-mutants restores each
@@ -34,10 +36,7 @@
 # Needs cargo-mutants: `cargo install cargo-mutants --locked` (v27.1.0 took 6 min 52 s on the 2-core dev
 # machine under load). Set CARGO_TARGET_DIR as usual; --in-place runs one mutant at a time.
 #
-# Cost of a CI step (measured on the 2-core dev machine, see mutants/survivors.md): installing
-# cargo-mutants from source takes longer than the whole mutants budget, so .ci/run does not run
-# this; a CI with a cached cargo-mutants binary could run `bash scripts/mutants.sh ci` (47 s warm,
-# ~1-3 min from a cold target dir).
+# CI: .ci/run installs cargo-mutants when it is missing and runs `bash scripts/mutants.sh ci`.
 set -euo pipefail
 set -f # no globbing: test selections contain a literal `*`
 cd "$(dirname "$0")/.."
