@@ -329,21 +329,7 @@ fn steps_follow_the_spec_over_a_grid() {
 fn raw_step_memory_bound_with_dvfs_and_a_budget() {
     // cost-model.md §3.4 by hand, with round numbers: a device of 1e15 FLOP/s and 1e12 B/s
     // (eff 1), 1 pJ/FLOP and 100 pJ/B, TDP 700 W and idle 100 W: budget 600 W.
-    let dev = Device {
-        key: "round".into(),
-        name: "Round".into(),
-        peak_flops: 1e15,
-        mem_bw: 1e12,
-        mem_capacity: 80e9,
-        flops_eff: 1.0,
-        bw_eff: 1.0,
-        tdp_w: 700.0,
-        idle_w: 100.0,
-        pj_per_flop: 1.0,
-        pj_per_byte: 100.0,
-        native_formats: vec![],
-        scale_up: String::new(),
-    };
+    let dev = round_device(700.0);
     let m = Catalogue::builtin().model("llama3-8b").unwrap().clone();
     let o = CostOptions {
         dvfs: true,
@@ -592,21 +578,7 @@ fn endpoint_pass_by_the_spec() {
 fn endpoint_pass_by_hand() {
     // Round numbers: R_f = 1e15, R_b = 1e12, 1 pJ/FLOP, 100 pJ/B. Llama-3-8B, one 1000-token
     // prompt: hb = 1000 * 131072 = 131072000 B, 65536000 values.
-    let dev = Device {
-        key: "round".into(),
-        name: "Round".into(),
-        peak_flops: 1e15,
-        mem_bw: 1e12,
-        mem_capacity: 80e9,
-        flops_eff: 1.0,
-        bw_eff: 1.0,
-        tdp_w: 700.0,
-        idle_w: 100.0,
-        pj_per_flop: 1.0,
-        pj_per_byte: 100.0,
-        native_formats: vec![],
-        scale_up: String::new(),
-    };
+    let dev = round_device(700.0);
     let cat = Catalogue::builtin();
     let m = cat.model("llama3-8b").unwrap();
     let c = CostModel::new(m, &dev, 1, CostOptions::default()).unwrap();
