@@ -22,6 +22,7 @@ pub mod link;
 pub mod metrics;
 pub mod observer;
 pub mod options;
+pub mod prefix_cache;
 pub mod presets;
 pub mod pyrand;
 pub mod ranges;
