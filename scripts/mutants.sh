@@ -14,6 +14,7 @@
 #   sim-link     crates/disagg-sim/src/link.rs     (KV link)
 #   sim-stats    crates/disagg-sim/src/stats.rs    (percentiles)
 #   sim-metrics  crates/disagg-sim/src/metrics.rs  (summary metrics)
+#   sim-prefix   crates/disagg-sim/src/prefix_cache.rs (prefix cache of the scheduling levers)
 #   trace        crates/disagg-trace/src/parse.rs and lib.rs (trace parsers, reading pipeline)
 #   trace-io     crates/disagg-trace/src/stats.rs and input.rs (trace statistics, capped input)
 #
@@ -47,7 +48,7 @@ if ! cargo mutants --version >/dev/null 2>&1; then
 fi
 
 
-ALL=(model sim-engine sim-link sim-stats sim-metrics trace trace-io)
+ALL=(model sim-engine sim-link sim-stats sim-metrics sim-prefix trace trace-io)
 
 # The cargo-mutants arguments that select a module's mutants.
 select_args() {
@@ -57,6 +58,7 @@ select_args() {
     sim-link) echo "--package disagg-sim --file crates/disagg-sim/src/link.rs" ;;
     sim-stats) echo "--package disagg-sim --file crates/disagg-sim/src/stats.rs" ;;
     sim-metrics) echo "--package disagg-sim --file crates/disagg-sim/src/metrics.rs" ;;
+    sim-prefix) echo "--package disagg-sim --file crates/disagg-sim/src/prefix_cache.rs" ;;
     trace) echo "--package disagg-trace --file crates/disagg-trace/src/parse.rs --file crates/disagg-trace/src/lib.rs" ;;
     trace-io) echo "--package disagg-trace --file crates/disagg-trace/src/stats.rs --file crates/disagg-trace/src/input.rs" ;;
     *)
@@ -85,6 +87,7 @@ test_args() {
     # the hand and bucket-path tests cover the same code) take ~1 s.
     sim-stats) echo "--cargo-arg=--lib -- -- stats:: --skip weighted_equals_expanded" ;;
     sim-metrics) echo "--cargo-arg=--lib -- -- metrics::" ;;
+    sim-prefix) echo "--cargo-arg=--lib -- prefix_cache::" ;;
     # trace, trace-io: the crate's unit tests and tests/read.rs (about 1 s); not fuzz.rs
     # (proptests, ~4 s a mutant) nor real_traces.rs (needs the real traces, not in the repo).
     trace | trace-io) echo "--cargo-arg=--lib --cargo-arg=--test=read" ;;

@@ -27,7 +27,6 @@ struct Node<K> {
     children: u32,
     refs: u32,
     last_s: f64,
-    seq: u64,
     cached: bool,
 }
 
@@ -36,11 +35,12 @@ impl<K> Node<K> {
         self.cached && self.refs == 0 && self.children == 0
     }
 
-    /// Its place in the eviction order: `(last, seq)`. Times are non-negative, so their bits
+    /// Its place in the eviction order: `(last, seq)`, where the spec's insertion counter `seq`
+    /// is the node's handle (the slab never reuses a slot). Times are non-negative, so their bits
     /// order as the numbers do (`+ 0.0` makes a -0.0 the same time as 0.0, as in Python).
-    fn order(&self, id: NodeId) -> (u64, u64, NodeId) {
+    fn order(&self, id: NodeId) -> (u64, NodeId) {
         debug_assert!(self.last_s >= 0.0, "negative cache time {}", self.last_s);
-        ((self.last_s + 0.0).to_bits(), self.seq, id)
+        ((self.last_s + 0.0).to_bits(), id)
     }
 }
 
@@ -50,8 +50,7 @@ impl<K> Node<K> {
 pub struct PrefixCache<K> {
     nodes: Vec<Node<K>>,
     by_key: HashMap<K, NodeId>,
-    candidates: BTreeSet<(u64, u64, NodeId)>,
-    next_seq: u64,
+    candidates: BTreeSet<(u64, NodeId)>,
     cached_tokens: u64,
     cached_units: u64,
     evicted_tokens: u64,
@@ -71,7 +70,6 @@ impl<K: Eq + Hash + Clone> PrefixCache<K> {
             nodes: Vec::new(),
             by_key: HashMap::new(),
             candidates: BTreeSet::new(),
-            next_seq: 0,
             cached_tokens: 0,
             cached_units: 0,
             evicted_tokens: 0,
@@ -165,10 +163,8 @@ impl<K: Eq + Hash + Clone> PrefixCache<K> {
             children: 0,
             refs: 1,
             last_s: now_s,
-            seq: self.next_seq,
             cached: true,
         });
-        self.next_seq += 1;
         self.by_key.insert(key, id);
         self.cached_tokens += tokens;
         self.cached_units += units;
@@ -182,7 +178,7 @@ impl<K: Eq + Hash + Clone> PrefixCache<K> {
     pub fn evict(&mut self, want: u64) -> u64 {
         let mut freed = 0;
         while freed < want {
-            let Some(&(_, _, id)) = self.candidates.first() else {
+            let Some(&(_, id)) = self.candidates.first() else {
                 break;
             };
             self.update(id, |n| n.cached = false);
@@ -271,6 +267,7 @@ mod tests {
         c.unpin(a, 3.0);
         c.unpin(b, 4.0);
         c.unpin(d, 3.5);
+        assert_eq!(c.cached_units(), 60);
         // evict(1) frees 30: d (b is newer, a has a child).
         assert_eq!(c.evict(1), 30);
         assert_eq!(c.get(&"d"), None);
@@ -325,6 +322,34 @@ mod tests {
         assert_eq!(c.evict(1), 3, "y (seq 1) before the new x (seq 2)");
         assert_eq!(c.evict(1), 4);
         assert_eq!(c.evicted_units(), 9);
+    }
+
+    #[test]
+    fn a_negative_zero_time_is_the_same_time_as_zero() {
+        // x unpinned at -0.0 (inserted first), y at +0.0: one time, so x goes first.
+        let mut c = PrefixCache::new();
+        let x = c.insert("x", 1, 1, None, 0.0);
+        let y = c.insert("y", 1, 2, None, 0.0);
+        c.unpin(y, 0.0);
+        c.unpin(x, -0.0);
+        assert_eq!(c.evict(1), 1);
+        assert_eq!(c.get(&"y"), Some(y));
+    }
+
+    #[test]
+    fn accessors_report_each_segment_and_the_totals() {
+        let mut c = PrefixCache::new();
+        assert!(c.is_empty());
+        let a = c.insert("a", 10, 1, None, 0.0);
+        let b = c.insert("b", 33, 3, Some(a), 0.0);
+        assert!(!c.is_empty());
+        assert_eq!((c.tokens(a), c.units(a), c.parent(a)), (10, 1, None));
+        assert_eq!((c.tokens(b), c.units(b), c.parent(b)), (33, 3, Some(a)));
+        assert_eq!((c.cached_tokens(), c.cached_units()), (43, 4));
+        c.unpin(b, 1.0);
+        assert_eq!(c.evict(1), 3);
+        assert_eq!((c.cached_tokens(), c.cached_units()), (10, 1));
+        assert_eq!((c.evicted_tokens(), c.evicted_units()), (33, 3));
     }
 
     #[test]
