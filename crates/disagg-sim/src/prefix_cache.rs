@@ -340,15 +340,15 @@ mod tests {
     fn accessors_report_each_segment_and_the_totals() {
         let mut c = PrefixCache::new();
         assert!(c.is_empty());
-        let a = c.insert("a", 10, 1, None, 0.0);
+        let a = c.insert("a", 10, 2, None, 0.0);
         let b = c.insert("b", 33, 3, Some(a), 0.0);
         assert!(!c.is_empty());
-        assert_eq!((c.tokens(a), c.units(a), c.parent(a)), (10, 1, None));
+        assert_eq!((c.tokens(a), c.units(a), c.parent(a)), (10, 2, None));
         assert_eq!((c.tokens(b), c.units(b), c.parent(b)), (33, 3, Some(a)));
-        assert_eq!((c.cached_tokens(), c.cached_units()), (43, 4));
+        assert_eq!((c.cached_tokens(), c.cached_units()), (43, 5));
         c.unpin(b, 1.0);
         assert_eq!(c.evict(1), 3);
-        assert_eq!((c.cached_tokens(), c.cached_units()), (10, 1));
+        assert_eq!((c.cached_tokens(), c.cached_units()), (10, 2));
         assert_eq!((c.evicted_tokens(), c.evicted_units()), (33, 3));
     }
 
