@@ -15,6 +15,7 @@
 #   sim-stats    crates/disagg-sim/src/stats.rs    (percentiles)
 #   sim-metrics  crates/disagg-sim/src/metrics.rs  (summary metrics)
 #   sim-prefix   crates/disagg-sim/src/prefix_cache.rs (prefix cache of the scheduling levers)
+#   sim-kv       crates/disagg-sim/src/kv_memory.rs (KV reservation policies of the levers)
 #   trace        crates/disagg-trace/src/parse.rs and lib.rs (trace parsers, reading pipeline)
 #   trace-io     crates/disagg-trace/src/stats.rs and input.rs (trace statistics, capped input)
 #
@@ -48,7 +49,7 @@ if ! cargo mutants --version >/dev/null 2>&1; then
 fi
 
 
-ALL=(model sim-engine sim-link sim-stats sim-metrics sim-prefix trace trace-io)
+ALL=(model sim-engine sim-link sim-stats sim-metrics sim-prefix sim-kv trace trace-io)
 
 # The cargo-mutants arguments that select a module's mutants.
 select_args() {
@@ -59,6 +60,7 @@ select_args() {
     sim-stats) echo "--package disagg-sim --file crates/disagg-sim/src/stats.rs" ;;
     sim-metrics) echo "--package disagg-sim --file crates/disagg-sim/src/metrics.rs" ;;
     sim-prefix) echo "--package disagg-sim --file crates/disagg-sim/src/prefix_cache.rs" ;;
+    sim-kv) echo "--package disagg-sim --file crates/disagg-sim/src/kv_memory.rs" ;;
     trace) echo "--package disagg-trace --file crates/disagg-trace/src/parse.rs --file crates/disagg-trace/src/lib.rs" ;;
     trace-io) echo "--package disagg-trace --file crates/disagg-trace/src/stats.rs --file crates/disagg-trace/src/input.rs" ;;
     *)
@@ -88,6 +90,7 @@ test_args() {
     sim-stats) echo "--cargo-arg=--lib -- -- stats:: --skip weighted_equals_expanded" ;;
     sim-metrics) echo "--cargo-arg=--lib -- -- metrics::" ;;
     sim-prefix) echo "--cargo-arg=--lib -- prefix_cache::" ;;
+    sim-kv) echo "--cargo-arg=--lib -- kv_memory::" ;;
     # trace, trace-io: the crate's unit tests and tests/read.rs (about 1 s); not fuzz.rs
     # (proptests, ~4 s a mutant) nor real_traces.rs (needs the real traces, not in the repo).
     trace | trace-io) echo "--cargo-arg=--lib --cargo-arg=--test=read" ;;

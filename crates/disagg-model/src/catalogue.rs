@@ -316,6 +316,12 @@ impl Link {
         self.latency_s + self.wire_time(nbytes)
     }
 
+    /// A host-link swap of `blocks` KV blocks holding `nbytes` (levers-scheduling.md §6.2): one
+    /// latency per block, `blocks * latency + nbytes / bandwidth`.
+    pub fn blocks_transfer_time(&self, blocks: u64, nbytes: f64) -> f64 {
+        blocks as f64 * self.latency_s + self.wire_time(nbytes)
+    }
+
     /// Link energy of moving `nbytes`: `((nbytes * 8) * pj) * 1e-12`.
     pub fn energy_j(&self, nbytes: f64) -> f64 {
         ((nbytes * 8.0) * self.pj_per_bit) * 1e-12

@@ -524,6 +524,21 @@ fn link_presets_and_formulas() {
     assert_eq!(l.transfer_time(6.25e9), 20e-6 + 2.0);
     assert_eq!(l.energy_j(1e9), ((1e9 * 8.0) * 15.0) * 1e-12);
     assert_eq!(l.energy_j(1e9), 0.12);
+    // levers-scheduling.md §6.2's example: 10 blocks of 16 OPT-13B tokens (819,200 B each) over
+    // PCIe Gen4 (32 GB/s, 5 us): 131,072,000 B in 10 x 5e-6 + 0.004096 = 0.0041459999999999995 s;
+    // over PCIe Gen5 (64 GB/s): 0.002098 s.
+    let bytes = (10 * 16) as f64 * 819_200.0;
+    assert_eq!(bytes, 131_072_000.0);
+    assert_eq!(
+        c.link("pcie4").unwrap().blocks_transfer_time(10, bytes),
+        0.0041459999999999995
+    );
+    assert_eq!(
+        c.link("pcie5").unwrap().blocks_transfer_time(10, bytes),
+        0.002098
+    );
+    assert_eq!(c.link("pcie4").unwrap().blocks_transfer_time(1, 0.0), 5e-6);
+    assert_eq!(c.link("pcie4").unwrap().energy_j(bytes), 0.006291456);
     assert_eq!(GB, 1e9);
     assert_eq!(TB, 1e12);
 }
