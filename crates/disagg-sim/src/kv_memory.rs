@@ -198,6 +198,7 @@ mod tests {
             (2048, 1748)
         );
         assert_eq!(m.full_need(3000, 200), 3200);
+        assert_eq!(m.admit_need(3000, 200, 3000, 300), 2900);
         // Paged, blocks of 16, U = 6250, WM = 62: units(1200) = 75, + 62; admission computes
         // target - h = 700 tokens: units(700) = 44 (43.75 rounded up).
         let pg = k(KvPolicy::Paged);
