@@ -477,12 +477,34 @@ mod tests {
     use super::*;
     use serde_json::{json, Value};
 
+    /// The custom-hardware keys of [`Scenario`], written out by hand (unset ones are left out of
+    /// its serialised form).
+    const HARDWARE_KEYS: [&str; 17] = [
+        "layers",
+        "d_model",
+        "heads",
+        "kv_heads",
+        "head_dim",
+        "d_ff",
+        "vocab",
+        "weight_bytes",
+        "kv_bytes",
+        "link_bandwidth_gb_s",
+        "link_latency_us",
+        "link_pj_per_bit",
+        "device_peak_tflops",
+        "device_mem_bw_tb_s",
+        "device_mem_gb",
+        "device_tdp_w",
+        "device_idle_w",
+    ];
+
     /// The serde keys of a scenario: every key of the default's JSON, plus the custom-hardware
     /// keys (left out of the JSON while unset).
     fn serde_keys() -> Vec<String> {
         let v = serde_json::to_value(Scenario::default()).unwrap();
         let mut keys: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
-        keys.extend(crate::scenario::HARDWARE_KEYS.iter().map(|k| k.to_string()));
+        keys.extend(HARDWARE_KEYS.iter().map(|k| k.to_string()));
         keys.sort();
         keys
     }
@@ -690,7 +712,7 @@ mod tests {
         assert_eq!(o.help_text(), "Devices per instance, tensor parallel [4]");
         assert_eq!(for_key("layers").unwrap().help_text(), "Transformer layers");
         assert_eq!(for_flag("--start").unwrap().key, "trace_start");
-        assert_eq!(hardware().count(), crate::scenario::HARDWARE_KEYS.len());
+        assert_eq!(hardware().count(), HARDWARE_KEYS.len());
         let trace: Vec<&str> = trace_reading().map(|o| o.flag).collect();
         assert_eq!(
             trace,

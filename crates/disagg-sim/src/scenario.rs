@@ -209,27 +209,6 @@ pub struct Scenario {
     pub device_idle_w: Option<f64>,
 }
 
-/// The custom-hardware keys of [`Scenario`] (unset ones are left out of its serialised form).
-pub const HARDWARE_KEYS: [&str; 17] = [
-    "layers",
-    "d_model",
-    "heads",
-    "kv_heads",
-    "head_dim",
-    "d_ff",
-    "vocab",
-    "weight_bytes",
-    "kv_bytes",
-    "link_bandwidth_gb_s",
-    "link_latency_us",
-    "link_pj_per_bit",
-    "device_peak_tflops",
-    "device_mem_bw_tb_s",
-    "device_mem_gb",
-    "device_tdp_w",
-    "device_idle_w",
-];
-
 impl Default for Scenario {
     fn default() -> Self {
         Scenario {
