@@ -19,6 +19,7 @@ pub use disagg_model::pymath;
 pub mod document;
 pub mod engine;
 pub mod kv_memory;
+pub mod levers;
 pub mod link;
 pub mod metrics;
 pub mod observer;

@@ -22,6 +22,12 @@ pub struct SessionRequest {
     pub think_s: f64,
     /// Prompt tokens shared with earlier requests (system prompt plus earlier turns).
     pub shared_prefix_tokens: u64,
+    /// The session's system prompt (`sys<k>`), if it has one.
+    pub system: Option<u32>,
+    /// The session (`s<sid>`) and the turn in it (`t<j>`).
+    pub session: u32,
+    /// The turn in its session (0 first).
+    pub turn: u32,
 }
 
 /// The shape of a session workload.
@@ -75,14 +81,16 @@ pub fn chat_sessions(
     let mut out: Vec<SessionRequest> = Vec::with_capacity(n);
     let mut t = 0.0f64;
     let turns = shape.turns.max(1);
+    let mut sid: u32 = 0;
     while out.len() < n {
         t += rng.expovariate(rate);
         let mut hist: u64 = 0;
+        let mut system = None;
         if shape.system_prompts > 0
             && shape.system_len > 0
             && (shape.share >= 1.0 || rng.random() < shape.share)
         {
-            let _which = rng.randrange(shape.system_prompts);
+            system = Some(rng.randrange(shape.system_prompts) as u32);
             hist = shape.system_len;
         }
         let mut prev: Option<u32> = None;
@@ -108,12 +116,51 @@ pub fn chat_sessions(
                 after: prev,
                 think_s: gap,
                 shared_prefix_tokens: hist,
+                system,
+                session: sid,
+                turn: k,
             });
             hist += new + o;
             prev = Some(rid as u32);
         }
+        sid += 1;
     }
     out
+}
+
+/// The prefix chains of a session workload (levers-scheduling.md §8.4): turn `j` of session `s`
+/// starts with its system prompt `sys<k>` (if any) and the segments `s<s>t0 .. s<s>t<j-1>` (each
+/// an earlier turn's new input and reply); with more than one turn it emits `s<s>t<j>` when it
+/// finishes. Keys are interned in first-use order.
+pub fn session_chains(reqs: &[SessionRequest], turns: u32) -> crate::levers::PrefixChains {
+    use std::collections::HashMap;
+    let mut names: Vec<String> = Vec::new();
+    let mut ids: HashMap<String, u32> = HashMap::new();
+    let mut intern = |name: String| -> u32 {
+        let next = names.len() as u32;
+        *ids.entry(name.clone()).or_insert_with(|| {
+            names.push(name);
+            next
+        })
+    };
+    let mut chains = Vec::with_capacity(reqs.len());
+    let mut cur: Vec<(u32, u64)> = Vec::new();
+    for r in reqs {
+        if r.turn == 0 {
+            cur.clear();
+            if let Some(k) = r.system {
+                cur.push((intern(format!("sys{k}")), r.shared_prefix_tokens));
+            }
+        }
+        let own = intern(format!("s{}t{}", r.session, r.turn));
+        chains.push(crate::levers::PrefixChain {
+            segments: cur.clone(),
+            emit: (turns > 1).then_some(own),
+        });
+        let grown = r.req.prompt_len as u64 - r.shared_prefix_tokens + r.req.output_len as u64;
+        cur.push((own, grown));
+    }
+    crate::levers::PrefixChains { chains, names }
 }
 
 /// A named workload: length distributions, session shape and the SLOs it is judged by.
@@ -148,6 +195,9 @@ impl WorkloadPreset {
                     after: None,
                     think_s: 0.0,
                     shared_prefix_tokens: 0,
+                    system: None,
+                    session: req.rid as u32,
+                    turn: 0,
                 })
                 .collect()
         } else {

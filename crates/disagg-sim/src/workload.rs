@@ -27,6 +27,9 @@ pub struct Workload {
     pub requests: Vec<GenRequest>,
     /// Closed-loop turns, if any.
     pub closed: Option<ClosedLoop>,
+    /// Cacheable prompt prefixes (session generator, or a trace's block hashes); read only with
+    /// prefix caching on (levers-scheduling.md §8.1).
+    pub chains: Option<Arc<crate::levers::PrefixChains>>,
     /// Generated prompts (each turn's new input) drawn at or above the generator's cap
     /// ([`LengthDist::hi`](crate::pyrand::LengthDist), 32,768 tokens) and so clipped to it, as
     /// the reference does. 0 for a named workload (its caps are part of its definition) and for
@@ -39,6 +42,7 @@ impl From<Vec<GenRequest>> for Workload {
         Workload {
             requests,
             closed: None,
+            chains: None,
             clipped_prompts: 0,
         }
     }
@@ -158,6 +162,7 @@ impl Source {
                 Workload {
                     requests: s.iter().map(|r| r.req).collect(),
                     closed,
+                    chains: Some(Arc::new(crate::sessions::session_chains(&s, shape.turns))),
                     clipped_prompts: s
                         .iter()
                         .filter(|r| r.req.prompt_len as i64 - r.shared_prefix_tokens as i64 >= hi)
@@ -168,6 +173,7 @@ impl Source {
                 clipped_prompts: 0,
                 requests: rows.as_ref().clone(),
                 closed: None,
+                chains: None,
             },
         }
     }
@@ -217,6 +223,7 @@ fn plain(spec: &crate::scenario::WorkloadSpec) -> Workload {
     Workload {
         requests,
         closed: None,
+        chains: None,
         clipped_prompts,
     }
 }

@@ -1,0 +1,136 @@
+//! The scheduling and KV-memory levers of a run (levers-scheduling.md §2.1): batch policy, token
+//! budget, KV reservation policy, paged blocks and preemption, prefix caching, speculative
+//! decoding. [`Levers`] is what the engine sees, validated; it is present in a [`SimConfig`]
+//! exactly when the levers switch the scheduled instances on (§2.1 "switch-on").
+//!
+//! [`SimConfig`]: crate::SimConfig
+
+use disagg_model::{Error, Link};
+use serde::{Deserialize, Serialize};
+
+pub use crate::kv_memory::KvPolicy;
+
+/// How a scheduled instance forms its steps (`--batch-policy`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BatchPolicy {
+    /// Whole prompts whenever one can be admitted, decode otherwise (vLLM v0; the reference's
+    /// default).
+    #[default]
+    PrefillPriority,
+    /// Admit prompts only when the running batch has drained (request-level batching).
+    DecodePriority,
+    /// Sarathi-Serve stall-free batching: decode rows plus prompt chunks up to the token budget.
+    Chunked,
+}
+
+impl BatchPolicy {
+    /// The names, in the reference's order.
+    pub const NAMES: [&'static str; 3] = ["prefill-priority", "decode-priority", "chunked"];
+
+    /// The policy named `s`.
+    pub fn parse(s: &str) -> Result<Self, Error> {
+        match s {
+            "prefill-priority" => Ok(BatchPolicy::PrefillPriority),
+            "decode-priority" => Ok(BatchPolicy::DecodePriority),
+            "chunked" => Ok(BatchPolicy::Chunked),
+            other => Err(Error::unknown("--batch-policy", other, Self::NAMES)),
+        }
+    }
+
+    /// Its name.
+    pub fn as_str(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
+}
+
+/// What a paged instance does with a victim when it runs out of blocks (`--preemption`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Preemption {
+    /// Free its blocks and prefill `prompt + tokens so far` again later (the reference's default).
+    #[default]
+    Recompute,
+    /// Park its blocks in host memory over the host link and bring them back later.
+    Swap,
+}
+
+impl Preemption {
+    /// The names, in the reference's order.
+    pub const NAMES: [&'static str; 2] = ["recompute", "swap"];
+
+    /// The mode named `s`.
+    pub fn parse(s: &str) -> Result<Self, Error> {
+        match s {
+            "recompute" => Ok(Preemption::Recompute),
+            "swap" => Ok(Preemption::Swap),
+            other => Err(Error::unknown("--preemption", other, Self::NAMES)),
+        }
+    }
+
+    /// Its name.
+    pub fn as_str(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
+}
+
+/// Speculative decoding's scheduling side (§10): the draft, tokens drafted per verify pass and the
+/// acceptance probability of each, and the seed of the acceptance draws.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Speculative {
+    /// `mtp` (a one-layer multi-token-prediction head) or a catalogue model key.
+    pub draft: String,
+    /// Drafted tokens per verify pass (>= 1).
+    pub gamma: u32,
+    /// Acceptance probability of each drafted token, in [0, 1].
+    pub alpha: f64,
+    /// Seed of the acceptance draws.
+    pub seed: u64,
+}
+
+/// The levers of a scheduled run, validated (§2.3).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Levers {
+    /// Batch policy as configured (a prefill instance runs decode-priority as prefill-priority).
+    pub batch_policy: BatchPolicy,
+    /// Token budget `tau` of one step (`--max-num-batched-tokens`, else `max_prefill_tokens`).
+    pub token_budget: u64,
+    /// Whether `--max-num-batched-tokens` was given.
+    pub budget_given: bool,
+    /// KV reservation policy.
+    pub kv_policy: KvPolicy,
+    /// Tokens per block when paged (>= 1).
+    pub kv_block_size: u64,
+    /// Reservation floor of the `max` policy, tokens.
+    pub max_seq_len: u64,
+    /// Fraction of units kept free when admitting (paged; 0.01, not a flag in the reference).
+    pub kv_watermark: f64,
+    /// Paged, out of blocks: recompute or swap.
+    pub preemption: Preemption,
+    /// The swap path (host link; its channels are irrelevant).
+    pub host_link: Link,
+    /// Prefix caching on colocated and prefill instances.
+    pub prefix_caching: bool,
+    /// Speculative decoding.
+    pub speculative: Option<Speculative>,
+}
+
+/// A request's cacheable prompt prefix (§8.1): its segments root first, each an interned key and
+/// a token count, and the key of the segment it adds when it finishes. Keys are interned per
+/// workload (`sys<k>`, `s<sid>t<j>` in the session generator; block hashes in a trace).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PrefixChain {
+    /// `(key, tokens)` of each segment, root first.
+    pub segments: Vec<(u32, u64)>,
+    /// The key of the segment emitted at the finish, if any.
+    pub emit: Option<u32>,
+}
+
+/// The prefix chains of a workload, one per request (rid order), and the key names.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PrefixChains {
+    /// One chain per request.
+    pub chains: Vec<PrefixChain>,
+    /// The name of each interned key (`sys0`, `s12t3`).
+    pub names: Vec<String>,
+}
