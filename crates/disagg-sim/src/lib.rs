@@ -29,6 +29,7 @@ pub mod presets;
 pub mod pyrand;
 pub mod ranges;
 pub mod scenario;
+pub mod sched;
 pub mod search;
 pub mod serving;
 pub mod sessions;

@@ -423,6 +423,9 @@ pub struct Pool {
     pub cost: CostModel,
     /// KV capacity of one instance, tokens.
     pub kv_capacity_tokens: u64,
+    /// Speculative decoding: the draft's cost model on this pool's devices (no per-step
+    /// overhead) and the KV bytes per token it stores (levers-scheduling.md §10.1).
+    pub draft: Option<(CostModel, f64)>,
 }
 
 /// The workload a configuration generates (`poisson_workload`).
@@ -507,6 +510,9 @@ pub struct SimConfig {
     /// The hand-off options (layer-wise streaming, link sharing and topology, decode-side
     /// reservation, TTFT convention).
     pub handoff: HandoffOptions,
+    /// The scheduling levers, when they switch the scheduled instances on
+    /// (levers-scheduling.md §2.1); `None` runs the plain instances.
+    pub levers: Option<crate::levers::Levers>,
     /// The scenario this was built from.
     pub scenario: Scenario,
 }
@@ -916,6 +922,7 @@ impl Scenario {
             source,
             base_cost,
             handoff,
+            levers: None,
             scenario: self.clone(),
         })
     }
@@ -1155,6 +1162,7 @@ impl Scenario {
             power_cap_w: cap,
             cost,
             kv_capacity_tokens: kv,
+            draft: None,
         })
     }
 
