@@ -32,6 +32,7 @@ pub mod scenario;
 pub mod search;
 pub mod serving;
 pub mod sessions;
+pub mod speculative;
 pub mod stats;
 pub mod trace;
 pub mod workload;
