@@ -33,6 +33,7 @@ pub mod sched;
 pub mod search;
 pub mod serving;
 pub mod sessions;
+pub mod speculative;
 pub mod stats;
 pub mod trace;
 pub mod workload;
