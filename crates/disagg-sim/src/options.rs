@@ -755,6 +755,58 @@ mod tests {
     }
 
     #[test]
+    fn the_scheduling_rows_parse_their_shown_defaults() {
+        // levers-scheduling.md §2.2's flags, in its order, under one heading.
+        let rows: Vec<&Opt> = OPTIONS.iter().filter(|o| o.heading == LEVERS).collect();
+        let flags: Vec<&str> = rows.iter().map(|o| o.flag).collect();
+        assert_eq!(
+            flags,
+            [
+                "--batch-policy",
+                "--max-num-batched-tokens",
+                "--kv-policy",
+                "--kv-block-size",
+                "--max-seq-len",
+                "--preemption",
+                "--host-link",
+                "--prefix-caching",
+                "--speculative",
+                "--gamma",
+                "--alpha",
+                "--spec-seed"
+            ]
+        );
+        for o in rows {
+            let mut s = Scenario::default();
+            match (o.optional, o.shown_default) {
+                // An unset option: its default is no value.
+                (true, _) => assert_eq!(s.numeric(o.key), None, "{}", o.key),
+                (false, Some(d)) => s.set(o.key, d).unwrap(),
+                (false, None) => s.set(o.key, "false").unwrap(),
+            }
+            assert_eq!(s, Scenario::default(), "{} {:?}", o.flag, o.shown_default);
+        }
+        assert_eq!(
+            for_key("batch_policy").unwrap().kind,
+            Kind::Choice(&["prefill-priority", "decode-priority", "chunked"])
+        );
+        assert_eq!(
+            for_key("kv_policy").unwrap().kind,
+            Kind::Choice(&["oracle", "pow2", "max", "paged"])
+        );
+        assert_eq!(
+            for_key("preemption").unwrap().kind,
+            Kind::Choice(&["recompute", "swap"])
+        );
+        assert_eq!(for_key("max_num_batched_tokens").unwrap().kind, Kind::U64);
+        assert!(for_key("max_num_batched_tokens").unwrap().optional);
+        assert_eq!(for_key("gamma").unwrap().kind, Kind::U32);
+        assert_eq!(for_key("alpha").unwrap().kind, Kind::F64);
+        assert_eq!(for_key("host_link").unwrap().kind, Kind::Name);
+        assert_eq!(for_key("prefix_caching").unwrap().kind, Kind::Switch);
+    }
+
+    #[test]
     fn help_text_shows_the_default_in_brackets() {
         let o = for_key("devices_per_instance").unwrap();
         assert_eq!(o.help_text(), "Devices per instance, tensor parallel [4]");
