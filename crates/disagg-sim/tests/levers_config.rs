@@ -479,3 +479,79 @@ fn enum_names_read_and_echo_as_the_cli_names() {
         );
     }
 }
+
+#[test]
+fn the_lever_presets_build_with_the_levers_on_and_the_others_off() {
+    let all = disagg_sim::presets::all();
+    let mut names: Vec<&str> = all.iter().map(|p| p.name).collect();
+    names.sort();
+    names.dedup();
+    assert_eq!(names.len(), all.len(), "a preset name twice");
+    let lever_groups = ["results.md §19", "results.md §20", "results.md §21"];
+    let mut on = 0;
+    for p in &all {
+        let c = p
+            .scenario
+            .build(&cat())
+            .unwrap_or_else(|e| panic!("{}: {e}", p.name));
+        let is_lever = lever_groups.iter().any(|g| p.group.starts_with(g));
+        // Every §19-§21 configuration runs the scheduled instances (the reference sets a budget
+        // even where the policy is the default); the chapter's presets stay plain.
+        assert_eq!(c.levers.is_some(), is_lever, "{}", p.name);
+        if is_lever {
+            on += 1;
+            assert_eq!(c.mode, Mode::Colocated, "{}", p.name);
+            assert_eq!(c.instance_count(), 1, "{}", p.name);
+            // What cannot be expressed is said, in the group.
+            let exact = p.group.contains("hit rate against latency");
+            assert_eq!(!exact, p.group.contains("approximate"), "{}", p.group);
+        }
+    }
+    // 7 batching policies, 5 KV policies, 4 multi-turn, 12 hit-rate and 5 reuse-distance rows.
+    assert_eq!(on, 7 + 5 + 4 + 12 + 5);
+    // Spot checks against levers-results.json, written out.
+    let find = |n: &str| disagg_sim::presets::find(n).unwrap().scenario;
+    let s = find("batching-chunked-512");
+    assert_eq!(
+        (s.batch_policy, s.max_num_batched_tokens),
+        (BatchPolicy::Chunked, Some(512))
+    );
+    assert_eq!((s.rate, s.requests, s.seed), (2.025, 500, 1));
+    assert_eq!(
+        (s.prompt, s.prompt_cv),
+        (2665.59193126866, 1.1722110593938446)
+    );
+    assert_eq!(
+        (s.output, s.output_cv),
+        (481.3441037097893, 0.5876117235688896)
+    );
+    let s = find("batching-decode-priority");
+    assert_eq!(
+        (s.batch_policy, s.max_num_batched_tokens),
+        (BatchPolicy::DecodePriority, None)
+    );
+    let s = find("kv-paged-swap");
+    assert_eq!(
+        (s.kv_policy, s.preemption, s.host_link.as_str()),
+        (KvPolicy::Paged, Preemption::Swap, "pcie4")
+    );
+    assert_eq!(
+        (s.model.as_str(), s.device.as_str()),
+        ("opt-13b", "a100-40g")
+    );
+    assert_eq!(s.max_num_batched_tokens, Some(8192));
+    let s = find("prefix-sys1024-on");
+    assert_eq!(s.rate, 3.191262364481256);
+    assert_eq!(
+        (s.requests, s.turns, s.system_prompts, s.system_len),
+        (600, 1, 4, 1024)
+    );
+    assert!(s.prefix_caching);
+    let s = find("prefix-sys0-off");
+    assert_eq!(s.rate, 8.489984501891293);
+    assert_eq!((s.system_prompts, s.system_len), (0, 0));
+    assert!(!s.prefix_caching);
+    let s = find("prefix-think30");
+    assert_eq!((s.think, s.turns, s.rate, s.requests), (30.0, 4, 0.2, 400));
+    assert_eq!((s.system_prompts, s.system_len), (8, 256));
+}
