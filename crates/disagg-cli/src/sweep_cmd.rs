@@ -1137,4 +1137,67 @@ mod option_tests {
             "--variant first_token=last: unknown --first-token 'last'; valid: prefill, decode"
         );
     }
+
+    #[test]
+    fn the_scheduling_levers_vary_and_vary_nothing_else() {
+        use disagg_sim::levers::{BatchPolicy, KvPolicy, Preemption};
+        let base = scenario_value(&Scenario::default());
+        let t = |name: &str, raw: &str| typed(&base, name, raw).unwrap();
+        let axes = vec![
+            (
+                "batch_policy".to_string(),
+                vec![
+                    t("batch_policy", "chunked"),
+                    t("batch_policy", "prefill-priority"),
+                ],
+            ),
+            (
+                "max_num_batched_tokens".to_string(),
+                vec![
+                    t("max_num_batched_tokens", "none"),
+                    t("max_num_batched_tokens", "512"),
+                ],
+            ),
+        ];
+        assert_eq!(axes[0].1, [json!("chunked"), json!("prefill-priority")]);
+        assert_eq!(axes[1].1, [Value::Null, json!(512)]);
+        let sweep = Sweep { base, axes };
+        assert_eq!(sweep.runs(), 4);
+        // The last axis varies fastest.
+        let want = [
+            (BatchPolicy::Chunked, None),
+            (BatchPolicy::Chunked, Some(512)),
+            (BatchPolicy::PrefillPriority, None),
+            (BatchPolicy::PrefillPriority, Some(512)),
+        ];
+        for (i, (policy, budget)) in want.into_iter().enumerate() {
+            let s = sweep.scenario(i as u64).unwrap();
+            assert_eq!(
+                s,
+                Scenario {
+                    batch_policy: policy,
+                    max_num_batched_tokens: budget,
+                    ..Scenario::default()
+                },
+                "run {i}"
+            );
+            // Switched on unless both are at their defaults.
+            assert_eq!(s.levers_on(), i != 2, "run {i}");
+        }
+        let base = scenario_value(&Scenario::default());
+        assert_eq!(typed(&base, "kv_policy", "pow2").unwrap(), json!("pow2"));
+        assert_eq!(typed(&base, "preemption", "swap").unwrap(), json!("swap"));
+        assert_eq!(typed(&base, "prefix_caching", "on").unwrap(), json!(true));
+        assert_eq!(typed(&base, "speculative", "mtp").unwrap(), json!("mtp"));
+        assert_eq!(typed(&base, "alpha", "0.5").unwrap(), json!(0.5));
+        assert_eq!(
+            typed(&base, "kv_policy", "lru").unwrap_err().0,
+            "kv_policy=lru: unknown --kv-policy 'lru'; valid: oracle, pow2, max, paged"
+        );
+        let s = apply_variant(&Scenario::default(), "kv_policy=paged,preemption=swap").unwrap();
+        assert_eq!(
+            (s.kv_policy, s.preemption),
+            (KvPolicy::Paged, Preemption::Swap)
+        );
+    }
 }

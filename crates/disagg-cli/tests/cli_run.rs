@@ -392,3 +392,183 @@ fn own_flags_are_not_listed_under_a_scenario_heading() {
         }
     }
 }
+
+/// `text` with each `"key": new` of the JSON echo put back to `"key": old` (pretty-printed
+/// scenario keys, one per line).
+fn echo_restored(text: &str, keys: &[(&str, &str, &str)]) -> String {
+    let mut t = text.to_string();
+    for (k, new, old) in keys {
+        let from = format!("\"{k}\": {new},");
+        assert_eq!(t.matches(&from).count(), 1, "{from}");
+        t = t.replace(&from, &format!("\"{k}\": {old},"));
+    }
+    t
+}
+
+#[test]
+fn inert_scheduling_settings_leave_the_run_byte_identical() {
+    // levers-scheduling.md §2.1: block size, max_seq_len, preemption mode, host link and the
+    // speculative parameters without --speculative switch nothing on. The run's output is the
+    // plain run's byte for byte, but for the echo of the options given.
+    let inert: [(&str, &str, &str, &str); 7] = [
+        // (flag, value, JSON as echoed, default JSON)
+        ("--kv-block-size", "32", "32", "16"),
+        ("--max-seq-len", "1024", "1024", "2048"),
+        ("--preemption", "swap", "\"swap\"", "\"recompute\""),
+        ("--host-link", "pcie4", "\"pcie4\"", "\"pcie5\""),
+        ("--gamma", "5", "5", "3"),
+        ("--alpha", "0.25", "0.25", "0.7"),
+        ("--spec-seed", "9", "9", "0"),
+    ];
+    for mode in ["disagg", "colocated"] {
+        let base = [
+            "run",
+            "--json",
+            "--requests",
+            "60",
+            "--mode",
+            mode,
+            "--fast",
+        ];
+        let plain = ok_text(&base);
+        // The brief's case: --kv-block-size 32 alone.
+        let one = ok_text(&[&base[..], &["--kv-block-size", "32"]].concat());
+        assert_ne!(one, plain, "the echo shows the block size");
+        assert_eq!(
+            echo_restored(&one, &[("kv_block_size", "32", "16")]),
+            plain,
+            "{mode}"
+        );
+        // All of them at once, and the per-request CSV.
+        let csv_plain = tmp(&format!("inert-plain-{mode}.csv"));
+        let csv_inert = tmp(&format!("inert-all-{mode}.csv"));
+        let plain =
+            ok_text(&[&base[..], &["--requests-out", csv_plain.to_str().unwrap()]].concat());
+        let mut args: Vec<&str> = base.to_vec();
+        args.extend(["--requests-out", csv_inert.to_str().unwrap()]);
+        for (flag, v, _, _) in &inert {
+            args.extend([*flag, *v]);
+        }
+        let all = ok_text(&args);
+        let keys: Vec<(String, &str, &str)> = inert
+            .iter()
+            .map(|(flag, _, new, old)| (flag[2..].replace('-', "_"), *new, *old))
+            .collect();
+        let keys: Vec<(&str, &str, &str)> =
+            keys.iter().map(|(k, n, o)| (k.as_str(), *n, *o)).collect();
+        assert_eq!(echo_restored(&all, &keys), plain, "{mode}");
+        assert_eq!(
+            std::fs::read(&csv_inert).unwrap(),
+            std::fs::read(&csv_plain).unwrap(),
+            "{mode}"
+        );
+    }
+}
+
+#[test]
+fn scheduling_lever_keys_in_a_scenario_file_and_a_sweep() {
+    // A scenario file with every lever key at a value that leaves the levers off reads as the
+    // flags do: the echo shows them, the run is the plain one.
+    let p = tmp("levers.toml");
+    std::fs::write(
+        &p,
+        "batch_policy = \"prefill-priority\"\nkv_policy = \"oracle\"\nkv_block_size = 32\n\
+         max_seq_len = 1024\npreemption = \"swap\"\nhost_link = \"pcie4\"\nprefix_caching = false\n\
+         gamma = 5\nalpha = 0.25\nspec_seed = 9\nrequests = 60\nfast = true\n",
+    )
+    .unwrap();
+    let file = ok_json(&["run", "--config", p.to_str().unwrap(), "--json"]);
+    let flags = ok_json(&[
+        "run",
+        "--json",
+        "--requests",
+        "60",
+        "--fast",
+        "--kv-block-size",
+        "32",
+        "--max-seq-len",
+        "1024",
+        "--preemption",
+        "swap",
+        "--host-link",
+        "pcie4",
+        "--gamma",
+        "5",
+        "--alpha",
+        "0.25",
+        "--spec-seed",
+        "9",
+    ]);
+    assert_eq!(file, flags);
+    let sc = &file["scenario"];
+    assert_eq!(sc["batch_policy"], "prefill-priority");
+    assert_eq!(sc["max_num_batched_tokens"], Value::Null);
+    assert_eq!(sc["kv_policy"], "oracle");
+    assert_eq!(sc["kv_block_size"], 32);
+    assert_eq!(sc["max_seq_len"], 1024);
+    assert_eq!(sc["preemption"], "swap");
+    assert_eq!(sc["host_link"], "pcie4");
+    assert_eq!(sc["prefix_caching"], false);
+    assert_eq!(sc["speculative"], Value::Null);
+    assert_eq!(sc["gamma"], 5);
+    assert_eq!(sc["alpha"], 0.25);
+    assert_eq!(sc["spec_seed"], 9);
+    let plain = ok_json(&["run", "--json", "--requests", "60", "--fast"]);
+    assert_eq!(file["summary"], plain["summary"]);
+    // A sweep over an inert lever key: both runs are the plain run.
+    let out = ok_text(&[
+        "sweep",
+        "--vary",
+        "kv_block_size=16,64",
+        "--requests",
+        "60",
+        "--fast",
+        "--jsonl",
+        "-",
+        "--quiet",
+    ]);
+    let rows: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 2, "{out}");
+    for (r, bs) in rows.iter().zip([16, 64]) {
+        assert_eq!(r["scenario"]["kv_block_size"], bs, "{r}");
+        assert_eq!(r["summary"], plain["summary"]);
+    }
+}
+
+#[test]
+fn help_lists_the_scheduling_levers_under_their_heading() {
+    for cmd in ["run", "compare", "sweep", "plan"] {
+        let help = ok_text(&[cmd, "--help"]);
+        let start = help
+            .find("\nScheduling and KV memory:\n")
+            .unwrap_or_else(|| panic!("{cmd}: no heading"));
+        let section = &help[start + 1..];
+        // The section ends at the next heading (a line that starts without indentation).
+        let end = section[1..].find("\n\n").map_or(section.len(), |i| i + 1);
+        let section = &section[..end];
+        for flag in [
+            "--batch-policy",
+            "--max-num-batched-tokens",
+            "--kv-policy",
+            "--kv-block-size",
+            "--max-seq-len",
+            "--preemption",
+            "--host-link",
+            "--prefix-caching",
+            "--speculative",
+            "--gamma",
+            "--alpha",
+            "--spec-seed",
+        ] {
+            assert!(
+                section.contains(&format!("{flag} ")) || section.contains(&format!("{flag}\n")),
+                "{cmd}: {flag} not under the heading:\n{section}"
+            );
+        }
+        assert!(section.contains("[prefill-priority]"), "{section}");
+        assert!(section.contains("[pcie5]"), "{section}");
+    }
+}

@@ -640,3 +640,223 @@ fn custom_hardware_flags_work_in_run_compare_sweep_and_plan() {
         b["summary"]["instances"][1]["kv_capacity_tokens"]
     );
 }
+
+/// The scheduling levers (issue 12, levers-scheduling.md §2.2-§2.3): every refusal is exit 2 and
+/// one `error:` line naming the flag with its valid range or choices, in `run`, `compare`,
+/// `sweep` and scenario files alike. Nothing here runs a simulation (each is refused while the
+/// configuration is built).
+#[test]
+fn scheduling_lever_refusals_name_the_flag_and_what_is_valid() {
+    let links = "nvlink4, ib-ndr, pcie5, pcie4, eth-100g, eth-25g, cpo-optical, nvlink3, nvlink5";
+    let cases: Vec<(Vec<&str>, Vec<&str>)> = vec![
+        // Ranges (the range is named in the message).
+        (vec!["--gamma", "0"], vec!["--gamma", "'0'", "1 to 64"]),
+        (vec!["--gamma", "65"], vec!["--gamma", "'65'", "1 to 64"]),
+        (vec!["--alpha", "1.5"], vec!["--alpha", "'1.5'", "[0, 1]"]),
+        (vec!["--alpha=-0.1"], vec!["--alpha", "'-0.1'", "[0, 1]"]),
+        (vec!["--alpha", "nan"], vec!["--alpha", "[0, 1]"]),
+        (
+            vec!["--kv-block-size", "0"],
+            vec!["--kv-block-size", "'0'", "1 to 65536"],
+        ),
+        (
+            vec!["--kv-block-size", "65537"],
+            vec!["--kv-block-size", "1 to 65536"],
+        ),
+        (
+            vec!["--max-num-batched-tokens", "0"],
+            vec!["--max-num-batched-tokens", "'0'", "1 to 100000000"],
+        ),
+        (
+            vec!["--max-seq-len", "1e9"],
+            vec!["--max-seq-len", "0 to 100000000"],
+        ),
+        (vec!["--spec-seed", "-1"], vec!["--spec-seed"]),
+        // Choices.
+        (
+            vec!["--batch-policy", "fcfs"],
+            vec![
+                "--batch-policy",
+                "'fcfs'",
+                "prefill-priority, decode-priority, chunked",
+            ],
+        ),
+        (
+            vec!["--kv-policy", "lru"],
+            vec!["--kv-policy", "'lru'", "oracle, pow2, max, paged"],
+        ),
+        (
+            vec!["--preemption", "drop"],
+            vec!["--preemption", "'drop'", "recompute, swap"],
+        ),
+        (
+            vec!["--host-link", "pcie6"],
+            vec!["--host-link", "'pcie6'", links],
+        ),
+        // Combinations (§2.3, in its order).
+        (
+            vec!["--batch-policy", "chunked", "--fast"],
+            vec!["--fast", "fast path", "scheduling levers"],
+        ),
+        (
+            vec!["--prefix-caching", "--fast"],
+            vec!["--fast", "scheduling levers"],
+        ),
+        (
+            vec!["--speculative", "mtp", "--kv-compress", "fp8"],
+            vec!["--speculative", "--kv-compress", "not modelled"],
+        ),
+        (
+            vec![
+                "--prefix-caching",
+                "--kv-policy",
+                "paged",
+                "--preemption",
+                "swap",
+            ],
+            vec!["--prefix-caching", "swap", "--preemption recompute"],
+        ),
+        (
+            vec!["--kv-policy", "paged", "--send", "layerwise"],
+            vec!["--send", "'layerwise'", "scheduling levers yet"],
+        ),
+        (
+            vec!["--batch-policy", "chunked", "--link-sharing", "fair"],
+            vec!["--link-sharing", "'fair'", "scheduling levers yet"],
+        ),
+        (
+            vec!["--prefix-caching", "--link-topology", "per-pair"],
+            vec!["--link-topology", "'per-pair'", "scheduling levers yet"],
+        ),
+        (
+            vec![
+                "--max-num-batched-tokens",
+                "8192",
+                "--reserve-kv-on",
+                "transfer",
+            ],
+            vec!["--reserve-kv-on", "'transfer'", "scheduling levers yet"],
+        ),
+    ];
+    for (i, (flags, needles)) in cases.iter().enumerate() {
+        bad(&[&["run"][..], flags].concat(), needles);
+        // `compare` runs the scenario disaggregated and colocated: the cases up to --fast's
+        // apply to both modes (the hand-off refusals after them are about the disaggregated run,
+        // and colocated mode refuses hand-off options on its own).
+        if i <= 15 {
+            bad(&[&["compare"][..], flags].concat(), needles);
+        }
+    }
+    // The same through sweep axes and compare variants.
+    bad(
+        &[
+            "sweep",
+            "--vary",
+            "batch_policy=chunked,prefill-priority",
+            "--fast",
+        ],
+        &[
+            "run 0",
+            "batch_policy=\"chunked\"",
+            "--fast",
+            "scheduling levers",
+        ],
+    );
+    bad(
+        &["sweep", "--vary", "kv_policy=oracle,lru"],
+        &["--vary kv_policy=lru", "oracle, pow2, max, paged"],
+    );
+    bad(
+        &["sweep", "--vary", "gamma=3,0"],
+        &["--vary gamma=0", "1 to 64"],
+    );
+    bad(
+        &["compare", "--variant", "prefix_caching=true", "--fast"],
+        &[
+            "--variant prefix_caching=true",
+            "--fast",
+            "scheduling levers",
+        ],
+    );
+    bad(
+        &["compare", "--variant", "preemption=drop"],
+        &["preemption=drop", "recompute, swap"],
+    );
+    // Colocated, --fast is accepted with the levers (no colocated fast path); a validation error
+    // after it is still reached.
+    bad(
+        &[
+            "run",
+            "--mode",
+            "colocated",
+            "--fast",
+            "--prefix-caching",
+            "--kv-policy",
+            "paged",
+            "--preemption",
+            "swap",
+        ],
+        &["--prefix-caching", "swap"],
+    );
+}
+
+#[test]
+fn scheduling_lever_keys_in_scenario_files_read_as_the_flags() {
+    // Unknown names and values out of range name the flag, as on the command line.
+    for (body, needles) in [
+        (
+            "kv_policy = \"lru\"\n",
+            &["--kv-policy", "'lru'", "oracle, pow2, max, paged"][..],
+        ),
+        (
+            "batch_policy = \"fcfs\"\n",
+            &[
+                "--batch-policy",
+                "prefill-priority, decode-priority, chunked",
+            ],
+        ),
+        (
+            "preemption = \"drop\"\n",
+            &["--preemption", "recompute, swap"],
+        ),
+        ("gamma = 0\n", &["--gamma", "1 to 64", "got 0"]),
+        ("alpha = 2.0\n", &["--alpha", "[0, 1]", "got 2"]),
+        ("kv_block_size = 0\n", &["--kv-block-size", "1 to 65536"]),
+        (
+            "max_num_batched_tokens = 0\n",
+            &["--max-num-batched-tokens", "1 to 100000000"],
+        ),
+        (
+            "host_link = \"pcie6\"\n",
+            &["--host-link", "'pcie6'", "pcie4"],
+        ),
+        // Every switch key is read: each with `fast` in disaggregated mode is refused.
+        (
+            "batch_policy = \"decode-priority\"\nfast = true\n",
+            &["--fast", "scheduling levers"],
+        ),
+        (
+            "max_num_batched_tokens = 8192\nfast = true\n",
+            &["--fast", "scheduling levers"],
+        ),
+        (
+            "kv_policy = \"max\"\nfast = true\n",
+            &["--fast", "scheduling levers"],
+        ),
+        (
+            "prefix_caching = true\nfast = true\n",
+            &["--fast", "scheduling levers"],
+        ),
+        (
+            "speculative = \"mtp\"\nfast = true\n",
+            &["--fast", "scheduling levers"],
+        ),
+        (
+            "prefix_caching = true\nkv_policy = \"paged\"\npreemption = \"swap\"\n",
+            &["--prefix-caching", "--preemption recompute"],
+        ),
+    ] {
+        let p = tmp("levers.toml", body);
+        bad(&["run", "--config", &p], needles);
+    }
+}

@@ -5,9 +5,11 @@
 //! The instances that use them (admission, growth, preemption) come with the scheduling levers.
 
 use disagg_model::Error;
+use serde::{Deserialize, Serialize};
 
-/// How a scheduled instance reserves KV memory (`--kv-policy`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// How a scheduled instance reserves KV memory (`--kv-policy`). Serde names are the CLI names.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum KvPolicy {
     /// The whole `prompt + output`, known in advance (the reference's default).
     #[default]

@@ -13,6 +13,7 @@
 use disagg_model::{CompressAt, Error, LmHead, SendMode};
 use disagg_trace::TraceFormat;
 
+use crate::levers::{BatchPolicy, KvPolicy, Preemption};
 use crate::ranges::{Num, NumRange};
 use crate::scenario::{FirstToken, LinkSharing, LinkTopology, Mode, ReserveKvOn, Scenario};
 
@@ -207,6 +208,15 @@ choice!(ReserveKvOn, "--reserve-kv-on", ReserveKvOn::NAMES, |s| {
 choice!(FirstToken, "--first-token", FirstToken::NAMES, |s| {
     FirstToken::parse(s).ok()
 });
+choice!(BatchPolicy, "--batch-policy", &BatchPolicy::NAMES, |s| {
+    BatchPolicy::parse(s).ok()
+});
+choice!(KvPolicy, "--kv-policy", &KvPolicy::NAMES, |s| {
+    KvPolicy::parse(s).ok()
+});
+choice!(Preemption, "--preemption", &Preemption::NAMES, |s| {
+    Preemption::parse(s).ok()
+});
 choice!(SendMode, "--send", &SendMode::NAMES, |s| SendMode::parse(s)
     .ok());
 choice!(CompressAt, "--kv-compress-at", &CompressAt::NAMES, |s| {
@@ -273,6 +283,8 @@ const SCENARIO: &str = "Scenario";
 const HARDWARE: &str = "Model and hardware";
 const POOLS: &str = "Pools and link";
 const BEYOND: &str = "Beyond the reference";
+/// The heading of the scheduling levers (levers-scheduling.md §2.2).
+pub const LEVERS: &str = "Scheduling and KV memory";
 const WORKLOAD: &str = "Workload";
 const TRACE: &str = "Trace replay";
 const SLOS: &str = "SLOs";
@@ -372,6 +384,39 @@ options! {
     first_token: FirstToken, "--first-token", BEYOND, Some("prefill|decode"), Some("prefill"),
         "Who emits the first token: prefill (at the end of prefill, DistServe's accounting, the \
          reference) or decode (after the KV lands, llm-d/Dynamo: the hand-off shows in TTFT)";
+    batch_policy: BatchPolicy, "--batch-policy", LEVERS, Some("POLICY"),
+        Some("prefill-priority"),
+        "How a step is formed: prefill-priority (whole prompts first, the reference), \
+         decode-priority (prompts only when the running batch has drained) or chunked (decode \
+         rows plus prompt chunks up to the token budget, Sarathi-Serve)";
+    max_num_batched_tokens: Option<u64>, "--max-num-batched-tokens", LEVERS, Some("TOKENS"),
+        Some("8192"),
+        "Token budget of one step, tokens (given, even 8192, it switches the scheduled \
+         instances on)";
+    kv_policy: KvPolicy, "--kv-policy", LEVERS, Some("POLICY"), Some("oracle"),
+        "KV reservation: oracle (prompt + output, known in advance), pow2 (output rounded up \
+         to a power of two), max (at least --max-seq-len tokens) or paged (blocks allocated as \
+         sequences grow, with preemption)";
+    kv_block_size: u64, "--kv-block-size", LEVERS, Some("TOKENS"), Some("16"),
+        "Tokens per KV block (--kv-policy paged)";
+    max_seq_len: u64, "--max-seq-len", LEVERS, Some("TOKENS"), Some("2048"),
+        "Reservation floor of --kv-policy max, tokens";
+    preemption: Preemption, "--preemption", LEVERS, Some("recompute|swap"), Some("recompute"),
+        "Paged KV out of blocks: recompute the victim later, or swap its blocks to host memory \
+         over --host-link";
+    host_link: String, "--host-link", LEVERS, Some("LINK"), Some("pcie5"),
+        "Host link of swap preemption (a link key: pcie5, pcie4, ...)";
+    prefix_caching: bool, "--prefix-caching", LEVERS, None, None,
+        "Cache prompt prefixes on colocated and prefill instances (radix tree, LRU eviction)";
+    speculative: Option<String>, "--speculative", LEVERS, Some("DRAFT"), Some("off"),
+        "Speculative decoding with draft mtp (a one-layer multi-token-prediction head) or a \
+         model key";
+    gamma: u32, "--gamma", LEVERS, Some("N"), Some("3"),
+        "Drafted tokens per verify pass (with --speculative)";
+    alpha: f64, "--alpha", LEVERS, Some("P"), Some("0.7"),
+        "Acceptance probability of each drafted token, 0 to 1 (with --speculative)";
+    spec_seed: u64, "--spec-seed", LEVERS, Some("N"), Some("0"),
+        "Seed of the acceptance draws (with --speculative)";
     workload: Option<String>, "--workload", WORKLOAD, Some("NAME"), None,
         "A named workload: chat, coding-agent, offline-batch, long-rag, voice (its lengths, \
          sessions and SLOs; a shared prefix is sent and computed like any prompt: no prefix \
@@ -536,6 +581,9 @@ mod tests {
                 "link_topology" => choice("per-pair"),
                 "reserve_kv_on" => choice("transfer"),
                 "first_token" => choice("decode"),
+                "batch_policy" => choice("chunked"),
+                "kv_policy" => choice("paged"),
+                "preemption" => choice("swap"),
                 "trace_format" => choice("mooncake"),
                 other => panic!("no sample for choice option {other}"),
             },
@@ -704,6 +752,58 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn the_scheduling_rows_parse_their_shown_defaults() {
+        // levers-scheduling.md §2.2's flags, in its order, under one heading.
+        let rows: Vec<&Opt> = OPTIONS.iter().filter(|o| o.heading == LEVERS).collect();
+        let flags: Vec<&str> = rows.iter().map(|o| o.flag).collect();
+        assert_eq!(
+            flags,
+            [
+                "--batch-policy",
+                "--max-num-batched-tokens",
+                "--kv-policy",
+                "--kv-block-size",
+                "--max-seq-len",
+                "--preemption",
+                "--host-link",
+                "--prefix-caching",
+                "--speculative",
+                "--gamma",
+                "--alpha",
+                "--spec-seed"
+            ]
+        );
+        for o in rows {
+            let mut s = Scenario::default();
+            match (o.optional, o.shown_default) {
+                // An unset option: its default is no value.
+                (true, _) => assert_eq!(s.numeric(o.key), None, "{}", o.key),
+                (false, Some(d)) => s.set(o.key, d).unwrap(),
+                (false, None) => s.set(o.key, "false").unwrap(),
+            }
+            assert_eq!(s, Scenario::default(), "{} {:?}", o.flag, o.shown_default);
+        }
+        assert_eq!(
+            for_key("batch_policy").unwrap().kind,
+            Kind::Choice(&["prefill-priority", "decode-priority", "chunked"])
+        );
+        assert_eq!(
+            for_key("kv_policy").unwrap().kind,
+            Kind::Choice(&["oracle", "pow2", "max", "paged"])
+        );
+        assert_eq!(
+            for_key("preemption").unwrap().kind,
+            Kind::Choice(&["recompute", "swap"])
+        );
+        assert_eq!(for_key("max_num_batched_tokens").unwrap().kind, Kind::U64);
+        assert!(for_key("max_num_batched_tokens").unwrap().optional);
+        assert_eq!(for_key("gamma").unwrap().kind, Kind::U32);
+        assert_eq!(for_key("alpha").unwrap().kind, Kind::F64);
+        assert_eq!(for_key("host_link").unwrap().kind, Kind::Name);
+        assert_eq!(for_key("prefix_caching").unwrap().kind, Kind::Switch);
     }
 
     #[test]

@@ -112,6 +112,12 @@ macro_rules! ranges {
 }
 
 const SHAPE_MAX: u64 = 1 << 24;
+/// Largest token budget and `max_seq_len` (100M tokens: far beyond any context).
+const MAX_BUDGET: u64 = 100_000_000;
+/// Largest KV block (65,536 tokens; engines use 16 to 128).
+const MAX_BLOCK: u64 = 65_536;
+/// Largest `gamma` (drafts of a few tokens are the practice; 64 bounds the verify pass).
+const MAX_GAMMA: u64 = 64;
 
 ranges! {
     // Scenario options (run, compare, sweep, plan; also scenario files, `--vary`, the web API).
@@ -138,6 +144,12 @@ ranges! {
     "--system-prompts", Some("system_prompts"), SCENARIO, int(0, 1_000_000), "prompts", "distinct shared system prompts";
     "--system-len", Some("system_len"), SCENARIO, int(0, 10_000_000), "tokens", "system prompt length";
     "--prefix-share", Some("prefix_share"), SCENARIO, closed(0.0, 1.0), "", "fraction of sessions with a system prompt";
+    "--max-num-batched-tokens", Some("max_num_batched_tokens"), SCENARIO, int(1, MAX_BUDGET), "tokens", "token budget of one scheduled step";
+    "--kv-block-size", Some("kv_block_size"), SCENARIO, int(1, MAX_BLOCK), "tokens", "tokens per KV block (paged)";
+    "--max-seq-len", Some("max_seq_len"), SCENARIO, int(0, MAX_BUDGET), "tokens", "reservation floor of the max KV policy";
+    "--gamma", Some("gamma"), SCENARIO, int(1, MAX_GAMMA), "tokens", "drafted tokens per verify pass";
+    "--alpha", Some("alpha"), SCENARIO, closed(0.0, 1.0), "", "acceptance probability of each drafted token";
+    "--spec-seed", Some("spec_seed"), SCENARIO, int(0, u64::MAX), "", "seed of the acceptance draws";
     "--max-context", Some("max_context"), SCENARIO, int(1, 100_000_000), "tokens", "clip replayed prompts to this length";
     "--time-scale", Some("time_scale"), TRACE, closed(1e-6, 1e6), "", "multiplier of a trace's inter-arrival gaps";
     "--start", Some("trace_start"), TRACE, closed(0.0, 1e9), "s", "start of the replayed window after the first arrival";
@@ -442,6 +454,7 @@ mod defaults {
             trace_duration: Some(1.0),
             max_requests: Some(1),
             max_context: Some(1),
+            max_num_batched_tokens: Some(8192),
             ttft_slo: Some(1.0),
             tpot_slo: Some(0.025),
             layers: Some(2),

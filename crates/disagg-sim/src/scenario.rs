@@ -9,6 +9,7 @@ use disagg_model::{
 use disagg_trace::TraceFormat;
 use serde::{Deserialize, Serialize};
 
+use crate::levers::{BatchPolicy, KvPolicy, Levers, Preemption, Speculative};
 use crate::pyrand::{poisson_workload, GenRequest, LengthDist};
 use crate::sessions::SessionShape;
 use crate::workload::{Source, TraceInfo, Workload};
@@ -120,6 +121,35 @@ pub struct Scenario {
     /// hand-off options are refused in colocated mode unless at their defaults.
     #[serde(deserialize_with = "crate::options::by_name")]
     pub first_token: FirstToken,
+    /// `--batch-policy`: `prefill-priority` (the reference's default), `decode-priority` or
+    /// `chunked` (levers-scheduling.md §2.1; anything else switches the scheduled instances on).
+    #[serde(deserialize_with = "crate::options::by_name")]
+    pub batch_policy: BatchPolicy,
+    /// `--max-num-batched-tokens`: token budget of one scheduled step (`None`: the prefill budget,
+    /// 8192; any value given switches the scheduled instances on).
+    pub max_num_batched_tokens: Option<u64>,
+    /// `--kv-policy`: `oracle` (the reference's default), `pow2`, `max` or `paged`.
+    #[serde(deserialize_with = "crate::options::by_name")]
+    pub kv_policy: KvPolicy,
+    /// `--kv-block-size`: tokens per KV block when paged (inert otherwise).
+    pub kv_block_size: u64,
+    /// `--max-seq-len`: reservation floor of the `max` policy, tokens (inert otherwise).
+    pub max_seq_len: u64,
+    /// `--preemption`: what a paged instance does with a victim, `recompute` or `swap`.
+    #[serde(deserialize_with = "crate::options::by_name")]
+    pub preemption: Preemption,
+    /// `--host-link`: the swap path (a catalogue link key; its channels are irrelevant).
+    pub host_link: String,
+    /// `--prefix-caching`: the prefix cache of colocated and prefill instances.
+    pub prefix_caching: bool,
+    /// `--speculative`: speculative decoding with draft `mtp` or a catalogue model key.
+    pub speculative: Option<String>,
+    /// `--gamma`: drafted tokens per verify pass (used only with `speculative`).
+    pub gamma: u32,
+    /// `--alpha`: acceptance probability of each drafted token (used only with `speculative`).
+    pub alpha: f64,
+    /// `--spec-seed`: seed of the acceptance draws (used only with `speculative`).
+    pub spec_seed: u64,
     /// `--workload`: a named workload (`chat`, `coding-agent`, `offline-batch`, `long-rag`,
     /// `voice`): its length distributions and sessions replace `prompt`/`output`/`turns`/...; its
     /// SLOs apply where `ttft_slo`/`tpot_slo` are not given.
@@ -246,6 +276,18 @@ impl Default for Scenario {
             link_topology: LinkTopology::Shared,
             reserve_kv_on: ReserveKvOn::Arrival,
             first_token: FirstToken::Prefill,
+            batch_policy: BatchPolicy::PrefillPriority,
+            max_num_batched_tokens: None,
+            kv_policy: KvPolicy::Oracle,
+            kv_block_size: 16,
+            max_seq_len: 2048,
+            preemption: Preemption::Recompute,
+            host_link: "pcie5".into(),
+            prefix_caching: false,
+            speculative: None,
+            gamma: 3,
+            alpha: 0.7,
+            spec_seed: 0,
             workload: None,
             turns: 1,
             think: 0.0,
@@ -510,9 +552,9 @@ pub struct SimConfig {
     /// The hand-off options (layer-wise streaming, link sharing and topology, decode-side
     /// reservation, TTFT convention).
     pub handoff: HandoffOptions,
-    /// The scheduling levers, when they switch the scheduled instances on
+    /// The scheduling levers, present exactly when they switch the scheduled instances on
     /// (levers-scheduling.md §2.1); `None` runs the plain instances.
-    pub levers: Option<crate::levers::Levers>,
+    pub levers: Option<Levers>,
     /// The scenario this was built from.
     pub scenario: Scenario,
 }
@@ -602,6 +644,12 @@ impl SimConfig {
                     "the KV hand-off options need disaggregated mode",
                 ));
             }
+        }
+        if self.mode == Mode::Disagg && self.fast_forward && self.levers.is_some() {
+            return Err(Error::invalid(
+                "--fast",
+                "the fast decode path does not exist with the scheduling levers",
+            ));
         }
         if self.link_count() > MAX_LINKS as usize {
             return Err(Error::invalid(
@@ -875,8 +923,8 @@ impl Scenario {
     /// numeric ranges, [model](Scenario::resolve_model), [devices](Scenario::resolve_devices),
     /// [link](Scenario::resolve_link), [instance counts](Scenario::check_instances),
     /// [KV transit](Scenario::kv_transit), [hand-off options](Scenario::resolve_handoff),
-    /// [pools](Scenario::pools), then the [workload source](Scenario::source) (which reads any
-    /// trace file).
+    /// [scheduling levers](Scenario::resolve_levers), [pools](Scenario::pools), then the
+    /// [workload source](Scenario::source) (which reads any trace file).
     pub fn build(&self, cat: &Catalogue) -> Result<SimConfig, Error> {
         self.check_ranges()?;
         let mode = self.mode;
@@ -886,6 +934,7 @@ impl Scenario {
         self.check_instances()?;
         let kv_transit = self.kv_transit(cat, &model)?;
         let handoff = self.resolve_handoff()?;
+        let levers = self.resolve_levers(cat, kv_transit.is_some())?;
         let pools = self.pools(&model, &devices)?;
         let base_cost = CostModel::new(
             &model,
@@ -906,7 +955,7 @@ impl Scenario {
             link,
             kv_transit,
             pools,
-            max_prefill_tokens: 8192,
+            max_prefill_tokens: MAX_PREFILL_TOKENS,
             max_decode_batch: 256,
             step_overhead_s: CostOptions::default().step_overhead_s,
             warmup_frac: 0.1,
@@ -922,7 +971,7 @@ impl Scenario {
             source,
             base_cost,
             handoff,
-            levers: None,
+            levers,
             scenario: self.clone(),
         })
     }
@@ -1068,7 +1117,109 @@ impl Scenario {
         Ok(handoff)
     }
 
-    /// Step 7: the pools with their cost models and KV capacities: `[prefill, decode]` (each
+    /// Whether the levers switch the scheduled instances on (levers-scheduling.md §2.1): a batch
+    /// policy other than prefill-priority, a token budget (any value, 8192 included), a KV policy
+    /// other than oracle, prefix caching, or speculative decoding. Block size, `max_seq_len`,
+    /// preemption mode, host link and the speculative parameters alone are inert.
+    pub fn levers_on(&self) -> bool {
+        self.batch_policy != BatchPolicy::PrefillPriority
+            || self.max_num_batched_tokens.is_some()
+            || self.kv_policy != KvPolicy::Oracle
+            || self.prefix_caching
+            || self.speculative.is_some()
+    }
+
+    /// Step 7: the scheduling levers (levers-scheduling.md §2.1-§2.3): `None` unless they switch
+    /// the scheduled instances on ([`Scenario::levers_on`]). The host link must be a catalogue
+    /// link whether or not it is used (the reference's CLI choices). With the levers on, in this
+    /// order: `--fast` in disaggregated mode, speculative decoding with hand-off compression
+    /// (`compressed`: a KV transit stage was resolved), prefix caching with swap preemption, and
+    /// the hand-off options this project adds beyond the reference (not modelled with the levers
+    /// yet). The ranges of block size, budget, gamma and alpha are checked with every other range
+    /// (step 0). The draft of `--speculative` is kept as a name here: the cost side resolves it
+    /// (`disagg_model::Draft::new`: unknown draft, vocabulary, capacity) where the engine is built.
+    fn resolve_levers(&self, cat: &Catalogue, compressed: bool) -> Result<Option<Levers>, Error> {
+        let host_link = cat
+            .link(&self.host_link)
+            .map_err(|e| rename(e, HOST_LINK_FLAG))?
+            .clone();
+        if !self.levers_on() {
+            return Ok(None);
+        }
+        let disagg = self.mode == Mode::Disagg;
+        if disagg && self.fast {
+            return Err(Error::invalid(
+                "--fast",
+                "the plain decode instance's fast path: not with the scheduling levers",
+            ));
+        }
+        if disagg && compressed && self.speculative.is_some() {
+            return Err(Error::invalid(
+                "--speculative",
+                "speculative decoding with KV hand-off compression (--kv-compress) is not modelled",
+            ));
+        }
+        if self.prefix_caching
+            && self.kv_policy == KvPolicy::Paged
+            && self.preemption == Preemption::Swap
+        {
+            return Err(Error::invalid(
+                "--prefix-caching",
+                "prefix caching with swap preemption is not modelled: use --preemption recompute",
+            ));
+        }
+        if disagg {
+            let d = HandoffOptions::default();
+            for (flag, given, default) in [
+                (SEND_FLAG, self.send.as_str(), d.send.as_str()),
+                (
+                    LinkSharing::FLAG,
+                    self.link_sharing.as_str(),
+                    d.link_sharing.as_str(),
+                ),
+                (
+                    LinkTopology::FLAG,
+                    self.link_topology.as_str(),
+                    d.link_topology.as_str(),
+                ),
+                (
+                    ReserveKvOn::FLAG,
+                    self.reserve_kv_on.as_str(),
+                    d.reserve_kv_on.as_str(),
+                ),
+            ] {
+                if given != default {
+                    return Err(Error::invalid(
+                        flag,
+                        format!(
+                            "'{given}' is not modelled with the scheduling levers yet (use \
+                             {flag} {default}, or leave the levers at their defaults)"
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(Some(Levers {
+            batch_policy: self.batch_policy,
+            token_budget: self.max_num_batched_tokens.unwrap_or(MAX_PREFILL_TOKENS),
+            budget_given: self.max_num_batched_tokens.is_some(),
+            kv_policy: self.kv_policy,
+            kv_block_size: self.kv_block_size,
+            max_seq_len: self.max_seq_len,
+            kv_watermark: KV_WATERMARK,
+            preemption: self.preemption,
+            host_link,
+            prefix_caching: self.prefix_caching,
+            speculative: self.speculative.as_ref().map(|draft| Speculative {
+                draft: draft.clone(),
+                gamma: self.gamma,
+                alpha: self.alpha,
+                seed: self.spec_seed,
+            }),
+        }))
+    }
+
+    /// Step 8: the pools with their cost models and KV capacities: `[prefill, decode]` (each
     /// with its own device, device count and power cap where given) or `[colocated]`.
     fn pools(&self, model: &ModelSpec, devices: &PoolDevices) -> Result<Vec<Pool>, Error> {
         let pool = |role, instances: u32, dev: &Device, n, cap, cap_flag| {
@@ -1248,6 +1399,12 @@ impl Scenario {
     }
 }
 
+/// `--host-link`, as an unknown link's error names it.
+const HOST_LINK_FLAG: &str = "--host-link";
+/// Token budget of one prefill step, and of a scheduled step without `--max-num-batched-tokens`.
+pub const MAX_PREFILL_TOKENS: u64 = 8192;
+/// Fraction of a paged instance's blocks kept free when admitting (not a flag in the reference).
+pub const KV_WATERMARK: f64 = 0.01;
 /// `--send`, as colocated-mode errors name it.
 const SEND_FLAG: &str = "--send";
 /// The global power cap's flag.
