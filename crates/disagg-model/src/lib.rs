@@ -19,5 +19,5 @@ pub use draft::{spec_cost, Draft};
 pub use error::Error;
 pub use handoff::{
     handoff, handoff_shared, layerwise_exposed, layerwise_exposed_after, layerwise_tail, transfer,
-    Handoff, SendMode, Sharing, Transfer,
+    transfer_bytes, Handoff, SendMode, Sharing, Transfer,
 };

@@ -825,12 +825,12 @@ fn summarise(res: &RunResult) -> Summary {
         scheduler: res.sched.as_ref().map(|s| {
             let mut b = s.report.clone();
             b.sched_delay_p50_s = Some(sched_delay_p50(reqs, steady));
-            b.norm_latency_s_per_token = Some(crate::pymath::neumaier_sum(
-                steady.iter().map(|&i| {
+            b.norm_latency_s_per_token = Some(
+                crate::pymath::neumaier_sum(steady.iter().map(|&i| {
                     let r = &reqs[i as usize];
                     (r.finish - r.arrival) / r.output as f64
-                }),
-            ) / steady.len() as f64);
+                })) / steady.len() as f64,
+            );
             b
         }),
     }

@@ -1122,11 +1122,7 @@ impl<'a, O: Observer> Sim<'a, O> {
     /// [`SKIP_SAMPLES_AFTER`] intervals are skipped, so ordinary runs sample (and their traces and
     /// charts read) exactly as before.
     fn schedule_next_sample(&mut self) {
-        let t = next_sample_time(
-            &self.q,
-            self.cfg.sample_dt_s,
-            self.sample_every_interval,
-        );
+        let t = next_sample_time(&self.q, self.cfg.sample_dt_s, self.sample_every_interval);
         self.q.schedule_at(t, Ev::Sample);
     }
 

@@ -801,7 +801,6 @@ impl SchedResult {
             f(0.0, zeros);
         }
     }
-
 }
 
 impl KvPolicy {

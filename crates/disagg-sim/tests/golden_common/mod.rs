@@ -12,10 +12,7 @@ pub fn load(name: &str) -> Value {
 
 /// Reads fixture `name` from `tests/fixtures/<dir>/`.
 pub fn load_from(dir: &str, name: &str) -> Value {
-    let path = format!(
-        "{}/tests/fixtures/{dir}/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    );
+    let path = format!("{}/tests/fixtures/{dir}/{name}", env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     serde_json::from_str(&text).unwrap()
 }
@@ -23,6 +20,8 @@ pub fn load_from(dir: &str, name: &str) -> Value {
 pub fn f(v: &Value) -> f64 {
     match v {
         Value::Null => f64::NAN,
+        Value::String(x) if x == "NaN" => f64::NAN,
+        Value::String(x) if x == "Infinity" => f64::INFINITY,
         _ => v.as_f64().unwrap_or_else(|| panic!("not a number: {v}")),
     }
 }
