@@ -612,6 +612,37 @@ impl RunResult {
     pub fn decode_step_ends(&self, i: usize) -> &[f64] {
         &self.step_ends[i]
     }
+    /// What the scheduling levers measured of request `rid` (`None` unless the levers were on).
+    pub fn lever_record(&self, rid: usize) -> Option<crate::sched::LeverRecord> {
+        let s = self.sched.as_ref()?;
+        let r = &self.reqs[rid];
+        let mut n_itl = 0u64;
+        let mut itl_max = f64::NAN;
+        let mut zeros = 0u64;
+        s.each_itl(rid, r.emitted(self.cfg.handoff.first_token), |x, c| {
+            n_itl += c;
+            if x == 0.0 {
+                zeros += c;
+            }
+            if !(x <= itl_max) {
+                itl_max = x;
+            }
+        });
+        let (preemptions, hit_tokens) = s.per_request[rid];
+        Some(crate::sched::LeverRecord {
+            sched_delay_s: r.prefill_start - r.arrival,
+            preemptions,
+            prefix_hit_tokens: hit_tokens,
+            n_itl,
+            itl_max_s: (n_itl > 0).then_some(itl_max),
+            n_itl_zero: zeros,
+        })
+    }
+    /// The scheduling levers' summary block (`None` unless the levers were on); the summary's
+    /// `scheduler` adds the measured requests' scheduling delay and normalised latency.
+    pub fn scheduler(&self) -> Option<&crate::sched::SchedulerSummary> {
+        self.sched.as_ref().map(|s| &s.report)
+    }
     /// Request `rid`'s inter-token latencies (empty if it never decoded), reconstructed from the
     /// step ends exactly as the reference records them.
     pub fn itls(&self, rid: usize) -> Vec<f64> {

@@ -133,6 +133,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
             let acc = &mut self.insts[i].acc;
             acc.prompt_tokens += p;
             acc.hit_tokens += h;
+            self.rs[rid as usize].hit_tokens = h;
         }
         self.insert_running(i, rid);
         true
@@ -214,6 +215,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
     fn preempt(&mut self, i: usize, v: u32) {
         self.remove_running(i, v);
         self.insts[i].acc.preemptions += 1;
+        self.rs[v as usize].preemptions += 1;
         let s = &self.rs[v as usize];
         let swap = self.lv.preemption == crate::levers::Preemption::Swap && s.dp >= s.tgt;
         if swap {

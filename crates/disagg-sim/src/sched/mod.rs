@@ -74,6 +74,9 @@ pub(crate) struct RState {
     pub runs: Vec<(u32, u32)>,
     pub zeros: u32,
     pub tok_inst: u32,
+    /// Times it was preempted, and prompt tokens its first admission found cached.
+    pub preemptions: u32,
+    pub hit_tokens: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -716,12 +719,18 @@ impl<'a, O: Observer> SchedSim<'a, O> {
         });
         let closed_turns = self.books.succ.iter().filter(|&&x| x != NO_SUCC).count() as u64;
         let zeros = self.rs.iter().map(|s| s.zeros).collect();
+        let per_request = self
+            .rs
+            .iter()
+            .map(|s| (s.preemptions, s.hit_tokens))
+            .collect();
         let tok_inst = self.rs.iter().map(|s| s.tok_inst).collect();
         let sched = SchedResult {
             step_ends: self.insts.into_iter().map(|i| i.step_end).collect(),
             runs: self.rs.into_iter().map(|s| s.runs).collect(),
             zeros,
             tok_inst,
+            per_request,
             report,
             swap_j,
         };
@@ -749,6 +758,22 @@ impl<'a, O: Observer> SchedSim<'a, O> {
     }
 }
 
+/// What the scheduling levers measured of one request.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LeverRecord {
+    /// `prefill_start - arrival`, s (NaN if it never started).
+    pub sched_delay_s: f64,
+    /// Times it was preempted (paged KV).
+    pub preemptions: u32,
+    /// Prompt tokens its first admission found in the prefix cache.
+    pub prefix_hit_tokens: u64,
+    /// Its inter-token latencies: how many, the largest, and how many were exactly 0
+    /// (speculative verify passes).
+    pub n_itl: u64,
+    pub itl_max_s: Option<f64>,
+    pub n_itl_zero: u64,
+}
+
 /// What a scheduled run leaves besides the stamps: every instance's step ends, each request's
 /// token record (for its inter-token latencies) and the scheduler block.
 #[derive(Clone, Debug)]
@@ -761,6 +786,8 @@ pub(crate) struct SchedResult {
     pub zeros: Vec<u32>,
     /// Per request, the instance whose steps `runs` index.
     pub tok_inst: Vec<u32>,
+    /// Per request, its preemptions and prefix-hit tokens.
+    pub per_request: Vec<(u32, u64)>,
     /// The summary's scheduler block.
     pub report: SchedulerSummary,
     /// Swap energy over every instance, J (paged + swap only).
