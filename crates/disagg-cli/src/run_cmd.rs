@@ -439,7 +439,7 @@ pub fn presets(a: PresetsArgs) -> CmdResult {
     if a.json {
         let v: Vec<serde_json::Value> = all
             .iter()
-            .map(|p| json!({"name": p.name, "group": p.group, "about": p.about, "scenario": p.scenario}))
+            .map(|p| json!({"name": p.name, "group": p.group, "about": p.about, "scenario": p.scenario.echo_value()}))
             .collect();
         outln!("{}", serde_json::to_string_pretty(&v).expect("json"));
         return Ok(());

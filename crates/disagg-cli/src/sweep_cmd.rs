@@ -129,7 +129,9 @@ impl Sweep {
     /// A stable fingerprint of the spec (FNV-1a over its canonical JSON), so shards of different
     /// sweeps cannot be merged.
     pub fn fingerprint(&self) -> String {
-        let canon = json!({"base": self.base, "axes": self.axes});
+        let mut base = self.base.clone();
+        disagg_sim::scenario::quiet_defaults(&mut base);
+        let canon = json!({"base": base, "axes": self.axes});
         let mut h: u64 = 0xcbf29ce484222325;
         for b in canon.to_string().bytes() {
             h ^= b as u64;
@@ -466,7 +468,7 @@ fn run_one(
         "runs_total": total,
         "spec": fp,
         "axes": axes,
-        "scenario": sc.with_slos_resolved(),
+        "scenario": sc.with_slos_resolved().echo_value(),
         "summary": s,
     });
     Ok(RunRow {
