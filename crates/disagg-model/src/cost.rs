@@ -8,6 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::catalogue::{Device, KvTransit, LmHead, ModelSpec};
+use crate::draft::Draft;
 use crate::error::Error;
 use crate::pymath::{cbrt_py, py_floordiv};
 
@@ -409,4 +410,109 @@ impl CostModel {
             memory_j: cost.memory_j + em,
         }
     }
+
+    /// Adds the prefill chunks of a pass to its FLOPs `f`, tokens `t` and KV positions `k`
+    /// (levers-scheduling.md §7.1, the loop): the LM-head-dependent linear term, the causal tail
+    /// `2*L*d*c*(2*p0 + c + 1)`, `t += c`, `k += p0 + c`.
+    fn add_chunks(&self, chunks: &[Chunk], f: &mut i128, t: &mut i128, k: &mut i128) {
+        for ch in chunks {
+            let (p0, c) = (ch.p0 as i128, ch.c as i128);
+            *f += match self.model.prefill_lm_head {
+                LmHead::All => 2 * self.matmul_params * c,
+                LmHead::Last => {
+                    2 * self.layer_params * c + if ch.last { 2 * self.lm_head_params } else { 0 }
+                }
+            };
+            *f += (self.prefill_attn_coef * c) * ((2 * p0 + c) + 1);
+            *t += c;
+            *k += p0 + c;
+        }
+    }
+
+    /// The bytes of a pass over `t` tokens touching `k` KV positions: `(W + T*e) + K*k`.
+    fn pass_bytes(&self, t: i128, k: i128) -> f64 {
+        (self.weight_bytes_streamed + t as f64 * self.embedding_row_bytes)
+            + k as f64 * self.kv_bytes_per_token
+    }
+
+    /// FLOPs (exact) and bytes of a mixed step (levers-scheduling.md §7.1): `b` decode rows over
+    /// `ctx` cached positions in total, plus the prefill `chunks` in order.
+    pub fn step_mixed_work(&self, ctx: u64, b: u64, chunks: &[Chunk]) -> (i128, f64) {
+        let (ctx, b) = (ctx as i128, b as i128);
+        let mut f = 2 * self.matmul_params * b + self.decode_attn_coef * (ctx + b);
+        let mut t = b;
+        let mut k = ctx + b;
+        self.add_chunks(chunks, &mut f, &mut t, &mut k);
+        (f, self.pass_bytes(t, k))
+    }
+
+    /// The cost of a mixed step: `step(F, B)` of [`CostModel::step_mixed_work`].
+    pub fn step_mixed(&self, ctx: u64, b: u64, chunks: &[Chunk]) -> StepCost {
+        let (f, by) = self.step_mixed_work(ctx, b, chunks);
+        self.step(f, by)
+    }
+
+    /// FLOPs (exact) and bytes of a speculative verify pass (levers-scheduling.md §10.2): `b`
+    /// rows of `c` positions each (`c = gamma + 1`) after `ctx` cached positions in total, plus
+    /// the prefill `chunks` exactly as in a mixed step.
+    pub fn step_spec_work(&self, ctx: u64, b: u64, c: u64, chunks: &[Chunk]) -> (i128, f64) {
+        let (ctx, b, c) = (ctx as i128, b as i128, c as i128);
+        let mut f = (2 * self.matmul_params * b) * c
+            + (self.prefill_attn_coef * c) * (2 * ctx + b * (c + 1));
+        let mut t = b * c;
+        let mut k = ctx + b * c;
+        self.add_chunks(chunks, &mut f, &mut t, &mut k);
+        (f, self.pass_bytes(t, k))
+    }
+
+    /// The cost of a verify pass: `step(F, B)` of [`CostModel::step_spec_work`].
+    pub fn step_spec(&self, ctx: u64, b: u64, c: u64, chunks: &[Chunk]) -> StepCost {
+        let (f, by) = self.step_spec_work(ctx, b, c, chunks);
+        self.step(f, by)
+    }
+
+    /// KV capacity in tokens with a speculative draft resident (levers-scheduling.md §10.1,
+    /// levers-cost.md §5.6 with `tp` = devices per instance, `pp` = 1): `room = cap * mem_util`
+    /// per GPU, `unit = kv_bytes_per_token + draft KV bytes per token`, `w = (params * wb) +
+    /// draft resident bytes`, capacity `int((room * tp - w) //py unit)`. The rounding differs from
+    /// [`CostModel::kv_capacity_tokens`] (`(cap * n) * mem_util` there). Errors (the only check,
+    /// strict `>`) when the weights per GPU exceed the room.
+    pub fn kv_capacity_tokens_with_draft(&self, draft: &Draft) -> Result<u64, Error> {
+        let room = self.device.mem_capacity * self.opts.mem_util;
+        let tp = self.n_devices as f64;
+        // `kv_bytes_per_token / pp` with pp = 1 is exact, so it is left out.
+        let unit = self.kv_bytes_per_token + draft.kv_bytes_per_token();
+        // pp = 1: the one stage holds every layer, the embedding and the LM head (`params`).
+        let w = (self.model.params() as f64 * self.model.weight_bytes) + draft.resident_bytes;
+        if w / tp > room {
+            return Err(Error::invalid(
+                "model",
+                format!(
+                    "{} does not fit: {:.1} GB of weights per GPU in stage 0 of {} x 1 {} \
+                     ({:.1} GB usable)",
+                    self.model.name,
+                    w / tp / 1e9,
+                    self.n_devices,
+                    self.device.name,
+                    room / 1e9
+                ),
+            ));
+        }
+        // `as u64` truncates like Python's `int()`; a quotient that rounding left just below zero
+        // (weights filling the room to the last byte) saturates to 0.
+        Ok(py_floordiv(room * tp - w, unit) as u64)
+    }
+}
+
+/// A prefill chunk of a mixed step (levers-scheduling.md §7.1): `c` new prompt tokens after `p0`
+/// already in the KV cache; `last` when it ends its prompt (the LM head runs on it under
+/// `prefill_lm_head = "last"`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Chunk {
+    /// Prompt tokens already cached (earlier chunks, a prefix hit, or both).
+    pub p0: u64,
+    /// New prompt tokens computed by this pass.
+    pub c: u64,
+    /// Whether the chunk ends its prompt.
+    pub last: bool,
 }

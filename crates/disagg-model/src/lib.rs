@@ -6,6 +6,7 @@ pub mod calc;
 pub mod catalogue;
 pub mod cost;
 pub mod custom;
+pub mod draft;
 pub mod error;
 pub mod handoff;
 pub mod pymath;
@@ -13,9 +14,10 @@ pub mod pymath;
 pub use catalogue::{
     Catalogue, CompressAt, Device, KvCompression, KvTransit, Link, LmHead, ModelSpec, GB, TB,
 };
-pub use cost::{Bound, CostModel, CostOptions, PyNum, RawStep, StepCost};
+pub use cost::{Bound, Chunk, CostModel, CostOptions, PyNum, RawStep, StepCost};
+pub use draft::{spec_cost, Draft};
 pub use error::Error;
 pub use handoff::{
     handoff, handoff_shared, layerwise_exposed, layerwise_exposed_after, layerwise_tail, transfer,
-    Handoff, SendMode, Sharing, Transfer,
+    transfer_bytes, Handoff, SendMode, Sharing, Transfer,
 };

@@ -4,7 +4,8 @@
 //! [`round_half_even`] is `round(float)`, [`fsum`]/[`Fsum`] are `math.fsum`, [`fmean`] is
 //! `statistics.fmean`, [`py_floordiv`] is float `//`, [`cbrt_py`] is the cost model's cube root
 //! (cost-model.md N5), [`percentile`] is the simulator's linear percentile (simulator.md §5.2),
-//! and [`bit_length`], [`pow2_at_least`], [`rfft_flops`] are the integer helpers of cost-model.md N9.
+//! [`bit_length`], [`pow2_at_least`], [`rfft_flops`], [`ipow`] are the helpers of cost-model.md N9,
+//! and [`neumaier_sum`] is CPython 3.12's builtin `sum()` of floats (levers-scheduling.md §11.3).
 
 /// Python `round(x)` for a float: round half to even, returned as a float holding an integer.
 #[inline]
@@ -295,4 +296,45 @@ pub fn pow2_at_least(n: u64) -> u64 {
 #[inline]
 pub fn rfft_flops(n: u64) -> f64 {
     (2.5 * n as f64) * ((bit_length(n) as i64 - 1) as f64)
+}
+
+/// CPython 3.12's builtin `sum()` of floats (levers-scheduling.md §11.3): Neumaier-compensated.
+/// The integer start `0` plus the first value gives `f` (so a lone `-0.0` sums to `+0.0`, as in
+/// CPython), `c = 0.0`; for each further `x`: `t = f + x`, `c += (f - t) + x` if `|f| >= |x|`
+/// else `(x - t) + f`, `f = t`; at the end `f += c` if `c` is non-zero and finite. The empty sum
+/// is `0.0`. (CPython 3.11 adds plainly; the two differ in the last bits.)
+pub fn neumaier_sum(xs: impl IntoIterator<Item = f64>) -> f64 {
+    let mut it = xs.into_iter();
+    let Some(x0) = it.next() else {
+        return 0.0;
+    };
+    let mut f = 0.0 + x0;
+    let mut c = 0.0;
+    for x in it {
+        let t = f + x;
+        if f.abs() >= x.abs() {
+            c += (f - t) + x;
+        } else {
+            c += (x - t) + f;
+        }
+        f = t;
+    }
+    if c != 0.0 && c.is_finite() {
+        f += c;
+    }
+    f
+}
+
+/// `x` to the integer power `n` by binary exponentiation, low bit first from `r = 1.0`
+/// (cost-model.md N9 `ipow`): while `n`: if `n` is odd `r *= x`; `x *= x`; `n >>= 1`.
+pub fn ipow(mut x: f64, mut n: u64) -> f64 {
+    let mut r = 1.0;
+    while n != 0 {
+        if n & 1 == 1 {
+            r *= x;
+        }
+        x *= x;
+        n >>= 1;
+    }
+    r
 }

@@ -110,6 +110,12 @@ pub struct Energy {
     pub link_frac: f64,
     /// `transit / total` (only with a compression stage).
     pub transit_frac: Option<f64>,
+    /// Host-link swap energy, J (paged KV with swap preemption only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub swap_j: Option<f64>,
+    /// `swap / total` (with `swap_j`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub swap_frac: Option<f64>,
 }
 
 /// One instance's figures.
@@ -329,6 +335,9 @@ pub struct Summary {
     /// Analytic capacity bounds (simulator.md §5.9; `None` if the model does not fit on the base
     /// device).
     pub analytic: Option<Analytic>,
+    /// The scheduling levers' figures (levers-scheduling.md §11; only when they are on).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scheduler: Option<crate::sched::SchedulerSummary>,
 }
 
 impl Req {
@@ -650,6 +659,10 @@ fn summarise(res: &RunResult) -> Summary {
     if transit {
         total += res.link.transit_j;
     }
+    let swap_j = res.sched.as_ref().and_then(|s| s.swap_j);
+    if let Some(sj) = swap_j {
+        total += sj;
+    }
     let energy = Energy {
         total_j: total,
         static_j,
@@ -662,6 +675,8 @@ fn summarise(res: &RunResult) -> Summary {
         memory_frac: memory_j / total,
         link_frac: link_j / total,
         transit_frac: transit.then(|| res.link.transit_j / total),
+        swap_j,
+        swap_frac: swap_j.map(|sj| sj / total),
     };
 
     let handoffs: Vec<f64> = reqs
@@ -807,6 +822,38 @@ fn summarise(res: &RunResult) -> Summary {
             lambda_w: lam * w,
         },
         analytic: analytic_capacity(cfg),
+        scheduler: res.sched.as_ref().map(|s| {
+            let mut b = s.report.clone();
+            b.sched_delay_p50_s = Some(sched_delay_p50(reqs, steady));
+            b.norm_latency_s_per_token = Some(
+                crate::pymath::neumaier_sum(steady.iter().map(|&i| {
+                    let r = &reqs[i as usize];
+                    (r.finish - r.arrival) / r.output as f64
+                })) / steady.len() as f64,
+            );
+            b
+        }),
+    }
+}
+
+/// `statistics.median` of `prefill_start - arrival` over the measured requests (NaN if none).
+fn sched_delay_p50(reqs: &[Req], steady: &[u32]) -> f64 {
+    let mut v: Vec<f64> = steady
+        .iter()
+        .map(|&i| {
+            let r = &reqs[i as usize];
+            r.prefill_start - r.arrival
+        })
+        .collect();
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    let k = v.len() / 2;
+    if v.len() % 2 == 1 {
+        v[k]
+    } else {
+        (v[k - 1] + v[k]) / 2.0
     }
 }
 
@@ -814,6 +861,14 @@ fn summarise(res: &RunResult) -> Summary {
 /// its step's ITL `e[j] - e[j-1]` except its first, `e[adm] - first_token`.
 fn itl_dist(res: &RunResult, steady: &[u32]) -> Dist {
     let reqs = &res.reqs;
+    if let Some(s) = &res.sched {
+        let conv = res.cfg.handoff.first_token;
+        return weighted(|f| {
+            for &i in steady {
+                s.each_itl(i as usize, reqs[i as usize].emitted(conv), &mut *f);
+            }
+        });
+    }
     // Difference arrays of "measured requests taking part in step j" (j >= adm + 1).
     let mut diff: Vec<Vec<i32>> = res
         .step_ends
@@ -935,6 +990,7 @@ mod tests {
             events: 0,
             closed_turns: 0,
             clipped_prompts: 0,
+            sched: None,
         }
     }
 
@@ -1213,6 +1269,8 @@ mod tests {
                 memory_frac: memory_j / total,
                 link_frac: 8.0 / total,
                 transit_frac: None,
+                swap_j: None,
+                swap_frac: None,
             }
         );
         assert_eq!(s.j_per_token, total / 57.0);

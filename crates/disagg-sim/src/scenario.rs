@@ -465,6 +465,9 @@ pub struct Pool {
     pub cost: CostModel,
     /// KV capacity of one instance, tokens.
     pub kv_capacity_tokens: u64,
+    /// Speculative decoding: the draft's cost model on this pool's devices (no per-step
+    /// overhead) and the KV bytes per token it stores (levers-scheduling.md §10.1).
+    pub draft: Option<(CostModel, f64)>,
 }
 
 /// The workload a configuration generates (`poisson_workload`).
@@ -932,7 +935,10 @@ impl Scenario {
         let kv_transit = self.kv_transit(cat, &model)?;
         let handoff = self.resolve_handoff()?;
         let levers = self.resolve_levers(cat, kv_transit.is_some())?;
-        let pools = self.pools(&model, &devices)?;
+        let mut pools = self.pools(&model, &devices)?;
+        if let Some(spec) = levers.as_ref().and_then(|l| l.speculative.as_ref()) {
+            attach_draft(&mut pools, &model, &spec.draft, cat)?;
+        }
         let base_cost = CostModel::new(
             &model,
             &devices.all,
@@ -1310,6 +1316,7 @@ impl Scenario {
             power_cap_w: cap,
             cost,
             kv_capacity_tokens: kv,
+            draft: None,
         })
     }
 
@@ -1423,4 +1430,25 @@ impl PoolDevices {
     fn decode(&self) -> &Device {
         self.decode.as_ref().unwrap_or(&self.all)
     }
+}
+
+/// Speculative decoding: each pool's draft (levers-scheduling.md §10.1) — its cost model on the
+/// pool's devices, its KV bytes per token — and the pool's KV capacity with the draft resident.
+/// Errors name the draft (unknown, another vocabulary) or the pool it does not fit.
+fn attach_draft(
+    pools: &mut [Pool],
+    model: &ModelSpec,
+    draft: &str,
+    cat: &Catalogue,
+) -> Result<(), Error> {
+    let d = disagg_model::Draft::new(model, draft, cat)?;
+    for pool in pools.iter_mut() {
+        let cm = d.cost_model(&pool.device, pool.devices, &pool.cost.opts)?;
+        let cap = pool.cost.kv_capacity_tokens_with_draft(&d).map_err(|e| {
+            Error::invalid("--speculative", format!("{} pool: {e}", pool.role.as_str()))
+        })?;
+        pool.kv_capacity_tokens = cap;
+        pool.draft = Some((cm, d.kv_bytes_per_token()));
+    }
+    Ok(())
 }

@@ -49,8 +49,8 @@ use crate::scenario::{LinkSharing, LinkTopology, Mode, ReserveKvOn, Role, SimCon
 use crate::workload::{ClosedLoop, Workload};
 
 /// "Not stamped" (Python `None`) inside the engine.
-const UNSET: f64 = f64::NAN;
-const NO_INST: u32 = u32::MAX;
+pub(crate) const UNSET: f64 = f64::NAN;
+pub(crate) const NO_INST: u32 = u32::MAX;
 
 /// One request's stamps (seconds; NaN = not reached).
 #[derive(Clone, Copy, Debug)]
@@ -107,7 +107,7 @@ pub struct InstanceStats {
 impl InstanceStats {
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
-    fn account(
+    pub(crate) fn account(
         &mut self,
         dt: f64,
         flops: f64,
@@ -137,7 +137,7 @@ impl InstanceStats {
     }
 
     #[inline(always)]
-    fn account_cost(&mut self, c: &StepCost, batch: u64, idle_w: f64) {
+    pub(crate) fn account_cost(&mut self, c: &StepCost, batch: u64, idle_w: f64) {
         let f = match c.flops {
             PyNum::Int(i) => i as f64,
             PyNum::Float(x) => x,
@@ -178,7 +178,7 @@ pub struct LinkStats {
 }
 
 #[derive(Clone, Copy, Debug)]
-enum Ev {
+pub(crate) enum Ev {
     Arrival(u32),
     /// A closed-loop session turn released `think` after its predecessor finished.
     Release(u32),
@@ -230,7 +230,7 @@ struct Planned {
     bound: Bound,
 }
 
-const NO_COST: StepCost = StepCost {
+pub(crate) const NO_COST: StepCost = StepCost {
     flops: PyNum::Int(0),
     bytes: 0.0,
     time_s: 0.0,
@@ -324,25 +324,25 @@ struct LinkState {
 }
 
 /// Population accounting and completion counts.
-struct Books {
-    n_total: u64,
-    in_system: i64,
-    area: f64,
-    area_t: f64,
-    n_done: u64,
-    n_rejected: u64,
+pub(crate) struct Books {
+    pub n_total: u64,
+    pub in_system: i64,
+    pub area: f64,
+    pub area_t: f64,
+    pub n_done: u64,
+    pub n_rejected: u64,
     /// Closed loop: each request's successor (`NO_SUCC` for none) and the successor's think time;
     /// empty for open-loop workloads.
-    succ: Vec<u32>,
-    think: Vec<f64>,
+    pub succ: Vec<u32>,
+    pub think: Vec<f64>,
 }
 
-const NO_SUCC: u32 = u32::MAX;
+pub(crate) const NO_SUCC: u32 = u32::MAX;
 
 impl Books {
     /// Releases `rid`'s successor turn `think` seconds after `t` (never before now).
     #[inline]
-    fn release_successor(&self, q: &mut EventQueue<Ev>, rid: u32, t: f64) {
+    pub(crate) fn release_successor(&self, q: &mut EventQueue<Ev>, rid: u32, t: f64) {
         if let Some(&s) = self.succ.get(rid as usize) {
             if s != NO_SUCC {
                 let at = t + self.think[s as usize];
@@ -354,7 +354,7 @@ impl Books {
 
 impl Books {
     #[inline]
-    fn population(&mut self, now: f64, delta: i64) {
+    pub(crate) fn population(&mut self, now: f64, delta: i64) {
         self.area += self.in_system as f64 * (now - self.area_t);
         self.area_t = now;
         self.in_system += delta;
@@ -362,7 +362,7 @@ impl Books {
 }
 
 #[inline]
-fn finish<O: Observer>(
+pub(crate) fn finish<O: Observer>(
     reqs: &mut [Req],
     books: &mut Books,
     q: &mut EventQueue<Ev>,
@@ -457,6 +457,8 @@ pub struct RunResult {
     pub(crate) closed_turns: u64,
     /// Generated prompts clipped to the length cap ([`Workload::clipped_prompts`]).
     pub(crate) clipped_prompts: u64,
+    /// A scheduled run's token records and scheduler block (`None` for the plain instances).
+    pub(crate) sched: Option<Box<crate::sched::SchedResult>>,
 }
 
 /// One instance's totals.
@@ -610,10 +612,44 @@ impl RunResult {
     pub fn decode_step_ends(&self, i: usize) -> &[f64] {
         &self.step_ends[i]
     }
+    /// What the scheduling levers measured of request `rid` (`None` unless the levers were on).
+    pub fn lever_record(&self, rid: usize) -> Option<crate::sched::LeverRecord> {
+        let s = self.sched.as_ref()?;
+        let r = &self.reqs[rid];
+        let mut n_itl = 0u64;
+        let mut itl_max = f64::NAN;
+        let mut zeros = 0u64;
+        s.each_itl(rid, r.emitted(self.cfg.handoff.first_token), |x, c| {
+            n_itl += c;
+            if x == 0.0 {
+                zeros += c;
+            }
+            if !(x <= itl_max) {
+                itl_max = x;
+            }
+        });
+        let (preemptions, hit_tokens) = s.per_request[rid];
+        Some(crate::sched::LeverRecord {
+            sched_delay_s: r.prefill_start - r.arrival,
+            preemptions,
+            prefix_hit_tokens: hit_tokens,
+            n_itl,
+            itl_max_s: (n_itl > 0).then_some(itl_max),
+            n_itl_zero: zeros,
+        })
+    }
+    /// The scheduling levers' summary block (`None` unless the levers were on); the summary's
+    /// `scheduler` adds the measured requests' scheduling delay and normalised latency.
+    pub fn scheduler(&self) -> Option<&crate::sched::SchedulerSummary> {
+        self.sched.as_ref().map(|s| &s.report)
+    }
     /// Request `rid`'s inter-token latencies (empty if it never decoded), reconstructed from the
     /// step ends exactly as the reference records them.
     pub fn itls(&self, rid: usize) -> Vec<f64> {
         let r = &self.reqs[rid];
+        if let Some(s) = &self.sched {
+            return s.itls(rid, r.emitted(self.cfg.handoff.first_token));
+        }
         if r.dinst == NO_INST || r.finish.is_nan() || r.output < 2 {
             return Vec::new();
         }
@@ -731,7 +767,7 @@ pub fn simulate_observed<O: Observer>(
     workload: &[GenRequest],
     obs: &mut O,
 ) -> Result<RunResult, Error> {
-    run_requests(cfg, workload, None, obs)
+    run_requests(cfg, workload, None, None, obs)
 }
 
 /// Runs `cfg`'s own requests ([`SimConfig::requests`]: generated, sessions with closed-loop
@@ -779,7 +815,13 @@ pub fn simulate_workload<O: Observer>(
             }
         }
     }
-    let mut run = run_requests(cfg, &w.requests, w.closed.as_ref(), obs)?;
+    let mut run = run_requests(
+        cfg,
+        &w.requests,
+        w.closed.as_ref(),
+        w.chains.as_deref(),
+        obs,
+    )?;
     run.clipped_prompts = w.clipped_prompts;
     Ok(run)
 }
@@ -788,6 +830,7 @@ fn run_requests<O: Observer>(
     cfg: &SimConfig,
     workload: &[GenRequest],
     closed: Option<&ClosedLoop>,
+    chains: Option<&crate::levers::PrefixChains>,
     obs: &mut O,
 ) -> Result<RunResult, Error> {
     cfg.check()?;
@@ -807,6 +850,9 @@ fn run_requests<O: Observer>(
                 ),
             ));
         }
+    }
+    if cfg.levers.is_some() {
+        return Ok(crate::sched::run(cfg, workload, closed, chains, obs));
     }
     let mut sim = Sim::new(cfg, workload, obs);
     if let Some(c) = closed {
@@ -1093,6 +1139,7 @@ impl<'a, O: Observer> Sim<'a, O> {
             events: self.q.processed(),
             closed_turns: self.books.succ.iter().filter(|&&x| x != NO_SUCC).count() as u64,
             clipped_prompts: 0,
+            sched: None,
         }
     }
 
@@ -1106,14 +1153,7 @@ impl<'a, O: Observer> Sim<'a, O> {
     /// [`SKIP_SAMPLES_AFTER`] intervals are skipped, so ordinary runs sample (and their traces and
     /// charts read) exactly as before.
     fn schedule_next_sample(&mut self) {
-        let dt = self.cfg.sample_dt_s;
-        let mut t = self.q.now() + dt;
-        let next = self.q.peek_time().filter(|_| !self.sample_every_interval);
-        if let Some(next) = next.filter(|&n| n - t > SKIP_SAMPLES_AFTER * dt) {
-            while t + dt < next {
-                t += dt;
-            }
-        }
+        let t = next_sample_time(&self.q, self.cfg.sample_dt_s, self.sample_every_interval);
         self.q.schedule_at(t, Ev::Sample);
     }
 
@@ -1924,6 +1964,19 @@ impl<'a, O: Observer> Sim<'a, O> {
         }
         self.coloc_body(c);
     }
+}
+
+/// The time of the next sample after one taken now (see `Sim::schedule_next_sample`).
+#[inline]
+pub(crate) fn next_sample_time<E>(q: &EventQueue<E>, dt: f64, every_interval: bool) -> f64 {
+    let mut t = q.now() + dt;
+    let next = q.peek_time().filter(|_| !every_interval);
+    if let Some(next) = next.filter(|&n| n - t > SKIP_SAMPLES_AFTER * dt) {
+        while t + dt < next {
+            t += dt;
+        }
+    }
+    t
 }
 
 /// Event-free stretches longer than this many sample intervals are not sampled interval by

@@ -7,4 +7,5 @@ mod catalogue;
 mod cost;
 mod custom;
 mod handoff;
+mod levers;
 mod pymath;

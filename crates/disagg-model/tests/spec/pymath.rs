@@ -370,3 +370,49 @@ fn integer_helpers() {
 fn pow2_at_least_overflows_loudly() {
     pow2_at_least((1 << 63) + 1);
 }
+
+#[test]
+fn neumaier_sum_is_python_3_12_sum() {
+    // [1e16, 1.0, -1e16]: f = 1e16; x = 1.0: t = 1e16 (1e16 + 1 ties to the even 1e16),
+    // |f| >= |x|: c += (1e16 - 1e16) + 1.0 = 1.0; x = -1e16: t = 0.0, c += (1e16 - 0.0) - 1e16 = 0;
+    // end: f = 0.0 + c = 1.0. A plain sum gives 0.0.
+    assert_eq!(neumaier_sum([1e16, 1.0, -1e16]), 1.0);
+    // [1.0, 1e16, -1e16]: the other branch: x = 1e16, |f| < |x|: c += (1e16 - 1e16) + 1.0 = 1.0;
+    // then c += (1e16 - 0.0) - 1e16 = 0; f = 0.0 + 1.0. (Plain: 0.0.)
+    assert_eq!(neumaier_sum([1.0, 1e16, -1e16]), 1.0);
+    // The 3.12 release notes' example: sum([0.1] * 10) == 1.0 (3.11: 0.9999999999999999).
+    assert_eq!(neumaier_sum([0.1; 10]), 1.0);
+    assert_eq!(
+        [0.1f64; 10].iter().fold(0.0, |a, &x| a + x),
+        0.9999999999999999
+    );
+    // Where both agree: exact binary fractions.
+    assert_eq!(neumaier_sum([0.5, 0.25, 0.125]), 0.875);
+    assert_eq!(neumaier_sum([3.0]), 3.0);
+    // Empty: 0.0; the integer start makes a lone -0.0 into +0.0 (0 + -0.0), as CPython.
+    assert_eq!(neumaier_sum([]).to_bits(), 0.0f64.to_bits());
+    assert_eq!(neumaier_sum([-0.0]).to_bits(), 0.0f64.to_bits());
+    assert_eq!(neumaier_sum([-2.5]), -2.5);
+    // An overflowed sum stays infinite: c becomes -inf then NaN, and a non-finite c is not added.
+    assert_eq!(neumaier_sum([1e308, 1e308, -1e308]), f64::INFINITY);
+    // A vector iterator works like an array.
+    assert_eq!(neumaier_sum(vec![1e16, 1.0, -1e16]), 1.0);
+}
+
+#[test]
+fn ipow_is_binary_exponentiation() {
+    // Closed forms.
+    assert_eq!(ipow(2.0, 10), 1024.0);
+    assert_eq!(ipow(3.0, 5), 243.0);
+    assert_eq!(ipow(-2.0, 3), -8.0);
+    assert_eq!(ipow(0.5, 3), 0.125);
+    assert_eq!(ipow(7.5, 0), 1.0);
+    assert_eq!(ipow(7.5, 1), 7.5);
+    // The order of the rounded products, low bit first from r = 1.0:
+    // n = 4: x -> x^2 -> (x^2)^2, r = 1.0 * (x^2)^2.
+    assert_eq!(ipow(0.7, 4), (0.7 * 0.7) * (0.7 * 0.7));
+    // n = 5: r = 1.0 * x; x -> x^2 -> (x^2)^2; r = x * (x^2)^2.
+    assert_eq!(ipow(0.8, 5), 0.8 * ((0.8 * 0.8) * (0.8 * 0.8)));
+    // n = 6: x -> x^2, r = x^2; x -> (x^2)^2, r = x^2 * (x^2)^2.
+    assert_eq!(ipow(1.1, 6), (1.1 * 1.1) * ((1.1 * 1.1) * (1.1 * 1.1)));
+}

@@ -1,0 +1,143 @@
+//! Speculative decoding's cost side (levers-scheduling.md §10.1-§10.3, levers-cost.md §7): the
+//! draft model of a target, its cost model, and the cost of one speculative step (the target's
+//! verify pass followed by the draft's passes).
+
+use crate::catalogue::{Catalogue, Device, ModelSpec};
+use crate::cost::{Chunk, CostModel, CostOptions, StepCost};
+use crate::error::Error;
+
+/// The draft model of a speculative target (levers-scheduling.md §10.1).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Draft {
+    /// `mtp` or the catalogue key of the draft model.
+    pub key: String,
+    /// The draft's shape. MTP: the target with `n_layers = 1` (its `prefill_lm_head` inherited);
+    /// a named draft: that model with the target's `weight_bytes` and `kv_bytes`, keeping its own
+    /// `prefill_lm_head`.
+    pub model: ModelSpec,
+    /// Bytes the draft adds to the instance's memory. MTP: `params_per_layer * weight_bytes` (it
+    /// shares the target's embedding and LM head); a named draft: its `weight_bytes_total`.
+    pub resident_bytes: f64,
+}
+
+impl Draft {
+    /// The draft `name` (`mtp` or a catalogue model key) of `target`. Errors: an unknown name
+    /// (listing `mtp` and the catalogue's model keys), and a named draft whose vocabulary differs
+    /// from the target's.
+    pub fn new(target: &ModelSpec, name: &str, catalogue: &Catalogue) -> Result<Draft, Error> {
+        if name == "mtp" {
+            let model = ModelSpec {
+                key: format!("{}-mtp", target.key),
+                name: format!("{} MTP head", target.name),
+                n_layers: 1,
+                ..target.clone()
+            };
+            let resident_bytes = target.params_per_layer() as f64 * target.weight_bytes;
+            return Ok(Draft {
+                key: name.to_string(),
+                model,
+                resident_bytes,
+            });
+        }
+        let Some(preset) = catalogue.models.iter().find(|m| m.key == name) else {
+            let valid =
+                std::iter::once("mtp").chain(catalogue.models.iter().map(|m| m.key.as_str()));
+            return Err(Error::unknown("draft model", name, valid));
+        };
+        if preset.vocab != target.vocab {
+            return Err(Error::invalid(
+                "--speculative",
+                format!(
+                    "draft {name} has a {}-token vocabulary, the target {}: speculative decoding \
+                     needs the same one",
+                    preset.vocab, target.vocab
+                ),
+            ));
+        }
+        let model = ModelSpec {
+            weight_bytes: target.weight_bytes,
+            kv_bytes: target.kv_bytes,
+            ..preset.clone()
+        };
+        let resident_bytes = model.weight_bytes_total();
+        Ok(Draft {
+            key: name.to_string(),
+            model,
+            resident_bytes,
+        })
+    }
+
+    /// KV bytes per token the draft stores.
+    pub fn kv_bytes_per_token(&self) -> f64 {
+        self.model.kv_bytes_per_token()
+    }
+
+    /// The pool's draft cost model: the draft on the pool's device and devices per instance, with
+    /// no per-pass overhead and every other option (power cap, DVFS, ...) the target's.
+    pub fn cost_model(
+        &self,
+        device: &Device,
+        n_devices: u32,
+        target_opts: &CostOptions,
+    ) -> Result<CostModel, Error> {
+        let opts = CostOptions {
+            step_overhead_s: 0.0,
+            ..target_opts.clone()
+        };
+        CostModel::new(&self.model, device, n_devices, opts)
+    }
+}
+
+/// The cost of one speculative step (levers-scheduling.md §10.3) with `gamma` drafted tokens per
+/// row: the target's verify pass (`step_spec(ctx, b, gamma + 1, chunks)`, or `step_mixed(0, 0,
+/// chunks)` when `b = 0`), then the draft's prefill of the chunks (if any), then its `gamma`
+/// decode passes `decode_sum(ctx + j*b, b)` (if `b > 0`). Times, FLOPs, bytes, compute and memory
+/// energy are summed left to right from the target part; the bound is the target's; energy is
+/// `compute_j + memory_j`. Returns the combined cost and the draft time (`0.0 + x1 + x2 + ...`).
+pub fn spec_cost(
+    target: &CostModel,
+    draft: &CostModel,
+    gamma: u64,
+    ctx: u64,
+    b: u64,
+    chunks: &[Chunk],
+) -> (StepCost, f64) {
+    let t = if b > 0 {
+        target.step_spec(ctx, b, gamma + 1, chunks)
+    } else {
+        target.step_mixed(0, 0, chunks)
+    };
+    let mut parts = Vec::new();
+    if !chunks.is_empty() {
+        parts.push(draft.step_mixed(0, 0, chunks));
+    }
+    if b > 0 {
+        for j in 0..gamma {
+            parts.push(draft.decode_sum(ctx + j * b, b));
+        }
+    }
+    let mut time = t.time_s;
+    let mut flops = t.flops;
+    let mut bytes = t.bytes;
+    let mut ec = t.compute_j;
+    let mut em = t.memory_j;
+    let mut dt = 0.0;
+    for x in &parts {
+        time += x.time_s;
+        flops = flops + x.flops;
+        bytes += x.bytes;
+        ec += x.compute_j;
+        em += x.memory_j;
+        dt += x.time_s;
+    }
+    let cost = StepCost {
+        flops,
+        bytes,
+        time_s: time,
+        bound: t.bound,
+        energy_j: ec + em,
+        compute_j: ec,
+        memory_j: em,
+    };
+    (cost, dt)
+}

@@ -1,0 +1,838 @@
+//! The scheduled instances (levers-scheduling.md): what runs when the scheduling levers are on.
+//!
+//! The plain instances of [`crate::serving`] stay as they are (and as fast); a run whose
+//! [`SimConfig::levers`] is set runs here instead, over the same event queue, event type, request
+//! stamps, population books, KV link model and result type. The files:
+//!
+//! * this one: the run (arrivals, rejection and routing §4, closed-loop releases, the KV
+//!   transfers of the scheduled disaggregated pools §9.3, samples, the result);
+//! * [`batch`]: the scheduling loop of one instance and its steps, one policy at a time
+//!   (prefill-priority and decode-priority §5.3, chunked §5.4), the end handlers (§5.5, §9.1,
+//!   §9.2) and speculative acceptance (§10.4);
+//! * [`kv`]: KV memory: room, admission, the prefix cache's insertions (§8.3), paged growth,
+//!   preemption by recompute or swap, and swap-in (§3.3, §5.2, §6);
+//! * [`report`]: the `scheduler` block of the summary (§11).
+//!
+//! Instances are one `Vec` (prefill then decode, or colocated, in instance order), requests are
+//! indices, and the per-request scheduler fields live beside the stamps, so a run stays `Send`.
+
+use std::collections::VecDeque;
+
+use disagg_model::{transfer, CostModel, StepCost};
+
+use crate::engine::EventQueue;
+use crate::kv_memory::{KvPolicy, KvUnits};
+use crate::levers::{BatchPolicy, Levers, PrefixChains};
+use crate::link::{LinkModel, Note, Sharing, XferSpec};
+use crate::observer::{InstanceInfo, InstanceSample, Observer, Sample, TransferEvent};
+use crate::prefix_cache::{NodeId, PrefixCache};
+use crate::pyrand::GenRequest;
+use crate::scenario::{Mode, Role, SimConfig};
+use crate::serving::{
+    finish, Books, Ev, InstanceResult, InstanceStats, LinkResult, LinkStats, Req, RunResult,
+    NO_INST, NO_SUCC, UNSET,
+};
+use crate::workload::ClosedLoop;
+
+mod batch;
+mod kv;
+pub mod report;
+
+pub use report::SchedulerSummary;
+
+/// A request's scheduler fields (§1.1) and the record of its tokens.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct RState {
+    /// Prompt tokens this (re)prefill computes up to (0: not yet admitted).
+    pub tgt: u64,
+    /// Tokens of `tgt` in the KV cache.
+    pub dp: u64,
+    /// Tokens emitted at the latest (re)admission or landing.
+    pub base: u64,
+    /// Private KV units held on the current instance.
+    pub alloc: u64,
+    /// Tokens covered by `nodes`.
+    pub cov: u64,
+    /// Units parked in host memory while swapped out.
+    pub swapped_units: u64,
+    /// Tokens emitted so far, the first included.
+    pub n: u64,
+    /// Time of the latest token.
+    pub last_token: f64,
+    /// Speculative acceptance generator state (`None` until first used).
+    pub rng: Option<u32>,
+    /// Prefix-cache segments it pins, root first.
+    pub nodes: Vec<NodeId>,
+    /// Disaggregated: units and segments its prefill instance holds until the hand-off lands.
+    pub held_units: u64,
+    pub held_nodes: Vec<NodeId>,
+    /// Disaggregated: its prefill instance and the decode instance chosen at hand-off.
+    pub src: u32,
+    pub dst: u32,
+    /// Tokens after the first, as runs `(first, last)` of consecutive step indices of instance
+    /// `tok_inst`; `zeros` more arrived with zero gaps (speculative verify passes).
+    pub runs: Vec<(u32, u32)>,
+    pub zeros: u32,
+    pub tok_inst: u32,
+    /// Times it was preempted, and prompt tokens its first admission found cached.
+    pub preemptions: u32,
+    pub hit_tokens: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Coloc,
+    Prefill,
+    Decode,
+}
+
+/// Scheduler statistics of one instance (§5.6, §6, §8.3, §10.4, §11.1).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SchedStats {
+    /// `∫ len(running) dt` over steps, s.
+    pub run_area: f64,
+    /// `∫ tokens held dt`, token-s.
+    pub tok_area: f64,
+    /// `∫ allocated tokens dt`, token-s.
+    pub alloc_area: f64,
+    /// Prompt tokens computed (re-prefills included, hits excluded).
+    pub computed_tokens: u64,
+    /// Tokens of re-prefill chunks.
+    pub recompute_tokens: u64,
+    /// Preemptions.
+    pub preemptions: u64,
+    /// Bytes swapped out / in over the host link.
+    pub swap_out_bytes: f64,
+    pub swap_in_bytes: f64,
+    /// Host-link transfer time, s.
+    pub swap_s: f64,
+    /// Host-link energy, J.
+    pub swap_j: f64,
+    /// Prompt tokens at first admissions, and those covered by prefix hits.
+    pub prompt_tokens: u64,
+    pub hit_tokens: u64,
+    /// Speculative verify rows and the tokens they produced.
+    pub spec_rows: u64,
+    pub spec_tokens: u64,
+    /// Time of the draft model's passes, s.
+    pub draft_s: f64,
+}
+
+/// One scheduled instance.
+struct Inst {
+    kind: Kind,
+    /// Its pool in `cfg.pools`.
+    pool: usize,
+    kv: KvUnits,
+    tau: u64,
+    cap: usize,
+    policy: BatchPolicy,
+    cache: Option<PrefixCache<u32>>,
+    queue: VecDeque<u32>,
+    /// Prompt tokens in `queue` (a prefill instance's load).
+    queued_tokens: u64,
+    /// Sorted by `(arrival, rid)`.
+    running: Vec<u32>,
+    swapped: Vec<u32>,
+    used: u64,
+    /// Swap time owed to the next step, s.
+    swap_t: f64,
+    busy: bool,
+    wake_pending: bool,
+    // decode instance
+    inbox: VecDeque<u32>,
+    landed: VecDeque<u32>,
+    inflight: u32,
+    // the step in flight
+    cur: StepCost,
+    dt: f64,
+    cur_draft: f64,
+    step_start: f64,
+    rows: Vec<u32>,
+    part: Vec<(u32, u64)>,
+    // accounting
+    idle_w: f64,
+    stats: InstanceStats,
+    acc: SchedStats,
+    step_end: Vec<f64>,
+}
+
+/// Speculative decoding as the scheduler uses it.
+#[derive(Clone, Copy, Debug)]
+struct Spec {
+    gamma: u64,
+    alpha: f64,
+    seed: u64,
+}
+
+/// A scheduled run.
+pub(crate) struct SchedSim<'a, O: Observer> {
+    cfg: &'a SimConfig,
+    lv: &'a Levers,
+    q: EventQueue<Ev>,
+    reqs: Vec<Req>,
+    rs: Vec<RState>,
+    /// Prefix chains, read only with prefix caching on.
+    chains: Option<&'a PrefixChains>,
+    open: Vec<u32>,
+    open_pos: usize,
+    insts: Vec<Inst>,
+    /// Number of prefill instances (the first decode instance's index), 0 in colocated mode.
+    n_prefill: usize,
+    link: LinkModel,
+    link_stats: LinkStats,
+    notes: Vec<Note>,
+    books: Books,
+    obs: &'a mut O,
+    spec: Option<Spec>,
+    /// KV bytes per token, the draft's included (swap and hand-off bytes).
+    kv_tok_bytes: f64,
+    /// The draft's KV bytes per token (0 without speculative decoding).
+    draft_kv: f64,
+    sampling: bool,
+    sample_every_interval: bool,
+    samples: Vec<InstanceSample>,
+}
+
+/// Runs `workload` on the scheduled instances of `cfg` (whose `levers` must be set).
+pub(crate) fn run<O: Observer>(
+    cfg: &SimConfig,
+    workload: &[GenRequest],
+    closed: Option<&ClosedLoop>,
+    chains: Option<&PrefixChains>,
+    obs: &mut O,
+) -> RunResult {
+    let lv = cfg.levers.as_ref().expect("a scheduled run has levers");
+    let mut sim = SchedSim::new(cfg, lv, workload, chains, obs);
+    if let Some(c) = closed {
+        sim.books.succ = vec![NO_SUCC; workload.len()];
+        sim.books.think = c.think_s.clone();
+        for (i, a) in c.after.iter().enumerate() {
+            if let Some(p) = a {
+                sim.books.succ[*p as usize] = i as u32;
+            }
+        }
+        sim.open = (0..workload.len() as u32)
+            .filter(|&i| c.after[i as usize].is_none())
+            .collect();
+    }
+    sim.run();
+    sim.finish_run()
+}
+
+impl<'a, O: Observer> SchedSim<'a, O> {
+    fn new(
+        cfg: &'a SimConfig,
+        lv: &'a Levers,
+        workload: &[GenRequest],
+        chains: Option<&'a PrefixChains>,
+        obs: &'a mut O,
+    ) -> Self {
+        let reqs: Vec<Req> = workload
+            .iter()
+            .map(|w| Req {
+                arrival: w.arrival_s,
+                prefill_start: UNSET,
+                first_token: UNSET,
+                kv_start: UNSET,
+                kv_ready: UNSET,
+                decode_start: UNSET,
+                finish: UNSET,
+                kv_req: UNSET,
+                kv_mem: UNSET,
+                adm: 0,
+                prompt: w.prompt_len,
+                output: w.output_len,
+                dinst: NO_INST,
+                dtarget: NO_INST,
+            })
+            .collect();
+        let rs = vec![
+            RState {
+                last_token: UNSET,
+                src: NO_INST,
+                dst: NO_INST,
+                tok_inst: NO_INST,
+                ..RState::default()
+            };
+            reqs.len()
+        ];
+        let mut insts = Vec::new();
+        let roles: &[(Role, Kind)] = match cfg.mode {
+            Mode::Disagg => &[(Role::Prefill, Kind::Prefill), (Role::Decode, Kind::Decode)],
+            Mode::Colocated => &[(Role::Colocated, Kind::Coloc)],
+        };
+        let mut n_prefill = 0;
+        for &(role, kind) in roles {
+            let (pi, pool) = cfg
+                .pools
+                .iter()
+                .enumerate()
+                .find(|(_, p)| p.role == role)
+                .expect("the mode's pools");
+            let prefill = kind == Kind::Prefill;
+            if prefill {
+                n_prefill = pool.instances;
+            }
+            for _ in 0..pool.instances {
+                insts.push(Inst {
+                    kind,
+                    pool: pi,
+                    kv: KvUnits::new(
+                        lv.kv_policy,
+                        pool.kv_capacity_tokens,
+                        lv.kv_block_size,
+                        lv.kv_watermark,
+                        lv.max_seq_len,
+                        prefill,
+                    ),
+                    tau: lv.token_budget,
+                    cap: if prefill {
+                        1 << 62
+                    } else {
+                        cfg.max_decode_batch
+                    },
+                    policy: if prefill && lv.batch_policy == BatchPolicy::DecodePriority {
+                        BatchPolicy::PrefillPriority
+                    } else {
+                        lv.batch_policy
+                    },
+                    cache: (lv.prefix_caching && kind != Kind::Decode).then(PrefixCache::new),
+                    queue: VecDeque::new(),
+                    queued_tokens: 0,
+                    running: Vec::new(),
+                    swapped: Vec::new(),
+                    used: 0,
+                    swap_t: 0.0,
+                    busy: false,
+                    wake_pending: false,
+                    inbox: VecDeque::new(),
+                    landed: VecDeque::new(),
+                    inflight: 0,
+                    cur: crate::serving::NO_COST,
+                    dt: 0.0,
+                    cur_draft: 0.0,
+                    step_start: 0.0,
+                    rows: Vec::new(),
+                    part: Vec::new(),
+                    idle_w: pool.cost.idle_w(),
+                    stats: InstanceStats::default(),
+                    acc: SchedStats::default(),
+                    step_end: Vec::new(),
+                });
+            }
+        }
+        let draft_kv = cfg
+            .pools
+            .iter()
+            .find_map(|p| p.draft.as_ref().map(|d| d.1))
+            .unwrap_or(0.0);
+        let spec = lv.speculative.as_ref().map(|s| Spec {
+            gamma: s.gamma as u64,
+            alpha: s.alpha,
+            seed: s.seed,
+        });
+        let n_inst = insts.len();
+        let sampling = obs.wants_samples();
+        let sample_every_interval = obs.every_sample_interval();
+        SchedSim {
+            cfg,
+            lv,
+            q: EventQueue::new(),
+            books: Books {
+                n_total: reqs.len() as u64,
+                in_system: 0,
+                area: 0.0,
+                area_t: 0.0,
+                n_done: 0,
+                n_rejected: 0,
+                succ: Vec::new(),
+                think: Vec::new(),
+            },
+            reqs,
+            rs,
+            chains: chains.filter(|_| lv.prefix_caching),
+            open: Vec::new(),
+            open_pos: 0,
+            insts,
+            n_prefill,
+            link: LinkModel::new(Sharing::Fifo, cfg.link.channels),
+            link_stats: LinkStats::default(),
+            notes: Vec::new(),
+            obs,
+            spec,
+            kv_tok_bytes: cfg.model.kv_bytes_per_token() + draft_kv,
+            draft_kv,
+            sampling,
+            sample_every_interval,
+            samples: vec![InstanceSample::default(); n_inst],
+        }
+    }
+
+    fn cost(&self, i: usize) -> &'a CostModel {
+        &self.cfg.pools[self.insts[i].pool].cost
+    }
+
+    fn draft_cost(&self, i: usize) -> Option<&'a CostModel> {
+        self.cfg.pools[self.insts[i].pool]
+            .draft
+            .as_ref()
+            .map(|d| &d.0)
+    }
+
+    fn instance_name(&self, i: usize) -> String {
+        match self.insts[i].kind {
+            Kind::Prefill => format!("prefill-{i}"),
+            Kind::Decode => format!("decode-{}", i - self.n_prefill),
+            Kind::Coloc => format!("colocated-{i}"),
+        }
+    }
+
+    fn run(&mut self) {
+        let infos: Vec<InstanceInfo> = (0..self.insts.len())
+            .map(|i| {
+                let p = &self.cfg.pools[self.insts[i].pool];
+                InstanceInfo {
+                    name: self.instance_name(i),
+                    role: p.role,
+                    kv_capacity_tokens: p.kv_capacity_tokens,
+                }
+            })
+            .collect();
+        self.obs.begin(&infos);
+        if self.reqs.is_empty() {
+            self.obs.end(0.0);
+            return;
+        }
+        let first = self.open.first().copied().unwrap_or(0);
+        let a0 = self.reqs[first as usize].arrival;
+        self.q
+            .schedule_in(if a0 > 0.0 { a0 } else { 0.0 }, Ev::Arrival(first));
+        if self.sampling {
+            self.take_sample();
+            self.q.schedule_in(self.cfg.sample_dt_s, Ev::Sample);
+        }
+        while let Some((_, ev)) = self.q.pop() {
+            match ev {
+                Ev::Arrival(i) => self.on_arrival(i),
+                Ev::Release(i) => {
+                    self.reqs[i as usize].arrival = self.q.now();
+                    self.admit_arrival(i);
+                }
+                Ev::Wake(g) => {
+                    self.insts[g as usize].wake_pending = false;
+                    self.pass(g as usize);
+                }
+                Ev::StepEnd(g) => self.step_end(g as usize),
+                Ev::Link(l, e) => {
+                    self.link.on_event(l, e, &mut self.q, &mut self.notes);
+                    self.take_notes();
+                }
+                Ev::Sample => {
+                    self.take_sample();
+                    let t = crate::serving::next_sample_time(
+                        &self.q,
+                        self.cfg.sample_dt_s,
+                        self.sample_every_interval,
+                    );
+                    self.q.schedule_at(t, Ev::Sample);
+                }
+                Ev::Done => break,
+                Ev::MacroEnd(..) | Ev::FirstSlice(_) => {
+                    unreachable!("plain-instance event in a scheduled run")
+                }
+            }
+        }
+        let now = self.q.now();
+        self.books.population(now, 0);
+        self.obs.end(now);
+    }
+
+    fn take_sample(&mut self) {
+        for (k, inst) in self.insts.iter().enumerate() {
+            let blk = inst.kv.block_tokens;
+            self.samples[k] = InstanceSample {
+                queue: inst.queue.len() + inst.inbox.len(),
+                running: inst.running.len(),
+                kv_used: inst.used * blk,
+                kv_cap: inst.kv.capacity * blk,
+            };
+        }
+        let now = self.q.now();
+        let s = Sample {
+            t: now,
+            in_system: self.books.in_system,
+            link_queue: self.link.waiting(),
+            link_busy: self.link.in_flight(),
+            link_bytes_in_flight: self.link.bytes_in_flight(now),
+            decode_mem_wait: self.insts.iter().map(|d| d.inbox.len()).sum(),
+            instances: &self.samples,
+        };
+        self.obs.sample(&s);
+    }
+
+    // ── arrivals, rejection and routing (§4) ─────────────────────────────
+
+    fn on_arrival(&mut self, i: u32) {
+        let now = self.q.now();
+        self.admit_arrival(i);
+        let next = if self.open.is_empty() {
+            i as usize + 1
+        } else {
+            self.open_pos += 1;
+            self.open
+                .get(self.open_pos)
+                .map_or(usize::MAX, |&x| x as usize)
+        };
+        if next < self.reqs.len() {
+            let d = self.reqs[next].arrival - now;
+            self.q
+                .schedule_in(if d > 0.0 { d } else { 0.0 }, Ev::Arrival(next as u32));
+        }
+    }
+
+    /// `load()` of instance `i` (§4).
+    fn load(&self, i: usize) -> u64 {
+        let inst = &self.insts[i];
+        let decoding = || {
+            inst.running
+                .iter()
+                .filter(|&&r| {
+                    let s = &self.rs[r as usize];
+                    s.dp >= s.tgt
+                })
+                .count() as u64
+        };
+        match inst.kind {
+            Kind::Prefill => inst.queued_tokens,
+            Kind::Coloc => inst.queue.len() as u64 + inst.swapped.len() as u64 + decoding(),
+            Kind::Decode => {
+                inst.inbox.len() as u64
+                    + inst.inflight as u64
+                    + inst.landed.len() as u64
+                    + inst.queue.len() as u64
+                    + inst.swapped.len() as u64
+                    + decoding()
+            }
+        }
+    }
+
+    /// The first instance of `range` with the smallest load.
+    fn least_loaded(&self, range: std::ops::Range<usize>) -> usize {
+        let mut best = range.start;
+        let mut best_load = u64::MAX;
+        for k in range {
+            let l = self.load(k);
+            if l < best_load {
+                best_load = l;
+                best = k;
+            }
+        }
+        best
+    }
+
+    fn admit_arrival(&mut self, rid: u32) {
+        let now = self.q.now();
+        self.books.population(now, 1);
+        self.obs.arrival(rid as usize, now);
+        let (p, o) = {
+            let r = &self.reqs[rid as usize];
+            (r.prompt as u64, r.output as u64)
+        };
+        let reject = match self.cfg.mode {
+            Mode::Colocated => self.insts[0].kv.full_need(p, o) > self.insts[0].kv.capacity,
+            Mode::Disagg => {
+                let d0 = &self.insts[self.n_prefill].kv;
+                let p0 = &self.insts[0].kv;
+                d0.full_need(p, o) > d0.capacity || p0.units(p) > p0.capacity
+            }
+        };
+        if reject {
+            self.books.population(now, -1);
+            // It and every later turn of its session (never released).
+            let mut r = rid;
+            loop {
+                self.books.n_rejected += 1;
+                self.obs.rejected(r as usize, now);
+                match self.books.succ.get(r as usize) {
+                    Some(&s) if s != NO_SUCC => r = s,
+                    _ => break,
+                }
+            }
+            if self.books.n_done + self.books.n_rejected == self.books.n_total {
+                self.q.schedule_at(now, Ev::Done);
+            }
+            return;
+        }
+        let target = match self.cfg.mode {
+            Mode::Colocated => self.least_loaded(0..self.insts.len()),
+            Mode::Disagg => self.least_loaded(0..self.n_prefill),
+        };
+        self.submit(target, rid);
+    }
+
+    /// Appends `rid` to instance `i`'s queue and wakes it if idle.
+    fn submit(&mut self, i: usize, rid: u32) {
+        let p = self.reqs[rid as usize].prompt as u64;
+        let inst = &mut self.insts[i];
+        inst.queue.push_back(rid);
+        inst.queued_tokens += p;
+        self.wake(i);
+    }
+
+    /// Schedules a wake-up of instance `i` now, if it is idle and none is pending (§12.3 1).
+    fn wake(&mut self, i: usize) {
+        let inst = &mut self.insts[i];
+        if !inst.busy && !inst.wake_pending {
+            inst.wake_pending = true;
+            self.q.schedule_in(0.0, Ev::Wake(i as u32));
+        }
+    }
+
+    /// Finishes `rid` now (population, completion, closed-loop successor, end of run).
+    fn finish_now(&mut self, rid: u32) {
+        let now = self.q.now();
+        finish(
+            &mut self.reqs,
+            &mut self.books,
+            &mut self.q,
+            &mut *self.obs,
+            rid,
+            now,
+        );
+    }
+
+    // ── the KV transfer of the scheduled pools (§9.3) ────────────────────
+
+    /// Starts `rid`'s transfer now (its decode memory is allocated).
+    fn start_transfer(&mut self, rid: u32) {
+        let spec = {
+            let p = self.reqs[rid as usize].prompt as u64;
+            let x = self.transfer_of(p);
+            XferSpec {
+                rid,
+                fixed_s: x.fixed_s,
+                stream_s: x.stream_s,
+                time_s: x.time_s,
+                wire_bytes: x.wire_bytes,
+                plan: None,
+            }
+        };
+        self.link.submit(0, spec, &mut self.q, &mut self.notes);
+        self.take_notes();
+    }
+
+    /// The transfer of a `p`-token prompt's KV (with the draft's KV under speculative decoding).
+    fn transfer_of(&self, p: u64) -> disagg_model::Transfer {
+        let cfg = self.cfg;
+        if self.draft_kv == 0.0 {
+            transfer(&cfg.model, &cfg.link, cfg.kv_transit.as_ref(), p)
+        } else {
+            let s = cfg.model.handoff_bytes(p) + p as f64 * self.draft_kv;
+            disagg_model::transfer_bytes(cfg.model.kv_bytes, &cfg.link, None, p, s)
+        }
+    }
+
+    fn take_notes(&mut self) {
+        if self.notes.is_empty() {
+            return;
+        }
+        let mut notes = std::mem::take(&mut self.notes);
+        for n in notes.drain(..) {
+            match n {
+                Note::Started { rid } => {
+                    let now = self.q.now();
+                    let r = &mut self.reqs[rid as usize];
+                    r.kv_start = now;
+                    self.link_stats.wait_s += now - r.kv_req;
+                }
+                Note::Landed {
+                    rid,
+                    start,
+                    busy_s,
+                    dur_s,
+                } => self.on_landed(rid, start, busy_s, dur_s),
+            }
+        }
+        self.notes = notes;
+    }
+
+    fn on_landed(&mut self, rid: u32, start: f64, busy_s: f64, dur_s: f64) {
+        let now = self.q.now();
+        let p = self.reqs[rid as usize].prompt as u64;
+        let x = self.transfer_of(p);
+        let st = &mut self.link_stats;
+        st.busy_s += busy_s;
+        st.bytes += x.wire_bytes;
+        st.transfers += 1;
+        st.energy_j += x.link_j;
+        if self.cfg.kv_transit.is_some() {
+            st.handoff_bytes += x.kv_bytes;
+            st.transit_j += x.transit_j;
+            st.transit_bound += x.transit_bound as u64;
+        }
+        self.reqs[rid as usize].kv_ready = now;
+        self.obs.transfer(&TransferEvent {
+            rid: rid as usize,
+            start,
+            dur: dur_s,
+            wire_bytes: x.wire_bytes,
+            kv_bytes: x.kv_bytes,
+        });
+        let (src, dst) = {
+            let s = &self.rs[rid as usize];
+            (s.src as usize, s.dst as usize)
+        };
+        // free_held on the source, then land on the destination (§12.3 5).
+        self.free_held(src, rid);
+        let d = &mut self.insts[dst];
+        d.inflight -= 1;
+        d.landed.push_back(rid);
+        self.wake(dst);
+    }
+
+    // ── the result ───────────────────────────────────────────────────────
+
+    fn finish_run(self) -> RunResult {
+        let horizon = if self.reqs.is_empty() {
+            0.0
+        } else {
+            self.q.now()
+        };
+        let cfg = self.cfg;
+        let mut instances = Vec::with_capacity(self.insts.len());
+        for (i, inst) in self.insts.iter().enumerate() {
+            instances.push(InstanceResult {
+                name: self.instance_name(i),
+                role: cfg.pools[inst.pool].role,
+                pool: inst.pool,
+                stats: inst.stats,
+            });
+        }
+        let report = report::scheduler_summary(self.lv, &self.insts, self.n_prefill, self.spec);
+        let swap_j = report.swap.as_ref().map(|_| {
+            let mut s = 0.0;
+            for inst in &self.insts {
+                s += inst.acc.swap_j;
+            }
+            s
+        });
+        let closed_turns = self.books.succ.iter().filter(|&&x| x != NO_SUCC).count() as u64;
+        let zeros = self.rs.iter().map(|s| s.zeros).collect();
+        let per_request = self
+            .rs
+            .iter()
+            .map(|s| (s.preemptions, s.hit_tokens))
+            .collect();
+        let tok_inst = self.rs.iter().map(|s| s.tok_inst).collect();
+        let sched = SchedResult {
+            step_ends: self.insts.into_iter().map(|i| i.step_end).collect(),
+            runs: self.rs.into_iter().map(|s| s.runs).collect(),
+            zeros,
+            tok_inst,
+            per_request,
+            report,
+            swap_j,
+        };
+        let t = self.link.totals();
+        RunResult {
+            cfg: cfg.clone(),
+            reqs: self.reqs,
+            step_ends: Vec::new(),
+            instances,
+            link: self.link_stats,
+            links: vec![LinkResult {
+                name: crate::serving::link_name(cfg, 0),
+                busy_s: t.busy_s,
+                bytes: t.bytes,
+                transfers: t.transfers,
+            }],
+            horizon,
+            area: self.books.area,
+            rejected: self.books.n_rejected,
+            events: self.q.processed(),
+            closed_turns,
+            clipped_prompts: 0,
+            sched: Some(Box::new(sched)),
+        }
+    }
+}
+
+/// What the scheduling levers measured of one request.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LeverRecord {
+    /// `prefill_start - arrival`, s (NaN if it never started).
+    pub sched_delay_s: f64,
+    /// Times it was preempted (paged KV).
+    pub preemptions: u32,
+    /// Prompt tokens its first admission found in the prefix cache.
+    pub prefix_hit_tokens: u64,
+    /// Its inter-token latencies: how many, the largest, and how many were exactly 0
+    /// (speculative verify passes).
+    pub n_itl: u64,
+    pub itl_max_s: Option<f64>,
+    pub n_itl_zero: u64,
+}
+
+/// What a scheduled run leaves besides the stamps: every instance's step ends, each request's
+/// token record (for its inter-token latencies) and the scheduler block.
+#[derive(Clone, Debug)]
+pub(crate) struct SchedResult {
+    /// Per instance (instance order), the end time of every step.
+    pub step_ends: Vec<Vec<f64>>,
+    /// Per request, its tokens after the first as runs of consecutive step indices.
+    pub runs: Vec<Vec<(u32, u32)>>,
+    /// Per request, tokens that arrived with a zero gap.
+    pub zeros: Vec<u32>,
+    /// Per request, the instance whose steps `runs` index.
+    pub tok_inst: Vec<u32>,
+    /// Per request, its preemptions and prefix-hit tokens.
+    pub per_request: Vec<(u32, u64)>,
+    /// The summary's scheduler block.
+    pub report: SchedulerSummary,
+    /// Swap energy over every instance, J (paged + swap only).
+    pub swap_j: Option<f64>,
+}
+
+impl SchedResult {
+    /// Request `rid`'s inter-token latencies, the first measured from `first_s` (in emission
+    /// order, except that the zero gaps of speculative verify passes come last).
+    pub fn itls(&self, rid: usize, first_s: f64) -> Vec<f64> {
+        let mut v = Vec::new();
+        self.each_itl(rid, first_s, |x, c| {
+            for _ in 0..c {
+                v.push(x)
+            }
+        });
+        v
+    }
+
+    /// Calls `f(value, count)` for request `rid`'s inter-token latencies: the gap before each run
+    /// of steps, each step-to-step gap inside a run, then the zero gaps (counted, not in order).
+    pub fn each_itl(&self, rid: usize, first_s: f64, mut f: impl FnMut(f64, u64)) {
+        let runs = &self.runs[rid];
+        if runs.is_empty() {
+            return;
+        }
+        let e = &self.step_ends[self.tok_inst[rid] as usize];
+        let mut prev = first_s;
+        let zeros = self.zeros[rid] as u64;
+        for &(a, b) in runs {
+            f(e[a as usize] - prev, 1);
+            for j in a as usize + 1..=b as usize {
+                f(e[j] - e[j - 1], 1);
+            }
+            prev = e[b as usize];
+        }
+        if zeros > 0 {
+            f(0.0, zeros);
+        }
+    }
+}
+
+impl KvPolicy {
+    /// Whether the policy grows allocations and preempts (paged).
+    fn is_paged(self) -> bool {
+        self == KvPolicy::Paged
+    }
+}
