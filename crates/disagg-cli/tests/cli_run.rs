@@ -657,3 +657,31 @@ fn a_batch_policy_sweep_runs_the_scheduled_and_the_plain_instance() {
     assert!(plain["summary"].get("scheduler").is_none_or(Value::is_null));
     assert_ne!(rows[0]["summary"], rows[1]["summary"]);
 }
+
+#[test]
+fn fast_is_accepted_and_changes_nothing_with_the_levers_in_colocated_mode() {
+    // levers-scheduling.md §2.3 item 8: there is no colocated fast path, so --fast has no effect.
+    let base = [
+        "run",
+        "--json",
+        "--mode",
+        "colocated",
+        "--model",
+        "llama3-8b",
+        "--requests",
+        "80",
+        "--kv-policy",
+        "paged",
+        "--batch-policy",
+        "chunked",
+        "--max-num-batched-tokens",
+        "512",
+    ];
+    let plain = ok_text(&base);
+    let fast = ok_text(&[&base[..], &["--fast"]].concat());
+    assert_eq!(
+        echo_restored(&fast, &[("fast", "true", "false")]),
+        plain,
+        "only the echo of --fast differs"
+    );
+}
