@@ -154,6 +154,19 @@
     { k: 'send', optional: true },
     { k: 'link_sharing', optional: true },
     { k: 'reserve_kv_on', optional: true },
+    { group: 'Scheduling and KV memory' },
+    { k: 'batch_policy', label: 'Batch policy', select: () => [['prefill-priority', 'prefill-priority'], ['decode-priority', 'decode-priority'], ['chunked', 'chunked prefill']] },
+    { k: 'max_num_batched_tokens', label: 'Token budget (tokens)', num: { min: 1, step: 1 }, blank: true },
+    { k: 'kv_policy', label: 'KV policy', select: () => [['oracle', 'oracle'], ['pow2', 'pow2'], ['max', 'max'], ['paged', 'paged']] },
+    { k: 'kv_block_size', label: 'KV block (tokens)', num: { min: 1, step: 1 } },
+    { k: 'max_seq_len', label: 'Max seq len (tokens)', num: { min: 0, step: 1 } },
+    { k: 'preemption', label: 'Preemption', select: () => [['recompute', 'recompute'], ['swap', 'swap to host']] },
+    { k: 'host_link', label: 'Host link', select: () => cat.links.map((l) => [l.key, l.name.replace(' (one direction)', '')]) },
+    { k: 'prefix_caching', label: 'Prefix caching', select: () => [['false', 'off'], ['true', 'on']], bool: true },
+    { k: 'speculative', label: 'Speculative draft', select: () => [['', 'off'], ['mtp', 'MTP head']].concat(cat.models.map((m) => [m.key, m.name])) },
+    { k: 'gamma', label: 'Drafted tokens (gamma)', num: { min: 1, step: 1 } },
+    { k: 'alpha', label: 'Acceptance (alpha)', num: { min: 0, step: 'any' } },
+    { k: 'spec_seed', label: 'Acceptance seed', num: { min: 0, step: 1 } },
     { group: 'SLOs' },
     { k: 'ttft_slo', label: 'TTFT SLO (ms)', num: { min: 1, step: 'any' }, scale: 1000 },
     { k: 'tpot_slo', label: 'TPOT SLO (ms)', num: { min: 0.1, step: 'any' }, scale: 1000 },
@@ -798,7 +811,7 @@
       if (f.num) {
         if (document.activeElement !== el) el.value = v === null || v === undefined ? '' : String(+(v * (f.scale || 1)).toPrecision(12));
       } else {
-        el.value = v === null || v === undefined ? '' : v;
+        el.value = v === null || v === undefined ? '' : String(v);
       }
     }
     $(`#${id}-kv_compress_at`).disabled = !c.sc.kv_compress;
@@ -808,7 +821,10 @@
   function onField(id, f, el) {
     const c = cfgs[id];
     let v;
-    if (f.num) {
+    if (f.num && f.blank && el.value === '') {
+      // An optional number left empty: unset (the token budget's default).
+      v = null;
+    } else if (f.num) {
       v = Number(el.value);
       if (el.value === '' || !Number.isFinite(v)) {
         // Nothing to run: say so next to the input and take the old numbers off.
@@ -827,7 +843,8 @@
       if (f.scale) v /= f.scale;
     } else {
       v = el.value;
-      if (f.k === 'kv_compress' && v === '') v = null;
+      if ((f.k === 'kv_compress' || f.k === 'speculative') && v === '') v = null;
+      if (f.bool) v = v === 'true';
     }
     fieldError(el, '');
     c.bad.delete(f.k);
