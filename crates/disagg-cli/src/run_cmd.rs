@@ -111,14 +111,38 @@ pub fn with_warnings(doc: &mut serde_json::Value) {
     }
 }
 
+/// The `--requests-out` columns a scheduled run adds (levers-scheduling.md §11).
+pub const LEVER_COLUMNS: &str =
+    "sched_delay_s,preemptions,prefix_hit_tokens,n_itl,itl_max_s,n_itl_zero";
+
+/// One request's lever cells, each after a comma (empty cells for a delay or a largest ITL that
+/// does not exist).
+pub fn lever_cells(r: &disagg_sim::sched::LeverRecord) -> String {
+    let delay = Some(r.sched_delay_s).filter(|d| !d.is_nan());
+    format!(
+        ",{},{},{},{},{},{}",
+        csv_f64(delay),
+        r.preemptions,
+        r.prefix_hit_tokens,
+        r.n_itl,
+        csv_f64(r.itl_max_s),
+        r.n_itl_zero
+    )
+}
+
 fn requests_csv(run: &RunResult, p: &mut Pending) -> std::io::Result<()> {
     let w = p.writer();
-    writeln!(
+    let levers = run.scheduler().is_some();
+    write!(
         w,
         "rid,arrival_s,prompt_len,output_len,prefill_start_s,first_token_s,kv_start_s,kv_ready_s,decode_start_s,finish_s"
     )?;
+    if levers {
+        write!(w, ",{LEVER_COLUMNS}")?;
+    }
+    writeln!(w)?;
     for r in run.requests() {
-        writeln!(
+        write!(
             w,
             "{},{},{},{},{},{},{},{},{},{}",
             r.rid,
@@ -132,6 +156,10 @@ fn requests_csv(run: &RunResult, p: &mut Pending) -> std::io::Result<()> {
             csv_f64(r.decode_start_s),
             csv_f64(r.finish_s)
         )?;
+        if let Some(l) = run.lever_record(r.rid) {
+            w.write_all(lever_cells(&l).as_bytes())?;
+        }
+        writeln!(w)?;
     }
     Ok(())
 }

@@ -1,0 +1,185 @@
+//! What the scheduling levers measure, in the CLI's outputs (issue 12): the `--requests-out`
+//! columns, the report block, and the plain outputs left byte-identical without the levers.
+
+mod common;
+#[allow(unused_imports)]
+use common::*;
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("disagg-cli-levers-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d.join(name)
+}
+
+const PLAIN_HEADER: &str = "rid,arrival_s,prompt_len,output_len,prefill_start_s,first_token_s,\
+                            kv_start_s,kv_ready_s,decode_start_s,finish_s";
+
+/// Paged KV on two devices (preemptions), prefix caching over chat sessions (hits, evictions)
+/// and speculative decoding (zero ITLs): every lever column has something to count.
+const BUSY: [&str; 13] = [
+    "--requests",
+    "120",
+    "--mode",
+    "colocated",
+    "--devices-per-instance",
+    "2",
+    "--kv-policy",
+    "paged",
+    "--prefix-caching",
+    "--workload",
+    "chat",
+    "--speculative",
+    "mtp",
+];
+
+fn cell(row: &[&str], i: usize) -> Option<f64> {
+    (!row[i].is_empty()).then(|| row[i].parse::<f64>().unwrap())
+}
+
+#[test]
+fn requests_out_gains_the_lever_columns() {
+    let p = tmp("busy.csv");
+    let mut args = vec!["run", "--json", "--requests-out", p.to_str().unwrap()];
+    args.extend(BUSY);
+    let v: Value = ok_json(&args);
+    let b = &v["summary"]["scheduler"];
+    let text = std::fs::read_to_string(&p).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(
+        lines.next().unwrap(),
+        format!(
+            "{PLAIN_HEADER},sched_delay_s,preemptions,prefix_hit_tokens,n_itl,itl_max_s,n_itl_zero"
+        )
+    );
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), 120);
+    let (mut preempt, mut hits, mut zeros) = (0u64, 0u64, 0u64);
+    for r in &rows {
+        assert_eq!(r.len(), 16, "{r:?}");
+        let arrival = cell(r, 1).unwrap();
+        let output: u64 = r[3].parse().unwrap();
+        let start = cell(r, 4).unwrap();
+        // The scheduling delay is the row's own prefill_start_s - arrival_s.
+        assert_eq!(cell(r, 10).unwrap().to_bits(), (start - arrival).to_bits());
+        assert!(start >= arrival);
+        preempt += r[11].parse::<u64>().unwrap();
+        hits += r[12].parse::<u64>().unwrap();
+        // Every request finished: output_len - 1 inter-token latencies, the largest of them at
+        // most the decode span finish - first token.
+        let n_itl: u64 = r[13].parse().unwrap();
+        assert_eq!(n_itl, output - 1, "{r:?}");
+        let span = cell(r, 9).unwrap() - cell(r, 5).unwrap();
+        match cell(r, 14) {
+            Some(m) => assert!(n_itl > 0 && m >= 0.0 && m <= span, "{r:?}"),
+            None => assert_eq!(n_itl, 0),
+        }
+        let z: u64 = r[15].parse().unwrap();
+        assert!(z <= n_itl);
+        zeros += z;
+    }
+    // The per-request counts add up to the run's totals.
+    assert_eq!(preempt, b["preemptions"].as_u64().unwrap());
+    assert!(preempt > 0, "the run preempts");
+    assert_eq!(hits, b["prefix_cache"]["hit_tokens"].as_u64().unwrap());
+    assert!(hits > 0, "the run hits");
+    // Speculative decoding emits several tokens in one verify pass: zero ITLs.
+    assert!(zeros > 0);
+}
+
+#[test]
+fn the_report_closes_with_the_scheduling_block() {
+    let mut args = vec!["run"];
+    args.extend(BUSY);
+    let t = ok_text(&args);
+    let block = t
+        .split_once("── scheduling and KV memory ──\n")
+        .unwrap_or_else(|| panic!("{t}"))
+        .1;
+    let labels: Vec<&str> = block.lines().map(|l| &l[..13]).collect();
+    assert_eq!(
+        labels,
+        [
+            "scheduling   ",
+            "             ",
+            "             ",
+            "preemption   ",
+            "prefix cache ",
+            "speculative  "
+        ]
+    );
+    assert!(
+        block.starts_with("scheduling   batch prefill-priority (budget "),
+        "{block}"
+    );
+    assert!(block.contains("KV paged: "), "{block}");
+    assert!(block.contains("preemption   recompute: "), "{block}");
+    assert!(
+        block.contains("speculative  draft mtp gamma 3 alpha 0.7: "),
+        "{block}"
+    );
+    assert!(block.contains("(closed form 2.533)"), "{block}");
+}
+
+#[test]
+fn rejections_are_explained_once() {
+    // A max_seq_len above the whole capacity: every request's need max(max_seq_len, P + O)
+    // exceeds it (§3.2, §4), so all 20 are rejected.
+    let p = tmp("rejected.csv");
+    let t = ok_text(&[
+        "run",
+        "--requests-out",
+        p.to_str().unwrap(),
+        "--requests",
+        "20",
+        "--mode",
+        "colocated",
+        "--kv-policy",
+        "max",
+        "--max-seq-len",
+        "10000000",
+    ]);
+    assert!(t.starts_with("── colocated ── 0 done, 20 rejected"), "{t}");
+    let lines: Vec<&str> = t.lines().filter(|l| l.starts_with("rejected ")).collect();
+    assert_eq!(lines.len(), 1, "{t}");
+    assert!(
+        lines[0].starts_with(
+            "rejected     20 requests can never fit: their KV need (max(max_seq_len, prompt + \
+             output) tokens) exceeds colocated-0's capacity of "
+        ),
+        "{t}"
+    );
+    // A rejected request never started nor decoded: empty delay and largest-ITL cells.
+    let csv = std::fs::read_to_string(&p).unwrap();
+    let rows: Vec<&str> = csv.lines().skip(1).collect();
+    assert_eq!(rows.len(), 20);
+    for r in rows {
+        assert!(r.ends_with(",,,,,,,,0,0,0,,0"), "{r}");
+    }
+}
+
+#[test]
+fn without_levers_the_outputs_are_the_plain_ones() {
+    for mode in ["disagg", "colocated"] {
+        let p = tmp(&format!("plain-{mode}.csv"));
+        let t = ok_text(&[
+            "run",
+            "--requests",
+            "30",
+            "--mode",
+            mode,
+            "--requests-out",
+            p.to_str().unwrap(),
+        ]);
+        assert!(!t.contains("scheduling"), "{t}");
+        assert!(t.lines().last().unwrap().starts_with("hot-spot"), "{t}");
+        let csv = std::fs::read_to_string(&p).unwrap();
+        assert_eq!(csv.lines().next().unwrap(), PLAIN_HEADER);
+        assert!(csv.lines().all(|l| l.split(',').count() == 10));
+        let v = ok_json(&["run", "--json", "--requests", "30", "--mode", mode]);
+        assert!(v["summary"].get("scheduler").is_none());
+    }
+}
