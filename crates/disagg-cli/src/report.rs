@@ -520,6 +520,31 @@ fn offered_note(s: &Summary) -> String {
 
 type Cell = Box<dyn Fn(&Summary) -> String>;
 
+/// The scheduler figures of a table row (levers-scheduling.md §11.1), `-` where a run does not
+/// have them: mean running, preemptions, prefix hit rate (%), scheduling delay p50 (ms).
+pub const SCHED_HEADS: [&str; 4] = ["mean running", "preemptions", "hit rate %", "delay p50 ms"];
+
+/// [`SCHED_HEADS`]' cells of one run.
+pub fn sched_cells(s: &Summary) -> [String; 4] {
+    let dash = || "-".to_string();
+    match &s.scheduler {
+        None => [dash(), dash(), dash(), dash()],
+        Some(b) => [
+            or_na(b.mean_running, 1),
+            b.preemptions.map_or_else(dash, |n| n.to_string()),
+            b.prefix_cache
+                .as_ref()
+                .map_or_else(dash, |p| or_na(100.0 * p.hit_rate, 1)),
+            b.sched_delay_p50_s.map_or_else(dash, |d| or_na(1e3 * d, 1)),
+        ],
+    }
+}
+
+/// Whether any of `runs` ran with the scheduling levers (its tables then show [`SCHED_HEADS`]).
+pub fn any_levers(runs: &[&Summary]) -> bool {
+    runs.iter().any(|s| s.scheduler.is_some())
+}
+
 /// Key numbers of several runs, one column per run.
 pub fn side_by_side(names: &[&str], runs: &[&Summary]) -> String {
     let mut o = String::new();
@@ -598,6 +623,18 @@ pub fn side_by_side(names: &[&str], runs: &[&Summary]) -> String {
             }),
         ),
     ];
+    let mut rows = rows;
+    if any_levers(runs) {
+        let heads = [
+            "mean running",
+            "preemptions",
+            "prefix hit rate (%)",
+            "sched delay p50 (ms)",
+        ];
+        for (k, head) in heads.into_iter().enumerate() {
+            rows.push((head, Box::new(move |s: &Summary| sched_cells(s)[k].clone())));
+        }
+    }
     let _ = write!(o, "{:<20}", "");
     for n in names {
         let _ = write!(o, " {n:>26}");
@@ -624,18 +661,35 @@ pub fn variants_table(names: &[&str], runs: &[&Summary]) -> String {
             fixed(1e3 * x, 1)
         }
     };
-    let _ = writeln!(
+    let levers = any_levers(runs);
+    let _ = write!(
         o,
         "{:<w$}  {:>14} {:>13} {:>13} {:>9} {:>10} {:>9}",
         "variant", "hand-off p99", "TTFT p99", "TPOT p99", "SLO met", "link busy", "J/token"
     );
-    let _ = writeln!(
+    if levers {
+        let _ = write!(
+            o,
+            " {:>8} {:>11} {:>10} {:>11}",
+            "mean", "", "prefix hit", "sched delay"
+        );
+    }
+    o.push('\n');
+    let _ = write!(
         o,
         "{:<w$}  {:>14} {:>13} {:>13} {:>9} {:>10} {:>9}",
         "", "(ms)", "(ms)", "(ms)", "(%)", "(%)", ""
     );
+    if levers {
+        let _ = write!(
+            o,
+            " {:>8} {:>11} {:>10} {:>11}",
+            "running", "preemptions", "rate (%)", "p50 (ms)"
+        );
+    }
+    o.push('\n');
     for (n, s) in names.iter().zip(runs) {
-        let _ = writeln!(
+        let _ = write!(
             o,
             "{:<w$}  {:>14} {:>13} {:>13} {:>9} {:>10} {:>9}",
             n,
@@ -646,6 +700,11 @@ pub fn variants_table(names: &[&str], runs: &[&Summary]) -> String {
             fixed(100.0 * s.link_busy, 1),
             or_na(s.j_per_token, 3)
         );
+        if levers {
+            let c = sched_cells(s);
+            let _ = write!(o, " {:>8} {:>11} {:>10} {:>11}", c[0], c[1], c[2], c[3]);
+        }
+        o.push('\n');
     }
     o
 }
@@ -734,6 +793,55 @@ speculative  draft mtp gamma 3 alpha 0.7: 2.500 tokens per verify (closed form 2
         assert!(plain.ends_with('\n') && plain.lines().last().unwrap().starts_with("hot-spot"));
         s.scheduler = None;
         assert_eq!(text(&s), plain);
+    }
+
+    #[test]
+    fn table_cells_of_the_scheduler_figures() {
+        let mut s = summary(&["--mode", "colocated", "--kv-policy", "paged"]);
+        let plain = {
+            let mut p = s.clone();
+            p.scheduler = None;
+            p
+        };
+        s.scheduler = Some(full_block());
+        // 12.34 -> 12.3; 7 preemptions; 0.25 -> 25.0 %; 0.0123 s -> 12.3 ms.
+        assert_eq!(sched_cells(&s), ["12.3", "7", "25.0", "12.3"]);
+        assert_eq!(sched_cells(&plain), ["-", "-", "-", "-"]);
+        let mut b = full_block();
+        b.preemptions = None;
+        b.prefix_cache = None;
+        b.sched_delay_p50_s = None;
+        b.mean_running = 0.06;
+        s.scheduler = Some(b);
+        assert_eq!(sched_cells(&s), ["0.1", "-", "-", "-"]);
+        assert!(any_levers(&[&plain, &s]));
+        assert!(any_levers(&[&s, &plain]));
+        assert!(!any_levers(&[&plain, &plain]));
+        assert!(!any_levers(&[]));
+        // The tables gain the figures only when a run has them.
+        let t = side_by_side(&["a", "b"], &[&plain, &s]);
+        assert!(t.contains("\nmean running         "), "{t}");
+        assert!(t.ends_with(&format!("sched delay p50 (ms) {:>26} {:>26}\n", "-", "-")));
+        let t = side_by_side(&["a", "b"], &[&plain, &plain]);
+        assert!(!t.contains("mean running"), "{t}");
+        assert!(t.lines().last().unwrap().starts_with("hot-spot"), "{t}");
+        let t = variants_table(&["a", "b"], &[&plain, &s]);
+        let lines: Vec<&str> = t.lines().collect();
+        assert!(
+            lines[1].ends_with("     running preemptions   rate (%)    p50 (ms)"),
+            "{t}"
+        );
+        assert!(lines[2].ends_with(&format!(" {:>8} {:>11} {:>10} {:>11}", "-", "-", "-", "-")));
+        assert!(lines[3].ends_with(&format!(
+            " {:>8} {:>11} {:>10} {:>11}",
+            "0.1", "-", "-", "-"
+        )));
+        let t = variants_table(&["a"], &[&plain]);
+        assert!(
+            t.lines().nth(1).unwrap().ends_with(&format!(" {:>9}", "")),
+            "{t}"
+        );
+        assert!(!t.contains("preemptions"));
     }
 
     #[test]

@@ -375,24 +375,35 @@ pub fn compare(a: CompareArgs, cat: &Catalogue) -> CmdResult {
         out!("{}", report::side_by_side(&["colocated", "disagg"], &cols));
         return Ok(());
     }
+    let sums: Vec<&Summary> = rows.iter().map(|r| &r.3).collect();
+    let levers = report::any_levers(&sums);
+    let sched = |c: [String; 4]| {
+        if levers {
+            format!(" {:>12} {:>12} {:>12} {:>12}", c[0], c[1], c[2], c[3])
+        } else {
+            String::new()
+        }
+    };
     outln!(
-        "{:>8} {:<10} {:>12} {:>12} {:>14} {:>8}  hot-spot",
+        "{:>8} {:<10} {:>12} {:>12} {:>14} {:>8}{}  hot-spot",
         "rate",
         "mode",
         "TTFT p99 ms",
         "TPOT p99 ms",
         "goodput req/s",
-        "SLO %"
+        "SLO %",
+        sched(report::SCHED_HEADS.map(str::to_string))
     );
     for (rate, mode, _, s) in &rows {
         outln!(
-            "{:>8} {:<10} {:>12} {:>12} {:>14} {:>8}  {} -> {}",
+            "{:>8} {:<10} {:>12} {:>12} {:>14} {:>8}{}  {} -> {}",
             rate,
             mode,
             report::or_na(1e3 * s.ttft_s.p99, 1),
             report::or_na(1e3 * s.tpot_s.p99, 1),
             report::or_na(s.goodput_rps, 2),
             report::or_na(100.0 * s.slo_attainment, 1),
+            sched(report::sched_cells(s)),
             s.hotspot.stage.as_deref().unwrap_or("-"),
             s.hotspot.resource
         );

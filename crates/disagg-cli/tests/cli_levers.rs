@@ -183,3 +183,138 @@ fn without_levers_the_outputs_are_the_plain_ones() {
         assert!(v["summary"].get("scheduler").is_none());
     }
 }
+
+#[test]
+fn sweep_rows_carry_the_scheduler_figures() {
+    let base = [
+        "sweep",
+        "--quiet",
+        "--requests",
+        "40",
+        "--mode",
+        "colocated",
+        "--devices-per-instance",
+        "2",
+        "--vary",
+        "kv_policy=oracle,paged",
+    ];
+    let csv_path = tmp("sweep.csv");
+    let jsonl_path = tmp("sweep.jsonl");
+    let mut args = base.to_vec();
+    args.extend([
+        "--csv",
+        csv_path.to_str().unwrap(),
+        "--jsonl",
+        jsonl_path.to_str().unwrap(),
+    ]);
+    ok(&args);
+    let rows: Vec<Value> = std::fs::read_to_string(&jsonl_path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // kv_policy oracle alone switches nothing on (§2.1): no block; paged: the block.
+    assert!(rows[0]["summary"].get("scheduler").is_none());
+    let b = &rows[1]["summary"]["scheduler"];
+    assert_eq!(b["kv_policy"], "paged");
+    let csv = std::fs::read_to_string(&csv_path).unwrap();
+    let mut lines = csv.lines();
+    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let cells: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    for (col, want) in [
+        ("summary.scheduler.mean_running", &b["mean_running"]),
+        ("summary.scheduler.preemptions", &b["preemptions"]),
+        (
+            "summary.scheduler.sched_delay_p50_s",
+            &b["sched_delay_p50_s"],
+        ),
+        ("summary.scheduler.kv_token_frac", &b["kv_token_frac"]),
+    ] {
+        let k = head
+            .iter()
+            .position(|h| *h == col)
+            .unwrap_or_else(|| panic!("{col}"));
+        assert_eq!(cells[0][k], "", "{col}: the plain run has none");
+        assert_eq!(cells[1][k], want.to_string(), "{col}");
+    }
+    // The table on standard output shows them for the lever run only.
+    let t = ok_text(&base);
+    let lines: Vec<&str> = t.lines().collect();
+    assert!(
+        lines[0].ends_with("mean running  preemptions   hit rate % delay p50 ms"),
+        "{t}"
+    );
+    assert!(lines[1].ends_with(&format!(" {:>12} {:>12} {:>12} {:>12}", "-", "-", "-", "-")));
+    let mean = format!("{:.1}", b["mean_running"].as_f64().unwrap());
+    let pre = b["preemptions"].as_u64().unwrap().to_string();
+    let delay = format!("{:.1}", 1e3 * b["sched_delay_p50_s"].as_f64().unwrap());
+    assert!(
+        lines[2].ends_with(&format!(" {mean:>12} {pre:>12} {:>12} {delay:>12}", "-")),
+        "{t}"
+    );
+    // A sweep without the levers: no scheduler column anywhere.
+    let t = ok_text(&["sweep", "--quiet", "--requests", "20", "--vary", "rate=2,4"]);
+    assert!(t.lines().next().unwrap().ends_with("J/token"), "{t}");
+    let csv = ok_text(&[
+        "sweep",
+        "--quiet",
+        "--requests",
+        "20",
+        "--vary",
+        "rate=2,4",
+        "--csv",
+        "-",
+    ]);
+    assert!(!csv.contains("scheduler"));
+}
+
+#[test]
+fn compare_tables_show_the_scheduler_rows_when_a_side_has_levers() {
+    let v = ok_json(&[
+        "compare",
+        "--quiet",
+        "--json",
+        "--requests",
+        "30",
+        "--batch-policy",
+        "chunked",
+    ]);
+    let t = ok_text(&[
+        "compare",
+        "--quiet",
+        "--requests",
+        "30",
+        "--batch-policy",
+        "chunked",
+    ]);
+    let runs = v["runs"].as_array().unwrap();
+    let cell = |k: usize, f: &dyn Fn(&Value) -> String| f(&runs[k]["summary"]["scheduler"]);
+    let mean = |b: &Value| format!("{:.1}", b["mean_running"].as_f64().unwrap());
+    let delay = |b: &Value| format!("{:.1}", 1e3 * b["sched_delay_p50_s"].as_f64().unwrap());
+    let want = [
+        format!(
+            "mean running         {:>26} {:>26}",
+            cell(0, &mean),
+            cell(1, &mean)
+        ),
+        format!("preemptions          {:>26} {:>26}", "-", "-"),
+        format!("prefix hit rate (%)  {:>26} {:>26}", "-", "-"),
+        format!(
+            "sched delay p50 (ms) {:>26} {:>26}",
+            cell(0, &delay),
+            cell(1, &delay)
+        ),
+    ];
+    let tail: Vec<&str> = t
+        .lines()
+        .rev()
+        .take(4)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    assert_eq!(tail, want, "{t}");
+    let plain = ok_text(&["compare", "--quiet", "--requests", "30"]);
+    assert!(!plain.contains("mean running"));
+    assert!(plain.lines().last().unwrap().starts_with("hot-spot"));
+}
