@@ -318,3 +318,86 @@ fn compare_tables_show_the_scheduler_rows_when_a_side_has_levers() {
     assert!(!plain.contains("mean running"));
     assert!(plain.lines().last().unwrap().starts_with("hot-spot"));
 }
+
+/// The `max` policy with a 60,000-token floor: every reservation is large, so few requests run
+/// at once and the run is much slower than the plain one (the levers visibly matter).
+const MAX_FLOOR: [&str; 4] = ["--kv-policy", "max", "--max-seq-len", "60000"];
+
+#[test]
+fn plan_evaluates_its_candidates_with_the_levers() {
+    let base = ["--requests", "100"];
+    let plan = |levers: bool| {
+        let mut args = vec!["plan", "--quiet", "--json", "--target-rate", "2"];
+        args.extend(base);
+        args.extend(["--prefill-counts", "1", "--decode-counts", "1,2"]);
+        if levers {
+            args.extend(MAX_FLOOR);
+        }
+        ok_json(&args)
+    };
+    let with = plan(true);
+    let without = plan(false);
+    let cands = with["candidates"].as_array().unwrap();
+    let (mut simulated, mut changed) = (0, 0);
+    for (c, p) in cands.iter().zip(without["candidates"].as_array().unwrap()) {
+        let Some(lat) = c["latency_p99_s"].as_f64() else {
+            continue;
+        };
+        simulated += 1;
+        // The candidate is the run with the same flags, levers included: its e2e p99 exactly.
+        let d = c["decode"].to_string();
+        let (pd, dd) = (
+            c["prefill_device"].as_str().unwrap(),
+            c["decode_device"].as_str().unwrap(),
+        );
+        assert_eq!(c["compression"], "none");
+        let mut run = vec!["run", "--json", "--rate", "2", "--decode", &d];
+        run.extend(["--prefill-device", pd, "--decode-device", dd]);
+        run.extend(["--link", c["link"].as_str().unwrap()]);
+        run.extend(base);
+        run.extend(MAX_FLOOR);
+        let s = ok_json(&run)["summary"].clone();
+        assert_eq!(s["e2e_s"]["p99"].as_f64(), Some(lat), "{c}");
+        assert!(s["scheduler"]["kv_policy"] == "max");
+        if p["latency_p99_s"].as_f64() != Some(lat) {
+            changed += 1;
+        }
+    }
+    assert!(simulated > 0, "{with}");
+    assert!(changed > 0, "the levers change some candidate: {with}");
+}
+
+#[test]
+fn plan_max_rate_searches_with_the_levers() {
+    let max_rate = |levers: bool| {
+        let mut args = vec![
+            "plan",
+            "--quiet",
+            "--json",
+            "--max-rate",
+            "--requests",
+            "100",
+        ];
+        if levers {
+            args.extend(MAX_FLOOR);
+        }
+        ok_json(&args)
+    };
+    let with = max_rate(true);
+    let plain = max_rate(false)["max_rate_rps"].as_f64().unwrap();
+    let lo = with["bracket_rps"][0].as_f64().unwrap();
+    let hi = with["bracket_rps"][1].as_f64().unwrap();
+    assert_eq!(with["max_rate_rps"].as_f64(), Some(lo));
+    assert!(lo < plain, "{lo} vs {plain}");
+    // The bracket is the levers' own: the lever run meets 90% at lo and misses it at hi.
+    let att = |r: f64| {
+        let r = r.to_string();
+        let mut args = vec!["run", "--json", "--requests", "100", "--rate", &r];
+        args.extend(MAX_FLOOR);
+        ok_json(&args)["summary"]["slo_attainment"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!(att(lo) >= 0.9);
+    assert!(att(hi) < 0.9);
+}
