@@ -497,3 +497,38 @@ pub fn presets(a: PresetsArgs) -> CmdResult {
     outln!("\nrun one with: disagg run --preset NAME");
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use disagg_sim::sched::LeverRecord;
+
+    #[test]
+    fn lever_cells_follow_the_columns() {
+        assert_eq!(LEVER_COLUMNS.split(',').count(), 6);
+        let r = LeverRecord {
+            sched_delay_s: 0.25,
+            preemptions: 2,
+            prefix_hit_tokens: 512,
+            n_itl: 9,
+            itl_max_s: Some(0.5),
+            n_itl_zero: 3,
+        };
+        assert_eq!(lever_cells(&r), ",0.25,2,512,9,0.5,3");
+        // Never started, never decoded: empty delay and largest-ITL cells.
+        let r = LeverRecord {
+            sched_delay_s: f64::NAN,
+            itl_max_s: None,
+            n_itl: 0,
+            n_itl_zero: 0,
+            ..r
+        };
+        assert_eq!(lever_cells(&r), ",,2,512,0,,0");
+        // A zero delay is a number, not an empty cell.
+        let r = LeverRecord {
+            sched_delay_s: 0.0,
+            ..r
+        };
+        assert_eq!(lever_cells(&r), ",0.0,2,512,0,,0");
+    }
+}
