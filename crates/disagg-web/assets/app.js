@@ -999,6 +999,44 @@
       });
       return `<tr><th scope="row">${esc(label)}</th>${cells.join('')}</tr>`;
     }).join('');
+    renderScheduler();
+  }
+
+  // The scheduler block of a scheduled run (summary.scheduler, levers-scheduling.md §11.1): one
+  // row per figure that either side has; the card is hidden when neither run has the levers on.
+  const SCHED_ROWS = [
+    ['batch', 'Batch policy', (b) => `${b.batch_policy}, budget ${thousands(b.token_budget)} tokens`],
+    ['kv', 'KV policy, capacity', (b) => `${b.kv_policy}, ${thousands(b.kv_capacity_units)} units × ${thousands(b.kv_unit_tokens)} tokens`],
+    ['mean_running', 'Mean running', (b) => fixed(b.mean_running, 1)],
+    ['kv_holding', 'KV holding share', (b) => pct(b.kv_token_frac)],
+    ['computed', 'Prefill tokens computed', (b) => thousands(b.computed_prefill_tokens)],
+    ['delay', 'Scheduling delay p50', (b) => lat(b.sched_delay_p50_s)],
+    ['norm', 'Normalised latency', (b) => (b.norm_latency_s_per_token == null ? 'n/a' : `${fixed(1e3 * b.norm_latency_s_per_token, 2)} ms/token`)],
+    ['preemptions', 'Preemptions', (b) => b.preemptions != null && `${thousands(b.preemptions)} (${b.preemption})`],
+    ['recompute', 'Tokens recomputed', (b) => b.recompute_tokens != null && thousands(b.recompute_tokens)],
+    ['swap', 'Swapped out / in', (b) => b.swap && `${fixed(b.swap.out_GB, 2)} / ${fixed(b.swap.in_GB, 2)} GB`],
+    ['swap_cost', 'Swap time, energy', (b) => b.swap && `${fixed(b.swap.seconds, 3)} s, ${fixed(b.swap.J, 1)} J`],
+    ['hit_rate', 'Prefix hit rate', (b) => b.prefix_cache && `${pct(b.prefix_cache.hit_rate)} (${thousands(b.prefix_cache.hit_tokens)} of ${thousands(b.prefix_cache.prompt_tokens)} tokens)`],
+    ['evicted', 'Tokens evicted', (b) => b.prefix_cache && thousands(b.prefix_cache.evicted_tokens)],
+    ['cached', 'Tokens cached at the end', (b) => b.prefix_cache && thousands(b.prefix_cache.cached_tokens_end)],
+    ['tokens_per_verify', 'Tokens per verify', (b) => b.speculative && `${fixed(b.speculative.tokens_per_verify, 3)} (closed form ${fixed(b.speculative.closed_form, 3)})`],
+    ['draft', 'Draft share of busy time', (b) => b.speculative && pct(b.speculative.draft_time_frac)],
+  ];
+
+  function renderScheduler() {
+    const blocks = ['a', 'b'].map((id) => (cfgs[id].on && cfgs[id].result?.summary?.scheduler) || null);
+    const card = $('#sched-card');
+    card.hidden = !blocks[0] && !blocks[1];
+    if (card.hidden) { $('#sched-body').innerHTML = ''; return; }
+    $('#sched-body').innerHTML = SCHED_ROWS.map(([key, label, f]) => {
+      const vals = blocks.map((b) => (b ? f(b) : false));
+      if (vals.every((v) => v === false || v === undefined || v === null)) return '';
+      const cells = ['a', 'b'].map((id, k) => {
+        const v = vals[k] === false || vals[k] == null ? '–' : vals[k];
+        return `<td class="num wrap col-${id}" id="s-${id}-${key}">${esc(v)}</td>`;
+      });
+      return `<tr><th scope="row">${esc(label)}</th>${cells.join('')}</tr>`;
+    }).join('');
   }
 
   // ---- page state in the URL --------------------------------------------------------------------

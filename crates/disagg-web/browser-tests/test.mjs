@@ -352,6 +352,41 @@ test('the scheduling group: a lever preset fills its fields, a refused combinati
   await page.waitForFunction(() => !document.getElementById('a-max_num_batched_tokens-err') || document.getElementById('a-max_num_batched_tokens-err').hidden);
   // No script errors (the refused run's 422 is the browser's own console line).
   assert.deepEqual(errors.filter((e) => !/status of 422/.test(e)), []);
+
+test('a scheduled run shows the scheduler block; a plain one does not', async () => {
+  // A: the chapter's base with chunked prefill (the fast decode path is plain-only); B: plain.
+  const { page, errors } = await open(1280, '?a.batch_policy=chunked&a.fast=false');
+  await page.waitForFunction(() => !document.getElementById('sched-card').hidden
+    && document.getElementById('s-a-batch'), null, { timeout: 15000 });
+  const r = await fetch(server.url + 'api/run', {
+    method: 'POST', headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ preset: 'link-ib-ndr', batch_policy: 'chunked', fast: false }),
+  });
+  assert.equal(r.status, 200);
+  const b = (await r.json()).summary.scheduler;
+  assert.equal(b.batch_policy, 'chunked');
+  const n = (x) => x.toLocaleString('en-US');
+  assert.equal(await text(page, '#s-a-batch'), `chunked, budget ${n(b.token_budget)} tokens`);
+  assert.equal(await text(page, '#s-a-kv'),
+    `${b.kv_policy}, ${n(b.kv_capacity_units)} units × ${n(b.kv_unit_tokens)} tokens`);
+  assert.ok(b.mean_running > 0 && b.mean_running < 1000);
+  assert.equal(await text(page, '#s-a-mean_running'), b.mean_running.toFixed(1));
+  assert.equal(await text(page, '#s-a-computed'), n(b.computed_prefill_tokens));
+  // B runs without the levers: its column is empty.
+  assert.equal(await text(page, '#s-b-batch'), '–');
+  assert.equal(await text(page, '#s-b-mean_running'), '–');
+  // Oracle KV, no prefix cache, no drafts: those rows are left out.
+  for (const key of ['preemptions', 'swap', 'hit_rate', 'tokens_per_verify']) {
+    assert.equal(await page.$(`#s-a-${key}`), null, key);
+  }
+  const heads = await page.$$eval('#sched-body th', (ths) => ths.map((t) => t.textContent));
+  assert.deepEqual(heads, ['Batch policy', 'KV policy, capacity', 'Mean running', 'KV holding share',
+    'Prefill tokens computed', 'Scheduling delay p50', 'Normalised latency']);
+  // Switching A back to the plain engine hides the block.
+  await page.goto(server.url);
+  await ready(page);
+  assert.equal(await page.$eval('#sched-card', (el) => el.hidden), true);
+  assert.deepEqual(errors, []);
   await page.close();
 });
 
