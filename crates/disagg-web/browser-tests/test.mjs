@@ -352,6 +352,8 @@ test('the scheduling group: a lever preset fills its fields, a refused combinati
   await page.waitForFunction(() => !document.getElementById('a-max_num_batched_tokens-err') || document.getElementById('a-max_num_batched_tokens-err').hidden);
   // No script errors (the refused run's 422 is the browser's own console line).
   assert.deepEqual(errors.filter((e) => !/status of 422/.test(e)), []);
+  await page.close();
+});
 
 test('a scheduled run shows the scheduler block; a plain one does not', async () => {
   // A: the chapter's base with chunked prefill (the fast decode path is plain-only); B: plain.
