@@ -1221,11 +1221,6 @@ impl Scenario {
                     self.link_topology.as_str(),
                     d.link_topology.as_str(),
                 ),
-                (
-                    ReserveKvOn::FLAG,
-                    self.reserve_kv_on.as_str(),
-                    d.reserve_kv_on.as_str(),
-                ),
             ] {
                 if given != default {
                     return Err(Error::invalid(

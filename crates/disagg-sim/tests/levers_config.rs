@@ -295,7 +295,6 @@ fn the_hand_off_options_beyond_the_reference_are_refused_with_the_levers() {
         ("--link-sharing", "fair", "fifo"),
         ("--link-topology", "per-prefill", "shared"),
         ("--link-topology", "per-pair", "shared"),
-        ("--reserve-kv-on", "transfer", "arrival"),
     ] {
         assert_eq!(
             err(&["--kv-policy", "paged", flag, value]),
@@ -306,6 +305,21 @@ fn the_hand_off_options_beyond_the_reference_are_refused_with_the_levers() {
         );
         // Without the levers they run as before.
         assert_eq!(levers(&[flag, value, "--kv-block-size", "32"]), None);
+    }
+    // Reservation at transfer start is modelled for the scheduled pools (README, "Beyond the
+    // reference"), with every KV policy (a budget switches the levers on under `oracle`).
+    for policy in ["paged", "oracle", "max", "pow2"] {
+        let c = build(&[
+            "--kv-policy",
+            policy,
+            "--max-num-batched-tokens",
+            "8192",
+            "--reserve-kv-on",
+            "transfer",
+        ])
+        .unwrap();
+        assert!(c.levers.is_some(), "{policy}");
+        assert_eq!(c.handoff.reserve_kv_on, disagg_sim::ReserveKvOn::Transfer);
     }
     // The TTFT convention is metrics only: fine with the levers.
     let c = build(&["--kv-policy", "paged", "--first-token", "decode"]).unwrap();

@@ -58,7 +58,11 @@ impl<'a, O: Observer> SchedSim<'a, O> {
 
     /// Decode instance, every pass (§9.2): pull hand-offs, then let landed requests join.
     fn boundary_hook(&mut self, d: usize) {
-        self.pull(d);
+        if self.reserve_on_transfer {
+            self.serve_handoffs();
+        } else {
+            self.pull(d);
+        }
         let now = self.q.now();
         while self.insts[d].running.len() < self.insts[d].cap {
             let Some(rid) = self.insts[d].landed.pop_front() else {
@@ -406,6 +410,11 @@ impl<'a, O: Observer> SchedSim<'a, O> {
         s.cov = 0;
         s.src = p as u32;
         self.reqs[rid as usize].kv_req = now;
+        if self.reserve_on_transfer {
+            self.handoff_wait.push_back(rid);
+            self.serve_handoffs();
+            return;
+        }
         let d = self.least_loaded(self.n_prefill..self.insts.len());
         self.rs[rid as usize].dst = d as u32;
         self.reqs[rid as usize].dtarget = (d - self.n_prefill) as u32;

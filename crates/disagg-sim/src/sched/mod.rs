@@ -27,7 +27,7 @@ use crate::link::{LinkModel, Note, Sharing, XferSpec};
 use crate::observer::{InstanceInfo, InstanceSample, Observer, Sample, TransferEvent};
 use crate::prefix_cache::{NodeId, PrefixCache};
 use crate::pyrand::GenRequest;
-use crate::scenario::{Mode, Role, SimConfig};
+use crate::scenario::{Mode, ReserveKvOn, Role, SimConfig};
 use crate::serving::{
     finish, Books, Ev, InstanceResult, InstanceStats, LinkResult, LinkStats, Req, RunResult,
     NO_INST, NO_SUCC, UNSET,
@@ -192,6 +192,11 @@ pub(crate) struct SchedSim<'a, O: Observer> {
     sampling: bool,
     sample_every_interval: bool,
     samples: Vec<InstanceSample>,
+    /// `--reserve-kv-on transfer`: hand-offs reserve decode memory and pick their decode instance
+    /// when they can be held ([`SchedSim::serve_handoffs`]), instead of routing first.
+    reserve_on_transfer: bool,
+    /// With `reserve_on_transfer`: the hand-offs waiting for decode memory, FIFO.
+    handoff_wait: VecDeque<u32>,
 }
 
 /// Runs `workload` on the scheduled instances of `cfg` (whose `levers` must be set).
@@ -366,6 +371,9 @@ impl<'a, O: Observer> SchedSim<'a, O> {
             sampling,
             sample_every_interval,
             samples: vec![InstanceSample::default(); n_inst],
+            reserve_on_transfer: cfg.mode == Mode::Disagg
+                && cfg.handoff.reserve_kv_on == ReserveKvOn::Transfer,
+            handoff_wait: VecDeque::new(),
         }
     }
 
@@ -465,7 +473,8 @@ impl<'a, O: Observer> SchedSim<'a, O> {
             link_queue: self.link.waiting(),
             link_busy: self.link.in_flight(),
             link_bytes_in_flight: self.link.bytes_in_flight(now),
-            decode_mem_wait: self.insts.iter().map(|d| d.inbox.len()).sum(),
+            decode_mem_wait: self.insts.iter().map(|d| d.inbox.len()).sum::<usize>()
+                + self.handoff_wait.len(),
             instances: &self.samples,
         };
         self.obs.sample(&s);
