@@ -1210,7 +1210,6 @@ impl Scenario {
         if disagg {
             let d = HandoffOptions::default();
             for (flag, given, default) in [
-                (SEND_FLAG, self.send.as_str(), d.send.as_str()),
                 (
                     LinkSharing::FLAG,
                     self.link_sharing.as_str(),

@@ -1,10 +1,14 @@
 //! Beyond the reference (issue 12): the KV hand-off options of issue 4 in the scheduled
-//! disaggregated pools (README, "Beyond the reference: hand-off options in the scheduled pools").
+//! disaggregated pools (README, "Beyond the reference: reservation at transfer and chunk-wise
+//! streaming in the scheduled pools").
 //!
 //! `--reserve-kv-on transfer`: a hand-off reserves its decode memory on the least-loaded decode
 //! instance that can hold it now (FIFO, head-of-line blocking), instead of being routed to the
 //! least-loaded instance first and waiting in that instance's inbox (levers-scheduling.md §16
 //! item 7, "routing at hand-off").
+//!
+//! `--send layerwise`: a prompt's KV streams chunk by chunk, from its first prefill step's first
+//! layer; the decode side allocates it before its transfer starts.
 
 use disagg_model::Catalogue;
 use disagg_sim::{
@@ -185,5 +189,226 @@ fn reservations_under_load_are_all_returned() {
         // The premise of the load: hand-offs did wait for decode memory.
         assert_eq!(r.rejected(), 0);
         assert!(waited > 0, "{preemption}");
+    }
+}
+
+/// The prefill instance's steps `(start, duration)` and the request's stamps, for one prompt of
+/// `p` tokens (output 50) alone on an idle 1P1D system, chunked by `chunk` tokens, on `link`.
+fn one_long_prompt(
+    send: &str,
+    link: &str,
+    policy: &str,
+    p: u32,
+    chunk: &str,
+) -> (SimConfig, Vec<(f64, f64)>, disagg_sim::RequestRecord) {
+    let c = cfg(&[
+        "--prefill",
+        "1",
+        "--decode",
+        "1",
+        "--batch-policy",
+        policy,
+        "--max-num-batched-tokens",
+        chunk,
+        "--link",
+        link,
+        "--send",
+        send,
+    ]);
+    assert!(c.levers.is_some());
+    let mut steps = StepTimes::default();
+    let r = simulate_observed(&c, &[req(0, 0.0, p, 50)], &mut steps).unwrap();
+    let q = r.request(0);
+    (c, steps.0, q)
+}
+
+/// Prefill instance (0) steps as `(start, duration)`.
+#[derive(Default)]
+struct StepTimes(Vec<(f64, f64)>);
+
+impl Observer for StepTimes {
+    fn step(&mut self, ev: &StepEvent) {
+        if ev.instance == 0 {
+            self.0.push((ev.start, ev.dur));
+        }
+    }
+}
+
+/// Chunk-wise streaming on an idle system: an 8,192-token prompt in chunks of 2,048 (4 prefill
+/// steps of durations T_k starting at s_k, ending at e_k = s_k + T_k), L = 32 layers. The hand-off
+/// starts when the first chunk's first layer is ready, `g = s_1 + T_1 / L`, and is granted at
+/// once (idle link, decode memory free): `kv_start = g`. Chunk k's KV (work `W_k = stream * c_k /
+/// P`) leaves in L slices of `W_k / L`, slice l ready at `s_k + l T_k / L`; the sender is through
+/// with chunk k at `f_k = max(max(f_{k-1}, s_k + T_k / L) + W_k, e_k + W_k / L)` (`f_0 = g`), and
+/// `kv_ready = f_K + fixed`.
+///
+/// * NVLink 4 (fast: each chunk's bytes take far less than its step): the sender idles between
+///   chunks, so only the last chunk's last slice is exposed: `kv_ready = (e_4 + W_4 / L) + fixed`,
+///   exactly, against `e_4 + (fixed + stream)` for the whole cache.
+/// * 25 GbE (slow: the bytes take longer than the prefill): the sender never idles after `g`:
+///   `kv_ready = g + stream + fixed` (the W_k summed: equal to rounding).
+#[test]
+fn chunkwise_streaming_on_an_idle_system_is_the_closed_form() {
+    let layers = 32.0; // llama3-8b
+    let p = 8192u32;
+    for link in ["nvlink4", "eth-25g"] {
+        let (c, steps, q) = one_long_prompt("layerwise", link, "chunked", p, "2048");
+        assert_eq!(c.model.n_layers, 32);
+        let x = disagg_model::transfer(&c.model, &c.link, None, p as u64);
+        // Premises: 4 chunk steps back to back, the last one's end is the first token.
+        assert_eq!(steps.len(), 4, "{link}");
+        for k in 1..4 {
+            assert_eq!(steps[k].0, steps[k - 1].0 + steps[k - 1].1, "{link}");
+        }
+        let (s1, t1) = steps[0];
+        let (s4, t4) = steps[3];
+        let e4 = s4 + t4;
+        assert_eq!(q.first_token_s, Some(e4));
+        let g = s1 + t1 / layers;
+        assert_eq!(q.kv_start_s, Some(g), "{link}");
+        let w = x.stream_s * 2048.0 / p as f64;
+        let kv_ready = q.kv_ready_s.unwrap();
+        match link {
+            "nvlink4" => {
+                // Fast: W_k < T_k / L... the sender is idle when each chunk starts.
+                for &(_, t) in &steps {
+                    assert!(w < t / layers, "{w} {t}");
+                }
+                assert_eq!(kv_ready, (e4 + w / layers) + x.fixed_s);
+            }
+            _ => {
+                // Slow: one chunk's bytes outlast every step (the sender never catches up).
+                for &(_, t) in &steps {
+                    assert!(w > t, "{w} {t}");
+                }
+                let want = g + x.stream_s + x.fixed_s;
+                assert!((kv_ready - want).abs() < 1e-12, "{kv_ready} vs {want}");
+            }
+        }
+        // The whole cache leaves after the last chunk (the reference): exposed fixed + stream.
+        let (_, steps_w, qw) = one_long_prompt("whole", link, "chunked", p, "2048");
+        assert_eq!(steps_w, steps, "the prefill does not depend on --send");
+        assert_eq!(qw.kv_start_s, Some(e4));
+        assert_eq!(qw.kv_ready_s, Some(e4 + x.time_s));
+        assert!(kv_ready < e4 + x.time_s, "{link}");
+        // Decode starts when the KV is ready (idle decode instance) and the first token is the
+        // same in both.
+        assert_eq!(q.decode_start_s, Some(kv_ready));
+        assert_eq!(qw.first_token_s, q.first_token_s);
+    }
+}
+
+/// Layer-wise without chunking (the whole prompt in one prefill step, prefill-priority): the
+/// plain engine's closed form, `max(g + stream, e + stream / L) + fixed` with `g = s + T / L` the
+/// first slice (the link's formula `e + (fixed + max(stream / L, stream - T (L - 1) / L))` up to
+/// rounding).
+#[test]
+fn layerwise_single_step_matches_the_plain_closed_form() {
+    let layers = 32.0;
+    let p = 4096u32;
+    for link in ["nvlink4", "eth-25g", "pcie5"] {
+        let (c, steps, q) = one_long_prompt("layerwise", link, "prefill-priority", p, "8192");
+        let x = disagg_model::transfer(&c.model, &c.link, None, p as u64);
+        assert_eq!(steps.len(), 1);
+        let (s, t) = steps[0];
+        let e = s + t;
+        let g = s + t / layers;
+        assert_eq!(q.kv_start_s, Some(g));
+        let a = g + x.stream_s;
+        let b = e + x.stream_s / layers;
+        assert_eq!(q.kv_ready_s, Some(a.max(b) + x.fixed_s), "{link}");
+        let exposed = disagg_model::layerwise_exposed(x.fixed_s, x.stream_s, t, 32);
+        assert!(
+            (q.kv_ready_s.unwrap() - (e + exposed)).abs() < 1e-12,
+            "{link}"
+        );
+    }
+}
+
+/// Every combination of the two options with the batch policies and preemption modes, under load
+/// on tight decode memory: every request finishes, the stamps are ordered (hand-off requested <=
+/// KV start < KV ready <= decode start < finish; first token < KV ready; with the whole cache the
+/// transfer starts after the first token, streamed it may start before), and the run is
+/// deterministic.
+#[test]
+fn streaming_and_reservation_under_load() {
+    for send in ["whole", "layerwise"] {
+        for reserve in ["arrival", "transfer"] {
+            for policy in ["chunked", "prefill-priority", "decode-priority"] {
+                for preemption in ["recompute", "swap"] {
+                    let flags = [
+                        "--prefill",
+                        "2",
+                        "--decode",
+                        "2",
+                        "--kv-policy",
+                        "paged",
+                        "--preemption",
+                        preemption,
+                        "--batch-policy",
+                        policy,
+                        "--max-num-batched-tokens",
+                        "512",
+                        "--send",
+                        send,
+                        "--reserve-kv-on",
+                        reserve,
+                        "--rate",
+                        "12",
+                        "--requests",
+                        "120",
+                        "--link",
+                        "eth-100g",
+                    ];
+                    let mut c = cfg(&flags);
+                    for p in &mut c.pools {
+                        if p.role == disagg_sim::Role::Decode {
+                            p.kv_capacity_tokens = 16384;
+                        }
+                    }
+                    let wl = c.generate_workload();
+                    let r = simulate(&c, &wl).unwrap();
+                    assert_eq!(r.rejected(), 0, "{flags:?}");
+                    let mut early = 0;
+                    for q in r.requests() {
+                        let fin = q.finish_s.expect("finished");
+                        if q.output_len <= 1 {
+                            continue;
+                        }
+                        let ft = q.first_token_s.unwrap();
+                        let hs = q.handoff_start_s.unwrap();
+                        let ks = q.kv_start_s.unwrap();
+                        let kr = q.kv_ready_s.unwrap();
+                        let ds = q.decode_start_s.unwrap();
+                        assert!(
+                            hs <= ks && ks < kr && kr <= ds && ds < fin,
+                            "{flags:?} {q:?}"
+                        );
+                        assert!(ft < kr, "{flags:?} {q:?}");
+                        if send == "whole" {
+                            assert!(ft <= ks, "{flags:?} {q:?}");
+                        }
+                        early += (ks < ft) as u32;
+                        if reserve == "transfer" {
+                            let res = q.kv_reserved_s.unwrap();
+                            assert!(hs <= res && res <= ks, "{flags:?} {q:?}");
+                        }
+                    }
+                    // Premises: some hand-offs waited for decode memory past their first token
+                    // (with streaming: pulled after the prompt was done), and streamed ones also
+                    // started before it (pulled while prefilling).
+                    let late = r
+                        .requests()
+                        .filter(|q| q.kv_start_s > q.first_token_s)
+                        .count();
+                    assert!(late > 0, "{flags:?}");
+                    assert_eq!(early > 0, send == "layerwise", "{flags:?}");
+                    let again = simulate(&c, &wl).unwrap();
+                    let a: Vec<_> = r.requests().map(|q| format!("{q:?}")).collect();
+                    let b: Vec<_> = again.requests().map(|q| format!("{q:?}")).collect();
+                    assert_eq!(a, b, "{flags:?}");
+                }
+            }
+        }
     }
 }

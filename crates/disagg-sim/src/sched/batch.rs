@@ -256,6 +256,9 @@ impl<'a, O: Observer> SchedSim<'a, O> {
         inst.cur_draft = draft_s;
         inst.step_start = now;
         inst.busy = true;
+        if inst.kind == Kind::Prefill {
+            self.stream_chunks(i, dt);
+        }
         self.q.schedule_in(dt, Ev::StepEnd(i as u32));
     }
 
@@ -402,13 +405,23 @@ impl<'a, O: Observer> SchedSim<'a, O> {
     /// Prefill instance `p` holds `rid`'s memory and hands it to the least-loaded decode
     /// instance (§9.1 step 5).
     fn hand_off(&mut self, p: usize, rid: u32) {
-        let now = self.q.now();
         let s = &mut self.rs[rid as usize];
         s.held_units = s.alloc;
         s.held_nodes = std::mem::take(&mut s.nodes);
-        s.alloc = 0;
+        s.alloc = std::mem::take(&mut s.xf_dalloc);
         s.cov = 0;
         s.src = p as u32;
+        if self.layers.is_some() {
+            // Streamed: routed when its first chunk's first layer was ready.
+            return;
+        }
+        self.route_hand_off(rid);
+    }
+
+    /// `rid`'s hand-off starts now: to the least-loaded decode instance's inbox (§9.1 step 5), or
+    /// with `--reserve-kv-on transfer` to the FIFO of hand-offs waiting for decode memory.
+    pub(super) fn route_hand_off(&mut self, rid: u32) {
+        let now = self.q.now();
         self.reqs[rid as usize].kv_req = now;
         if self.reserve_on_transfer {
             self.handoff_wait.push_back(rid);

@@ -392,8 +392,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
                 break;
             }
             self.insts[d].inbox.pop_front();
-            self.rs[rid as usize].alloc = 0;
-            self.set_alloc(d, rid, need);
+            self.reserve_decode(d, rid, need);
             self.insts[d].inflight += 1;
             self.start_transfer(rid);
         }
@@ -415,8 +414,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
             self.rs[rid as usize].dst = d as u32;
             self.reqs[rid as usize].dtarget = (d - self.n_prefill) as u32;
             let need = self.admit_need(d, rid, 0);
-            self.rs[rid as usize].alloc = 0;
-            self.set_alloc(d, rid, need);
+            self.reserve_decode(d, rid, need);
             self.insts[d].inflight += 1;
             self.start_transfer(rid);
         }
@@ -443,6 +441,20 @@ impl<'a, O: Observer> SchedSim<'a, O> {
             }
         }
         best
+    }
+
+    /// Decode instance `d` allocates `need` units for `rid`'s hand-off. A streamed hand-off can be
+    /// pulled while its prompt is still prefilling (its prefill instance not yet holding, `src`
+    /// unset): `alloc` is still its prefill allocation, so the units wait in `xf_dalloc` until
+    /// the prompt is done ([`Self::hand_off`]).
+    fn reserve_decode(&mut self, d: usize, rid: u32, need: u64) {
+        if self.rs[rid as usize].src == super::NO_INST {
+            self.rs[rid as usize].xf_dalloc = need;
+            self.insts[d].used += need;
+        } else {
+            self.rs[rid as usize].alloc = 0;
+            self.set_alloc(d, rid, need);
+        }
     }
 
     /// `free_held` (§9.1): `rid`'s transfer landed; prefill instance `p` frees what it held.
