@@ -412,3 +412,84 @@ fn streaming_and_reservation_under_load() {
         }
     }
 }
+
+/// The golden run lv6's configuration (speculative MTP draft whose KV crosses the link, chunked
+/// prefill, prefix caching on the prefill pool, pow2 reservation, single-token requests), 1P2D,
+/// streamed: every request finishes with ordered stamps; prefix-cached prompts (whose first chunk
+/// starts past their hit) stream too; the link carries the same transfers and bytes as with the
+/// whole cache.
+#[test]
+fn streaming_with_prefix_hits_and_a_draft() {
+    let base = [
+        "--prefill",
+        "1",
+        "--decode",
+        "2",
+        "--speculative",
+        "mtp",
+        "--gamma",
+        "3",
+        "--alpha",
+        "0.7",
+        "--batch-policy",
+        "chunked",
+        "--max-num-batched-tokens",
+        "2048",
+        "--prefix-caching",
+        "--system-prompts",
+        "4",
+        "--system-len",
+        "1024",
+        "--prefix-share",
+        "0.5",
+        "--kv-policy",
+        "pow2",
+        "--rate",
+        "4",
+        "--requests",
+        "150",
+        "--output",
+        "32",
+        "--output-cv",
+        "1.5",
+    ];
+    let mut runs = Vec::new();
+    for (send, reserve) in [
+        ("whole", "arrival"),
+        ("layerwise", "arrival"),
+        ("layerwise", "transfer"),
+    ] {
+        let mut f = base.to_vec();
+        f.extend_from_slice(&["--send", send, "--reserve-kv-on", reserve]);
+        let c = cfg(&f);
+        let r = disagg_sim::simulate_config(&c).unwrap();
+        assert_eq!(r.rejected(), 0);
+        let mut hit_streamed = 0;
+        for q in r.requests() {
+            let fin = q.finish_s.expect("finished");
+            let ft = q.first_token_s.unwrap();
+            if q.output_len <= 1 {
+                assert_eq!(q.kv_start_s, None);
+                assert_eq!(fin, ft);
+                continue;
+            }
+            let ks = q.kv_start_s.unwrap();
+            let kr = q.kv_ready_s.unwrap();
+            assert!(q.handoff_start_s.unwrap() <= ks && ks < kr, "{f:?} {q:?}");
+            assert!(ft < kr && kr <= q.decode_start_s.unwrap(), "{f:?} {q:?}");
+            let rec = r.lever_record(q.rid).unwrap();
+            if send == "layerwise" && rec.prefix_hit_tokens > 0 && ks < ft {
+                hit_streamed += 1;
+            }
+        }
+        if send == "layerwise" {
+            assert!(hit_streamed > 0, "{f:?}");
+        }
+        runs.push(r);
+    }
+    let whole = runs[0].link();
+    for r in &runs[1..] {
+        assert_eq!(r.link().transfers, whole.transfers);
+        assert_eq!(r.link().bytes, whole.bytes);
+    }
+}
