@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use disagg_model::Catalogue;
-use disagg_sim::{simulate, RunResult, Scenario, SimConfig, Summary};
+use disagg_sim::{RunResult, Scenario, SimConfig, Summary};
 use serde_json::Value;
 
 pub fn load(name: &str) -> Value {
