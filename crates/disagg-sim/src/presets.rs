@@ -371,7 +371,7 @@ fn levers() -> Vec<Preset> {
         ),
         (
             "kv-pow2",
-            "pow2: prompt + output rounded up to a power of two",
+            "pow2: the prompt plus the output rounded up to a power of two",
             KvPolicy::Pow2,
             Preemption::Recompute,
         ),
