@@ -259,7 +259,19 @@ fn run_row(sc: &Scenario, config: &Value, w: &Value, what: &str) -> (Summary, Ru
     let mine = workload(w);
     check_workload(sc, &cfg, w, &mine, what);
     let run = simulate_workload(&cfg, &mine, &mut ()).unwrap();
-    (run.summary(), run)
+    let sum = run.summary();
+    // `disagg run --preset NAME` (the configuration's own workload) is the same run; only the
+    // workload block differs (it counts the prompts clipped at the cap, with a warning).
+    let own = disagg_sim::simulate_config(&cfg).unwrap().summary();
+    let json = |s: &Summary| {
+        let mut v = serde_json::to_value(s).unwrap();
+        let o = v.as_object_mut().unwrap();
+        o.remove("workload");
+        o.remove("warnings");
+        v.to_string()
+    };
+    assert_eq!(json(&own), json(&sum), "{what}: the preset's own run");
+    (sum, run)
 }
 
 // ---------------------------------------------------------------------------------------------
