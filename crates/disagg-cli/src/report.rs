@@ -336,7 +336,152 @@ pub fn text(s: &Summary) -> String {
         let _ = write!(line, "   busy>90%: {}", h.busy_over_90pct.join(", "));
     }
     let _ = writeln!(o, "{line}");
+    o.push_str(&scheduler_block(s));
     o
+}
+
+/// What a scheduled run's KV capacity is: `1,751 units x 16 tokens`.
+fn capacity(units: u64, unit_tokens: u64) -> String {
+    format!(
+        "{} units x {} token{}",
+        crate::format::thousands(units),
+        crate::format::thousands(unit_tokens),
+        if unit_tokens == 1 { "" } else { "s" }
+    )
+}
+
+/// Seconds as milliseconds with `dp` decimals, or `n/a`.
+fn ms_dp(x: Option<f64>, dp: usize) -> String {
+    x.map_or_else(|| "n/a".to_string(), |v| or_na(1e3 * v, dp))
+}
+
+/// What `full_need` of a request is under KV policy `policy` (levers-scheduling.md §3.2).
+fn full_need_words(policy: &str) -> &'static str {
+    match policy {
+        "oracle" => "prompt + output tokens",
+        "pow2" => "prompt + output rounded up to a power of two, tokens",
+        "max" => "max(max_seq_len, prompt + output) tokens",
+        "paged" => "blocks of prompt + output, plus the free-block watermark",
+        _ => "its KV reservation",
+    }
+}
+
+/// The "Scheduling and KV memory" block of a scheduled run's report (levers-scheduling.md §11;
+/// empty when the levers are off, so the report is then the plain one byte for byte).
+pub fn scheduler_block(s: &Summary) -> String {
+    let Some(b) = &s.scheduler else {
+        return String::new();
+    };
+    let th = crate::format::thousands;
+    let mut o = String::new();
+    let _ = writeln!(o, "── scheduling and KV memory ──");
+    let mut kv = capacity(b.kv_capacity_units, b.kv_unit_tokens);
+    if let Some(p) = b.prefill_kv_capacity_units {
+        let _ = write!(
+            kv,
+            " per decode instance, {} units per prefill instance",
+            th(p)
+        );
+    }
+    let _ = writeln!(
+        o,
+        "scheduling   batch {} (budget {} tokens a step)   KV {}: {}",
+        b.batch_policy,
+        th(b.token_budget),
+        b.kv_policy,
+        kv
+    );
+    let _ = writeln!(
+        o,
+        "             mean running {}   KV holding share {}   prefill tokens computed {}",
+        or_na(b.mean_running, 1),
+        pct_sign(b.kv_token_frac),
+        th(b.computed_prefill_tokens)
+    );
+    let _ = writeln!(
+        o,
+        "             scheduling delay p50 {} ms   normalised latency {} ms/token",
+        ms_dp(b.sched_delay_p50_s, 1),
+        ms_dp(b.norm_latency_s_per_token, 2)
+    );
+    if let (Some(m), Some(n), Some(r)) = (&b.preemption, b.preemptions, b.recompute_tokens) {
+        let _ = writeln!(
+            o,
+            "preemption   {m}: {} preemptions, {} tokens recomputed",
+            th(n),
+            th(r)
+        );
+    }
+    if let Some(w) = &b.swap {
+        let share = s
+            .energy
+            .swap_frac
+            .map(|f| format!(" ({} of energy)", pct_sign(f)))
+            .unwrap_or_default();
+        let _ = writeln!(
+            o,
+            "swap         {} GB out  {} GB in  {} s on the host link  {} J{share}",
+            fixed(w.out_gb, 2),
+            fixed(w.in_gb, 2),
+            fixed(w.seconds, 3),
+            fixed(w.j, 1)
+        );
+    }
+    if let Some(p) = &b.prefix_cache {
+        let _ = writeln!(
+            o,
+            "prefix cache hit rate {} ({} of {} prompt tokens)   evicted {} tokens   cached at end {} tokens",
+            pct_sign(p.hit_rate),
+            th(p.hit_tokens),
+            th(p.prompt_tokens),
+            th(p.evicted_tokens),
+            th(p.cached_tokens_end)
+        );
+    }
+    if let Some(x) = &b.speculative {
+        let _ = writeln!(
+            o,
+            "speculative  draft {} gamma {} alpha {}: {} tokens per verify (closed form {}) over {} verify rows, drafting {} of busy time",
+            x.draft,
+            x.gamma,
+            x.alpha,
+            or_na(x.tokens_per_verify, 3),
+            or_na(x.closed_form, 3),
+            th(x.verify_rows),
+            pct_sign(x.draft_time_frac)
+        );
+    }
+    if s.requests.rejected > 0 {
+        let _ = writeln!(o, "{}", rejection_line(s, b));
+    }
+    o
+}
+
+/// One line on the requests rejected at arrival: how many, why (their KV need can never fit,
+/// levers-scheduling.md §4) and which capacity.
+fn rejection_line(s: &Summary, b: &disagg_sim::sched::SchedulerSummary) -> String {
+    let first = |prefill: bool| {
+        s.instances
+            .iter()
+            .find(|i| (i.role == disagg_sim::Role::Prefill) == prefill)
+            .map_or("-", |i| i.name.as_str())
+    };
+    let mut line = format!(
+        "rejected     {} requests can never fit: their KV need ({}) exceeds {}'s capacity of {}",
+        crate::format::thousands(s.requests.rejected),
+        full_need_words(&b.kv_policy),
+        first(false),
+        capacity(b.kv_capacity_units, b.kv_unit_tokens)
+    );
+    if let Some(p) = b.prefill_kv_capacity_units {
+        let _ = write!(
+            line,
+            ", or their prompt exceeds {}'s {}",
+            first(true),
+            capacity(p, b.kv_unit_tokens)
+        );
+    }
+    line
 }
 
 /// `12.3%`, or `n/a`.
@@ -374,6 +519,31 @@ fn offered_note(s: &Summary) -> String {
 }
 
 type Cell = Box<dyn Fn(&Summary) -> String>;
+
+/// The scheduler figures of a table row (levers-scheduling.md §11.1), `-` where a run does not
+/// have them: mean running, preemptions, prefix hit rate (%), scheduling delay p50 (ms).
+pub const SCHED_HEADS: [&str; 4] = ["mean running", "preemptions", "hit rate %", "delay p50 ms"];
+
+/// [`SCHED_HEADS`]' cells of one run.
+pub fn sched_cells(s: &Summary) -> [String; 4] {
+    let dash = || "-".to_string();
+    match &s.scheduler {
+        None => [dash(), dash(), dash(), dash()],
+        Some(b) => [
+            or_na(b.mean_running, 1),
+            b.preemptions.map_or_else(dash, |n| n.to_string()),
+            b.prefix_cache
+                .as_ref()
+                .map_or_else(dash, |p| or_na(100.0 * p.hit_rate, 1)),
+            b.sched_delay_p50_s.map_or_else(dash, |d| or_na(1e3 * d, 1)),
+        ],
+    }
+}
+
+/// Whether any of `runs` ran with the scheduling levers (its tables then show [`SCHED_HEADS`]).
+pub fn any_levers(runs: &[&Summary]) -> bool {
+    runs.iter().any(|s| s.scheduler.is_some())
+}
 
 /// Key numbers of several runs, one column per run.
 pub fn side_by_side(names: &[&str], runs: &[&Summary]) -> String {
@@ -453,6 +623,18 @@ pub fn side_by_side(names: &[&str], runs: &[&Summary]) -> String {
             }),
         ),
     ];
+    let mut rows = rows;
+    if any_levers(runs) {
+        let heads = [
+            "mean running",
+            "preemptions",
+            "prefix hit rate (%)",
+            "sched delay p50 (ms)",
+        ];
+        for (k, head) in heads.into_iter().enumerate() {
+            rows.push((head, Box::new(move |s: &Summary| sched_cells(s)[k].clone())));
+        }
+    }
     let _ = write!(o, "{:<20}", "");
     for n in names {
         let _ = write!(o, " {n:>26}");
@@ -479,18 +661,35 @@ pub fn variants_table(names: &[&str], runs: &[&Summary]) -> String {
             fixed(1e3 * x, 1)
         }
     };
-    let _ = writeln!(
+    let levers = any_levers(runs);
+    let _ = write!(
         o,
         "{:<w$}  {:>14} {:>13} {:>13} {:>9} {:>10} {:>9}",
         "variant", "hand-off p99", "TTFT p99", "TPOT p99", "SLO met", "link busy", "J/token"
     );
-    let _ = writeln!(
+    if levers {
+        let _ = write!(
+            o,
+            " {:>8} {:>11} {:>10} {:>11}",
+            "mean", "", "prefix hit", "sched delay"
+        );
+    }
+    o.push('\n');
+    let _ = write!(
         o,
         "{:<w$}  {:>14} {:>13} {:>13} {:>9} {:>10} {:>9}",
         "", "(ms)", "(ms)", "(ms)", "(%)", "(%)", ""
     );
+    if levers {
+        let _ = write!(
+            o,
+            " {:>8} {:>11} {:>10} {:>11}",
+            "running", "preemptions", "rate (%)", "p50 (ms)"
+        );
+    }
+    o.push('\n');
     for (n, s) in names.iter().zip(runs) {
-        let _ = writeln!(
+        let _ = write!(
             o,
             "{:<w$}  {:>14} {:>13} {:>13} {:>9} {:>10} {:>9}",
             n,
@@ -501,6 +700,265 @@ pub fn variants_table(names: &[&str], runs: &[&Summary]) -> String {
             fixed(100.0 * s.link_busy, 1),
             or_na(s.j_per_token, 3)
         );
+        if levers {
+            let c = sched_cells(s);
+            let _ = write!(o, " {:>8} {:>11} {:>10} {:>11}", c[0], c[1], c[2], c[3]);
+        }
+        o.push('\n');
     }
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use disagg_sim::sched::report::{PrefixSummary, SchedulerSummary, SpecSummary, SwapSummary};
+
+    /// A small run's summary with `flags` (the block's numbers are then set by hand).
+    fn summary(flags: &[&str]) -> Summary {
+        let mut all = vec!["--requests", "12"];
+        all.extend_from_slice(flags);
+        let cfg = disagg_sim::Scenario::from_flags(&all)
+            .unwrap()
+            .build(&disagg_model::Catalogue::builtin())
+            .unwrap();
+        disagg_sim::simulate_config(&cfg).unwrap().summary()
+    }
+
+    /// A block with every optional part, every number chosen by hand.
+    fn full_block() -> SchedulerSummary {
+        SchedulerSummary {
+            batch_policy: "chunked".into(),
+            token_budget: 2048,
+            kv_policy: "paged".into(),
+            kv_capacity_units: 1751,
+            kv_unit_tokens: 16,
+            mean_running: 12.34,
+            kv_token_frac: 0.98765,
+            computed_prefill_tokens: 123_456,
+            prefill_kv_capacity_units: None,
+            preemption: Some("swap".into()),
+            preemptions: Some(7),
+            recompute_tokens: Some(1200),
+            swap: Some(SwapSummary {
+                out_gb: 1.234,
+                in_gb: 0.5,
+                seconds: 0.0125,
+                j: 12.34,
+            }),
+            prefix_cache: Some(PrefixSummary {
+                hit_rate: 0.25,
+                hit_tokens: 100,
+                prompt_tokens: 400,
+                evicted_tokens: 50,
+                cached_tokens_end: 60,
+            }),
+            speculative: Some(SpecSummary {
+                draft: "mtp".into(),
+                gamma: 3,
+                alpha: 0.7,
+                verify_rows: 1000,
+                tokens_per_verify: 2.5,
+                closed_form: 2.5329999999999995,
+                draft_time_frac: 0.042,
+            }),
+            sched_delay_p50_s: Some(0.0123),
+            norm_latency_s_per_token: Some(0.014_56),
+        }
+    }
+
+    #[test]
+    fn the_block_names_every_figure_in_friendly_units() {
+        let mut s = summary(&["--mode", "colocated", "--kv-policy", "paged"]);
+        s.scheduler = Some(full_block());
+        s.energy.swap_frac = Some(0.001);
+        s.requests.rejected = 0;
+        // 0.98765 -> 98.8%; 0.0123 s -> 12.3 ms; 0.01456 s -> 14.56 ms; 0.001 -> 0.1%;
+        // 0.25 -> 25.0%; 0.042 -> 4.2%.
+        let want = "\
+── scheduling and KV memory ──
+scheduling   batch chunked (budget 2,048 tokens a step)   KV paged: 1,751 units x 16 tokens
+             mean running 12.3   KV holding share 98.8%   prefill tokens computed 123,456
+             scheduling delay p50 12.3 ms   normalised latency 14.56 ms/token
+preemption   swap: 7 preemptions, 1,200 tokens recomputed
+swap         1.23 GB out  0.50 GB in  0.013 s on the host link  12.3 J (0.1% of energy)
+prefix cache hit rate 25.0% (100 of 400 prompt tokens)   evicted 50 tokens   cached at end 60 tokens
+speculative  draft mtp gamma 3 alpha 0.7: 2.500 tokens per verify (closed form 2.533) over 1,000 verify rows, drafting 4.2% of busy time
+";
+        assert_eq!(scheduler_block(&s), want);
+        // The block closes the report, after the plain report's last line.
+        let t = text(&s);
+        assert!(t.ends_with(want), "{t}");
+        let plain = &t[..t.len() - want.len()];
+        assert!(plain.ends_with('\n') && plain.lines().last().unwrap().starts_with("hot-spot"));
+        s.scheduler = None;
+        assert_eq!(text(&s), plain);
+    }
+
+    #[test]
+    fn table_cells_of_the_scheduler_figures() {
+        let mut s = summary(&["--mode", "colocated", "--kv-policy", "paged"]);
+        let plain = {
+            let mut p = s.clone();
+            p.scheduler = None;
+            p
+        };
+        s.scheduler = Some(full_block());
+        // 12.34 -> 12.3; 7 preemptions; 0.25 -> 25.0 %; 0.0123 s -> 12.3 ms.
+        assert_eq!(sched_cells(&s), ["12.3", "7", "25.0", "12.3"]);
+        assert_eq!(sched_cells(&plain), ["-", "-", "-", "-"]);
+        let mut b = full_block();
+        b.preemptions = None;
+        b.prefix_cache = None;
+        b.sched_delay_p50_s = None;
+        b.mean_running = 0.06;
+        s.scheduler = Some(b);
+        assert_eq!(sched_cells(&s), ["0.1", "-", "-", "-"]);
+        assert!(any_levers(&[&plain, &s]));
+        assert!(any_levers(&[&s, &plain]));
+        assert!(!any_levers(&[&plain, &plain]));
+        assert!(!any_levers(&[]));
+        // The tables gain the figures only when a run has them.
+        let t = side_by_side(&["a", "b"], &[&plain, &s]);
+        assert!(t.contains("\nmean running         "), "{t}");
+        assert!(t.ends_with(&format!("sched delay p50 (ms) {:>26} {:>26}\n", "-", "-")));
+        let t = side_by_side(&["a", "b"], &[&plain, &plain]);
+        assert!(!t.contains("mean running"), "{t}");
+        assert!(t.lines().last().unwrap().starts_with("hot-spot"), "{t}");
+        let t = variants_table(&["a", "b"], &[&plain, &s]);
+        let lines: Vec<&str> = t.lines().collect();
+        assert!(
+            lines[1].ends_with("     running preemptions   rate (%)    p50 (ms)"),
+            "{t}"
+        );
+        assert!(lines[2].ends_with(&format!(" {:>8} {:>11} {:>10} {:>11}", "-", "-", "-", "-")));
+        assert!(lines[3].ends_with(&format!(
+            " {:>8} {:>11} {:>10} {:>11}",
+            "0.1", "-", "-", "-"
+        )));
+        let t = variants_table(&["a"], &[&plain]);
+        assert!(
+            t.lines().nth(1).unwrap().ends_with(&format!(" {:>9}", "")),
+            "{t}"
+        );
+        assert!(!t.contains("preemptions"));
+    }
+
+    #[test]
+    fn no_block_without_the_levers() {
+        let s = summary(&["--mode", "colocated"]);
+        assert!(s.scheduler.is_none());
+        assert_eq!(scheduler_block(&s), "");
+        let t = text(&s);
+        assert!(!t.contains("scheduling"), "{t}");
+        assert!(t.lines().last().unwrap().starts_with("hot-spot"), "{t}");
+    }
+
+    #[test]
+    fn optional_parts_are_left_out_and_undefined_figures_say_n_a() {
+        let mut s = summary(&["--mode", "colocated", "--kv-policy", "pow2"]);
+        let mut b = full_block();
+        b.kv_policy = "pow2".into();
+        b.kv_unit_tokens = 1;
+        b.kv_token_frac = f64::NAN;
+        b.preemption = None;
+        b.preemptions = None;
+        b.recompute_tokens = None;
+        b.swap = None;
+        b.prefix_cache = None;
+        b.speculative = None;
+        b.sched_delay_p50_s = Some(f64::NAN);
+        b.norm_latency_s_per_token = None;
+        s.scheduler = Some(b);
+        s.requests.rejected = 0;
+        assert_eq!(
+            scheduler_block(&s),
+            "\
+── scheduling and KV memory ──
+scheduling   batch chunked (budget 2,048 tokens a step)   KV pow2: 1,751 units x 1 token
+             mean running 12.3   KV holding share n/a   prefill tokens computed 123,456
+             scheduling delay p50 n/a ms   normalised latency n/a ms/token
+"
+        );
+    }
+
+    #[test]
+    fn a_speculative_run_without_verify_rows_says_n_a() {
+        let mut s = summary(&["--mode", "colocated", "--speculative", "mtp"]);
+        let mut b = full_block();
+        b.swap = None;
+        b.prefix_cache = None;
+        b.preemption = None;
+        b.preemptions = None;
+        b.recompute_tokens = None;
+        if let Some(x) = &mut b.speculative {
+            x.tokens_per_verify = f64::NAN;
+            x.verify_rows = 0;
+            x.draft_time_frac = 0.0;
+        }
+        s.scheduler = Some(b);
+        s.requests.rejected = 0;
+        let t = scheduler_block(&s);
+        assert!(
+            t.ends_with(
+                "speculative  draft mtp gamma 3 alpha 0.7: n/a tokens per verify (closed form \
+                 2.533) over 0 verify rows, drafting 0.0% of busy time\n"
+            ),
+            "{t}"
+        );
+    }
+
+    #[test]
+    fn rejections_say_how_many_why_and_which_capacity() {
+        // Colocated: the need against colocated-0's capacity, in the policy's words (§3.2).
+        let mut s = summary(&["--mode", "colocated", "--kv-policy", "max"]);
+        let mut b = full_block();
+        for (policy, words) in [
+            ("oracle", "prompt + output tokens"),
+            (
+                "pow2",
+                "prompt + output rounded up to a power of two, tokens",
+            ),
+            ("max", "max(max_seq_len, prompt + output) tokens"),
+            (
+                "paged",
+                "blocks of prompt + output, plus the free-block watermark",
+            ),
+        ] {
+            b.kv_policy = policy.into();
+            s.scheduler = Some(b.clone());
+            s.requests.rejected = 1234;
+            let last = scheduler_block(&s).lines().last().unwrap().to_string();
+            assert_eq!(
+                last,
+                format!(
+                    "rejected     1,234 requests can never fit: their KV need ({words}) exceeds \
+                     colocated-0's capacity of 1,751 units x 16 tokens"
+                )
+            );
+        }
+        // No rejections: no line.
+        s.requests.rejected = 0;
+        assert!(!scheduler_block(&s).contains("rejected"));
+        // Disaggregated: decode-0's capacity, or the prompt against prefill-0's.
+        let mut s = summary(&["--kv-policy", "max"]);
+        b.kv_policy = "max".into();
+        b.prefill_kv_capacity_units = Some(900);
+        s.scheduler = Some(b);
+        s.requests.rejected = 2;
+        let t = scheduler_block(&s);
+        assert!(
+            t.contains(
+                "KV max: 1,751 units x 16 tokens per decode instance, 900 units per prefill \
+                 instance\n"
+            ),
+            "{t}"
+        );
+        assert_eq!(
+            t.lines().last().unwrap(),
+            "rejected     2 requests can never fit: their KV need (max(max_seq_len, prompt + \
+             output) tokens) exceeds decode-0's capacity of 1,751 units x 16 tokens, or their \
+             prompt exceeds prefill-0's 900 units x 16 tokens"
+        );
+    }
 }

@@ -111,14 +111,38 @@ pub fn with_warnings(doc: &mut serde_json::Value) {
     }
 }
 
+/// The `--requests-out` columns a scheduled run adds (levers-scheduling.md §11).
+pub const LEVER_COLUMNS: &str =
+    "sched_delay_s,preemptions,prefix_hit_tokens,n_itl,itl_max_s,n_itl_zero";
+
+/// One request's lever cells, each after a comma (empty cells for a delay or a largest ITL that
+/// does not exist).
+pub fn lever_cells(r: &disagg_sim::sched::LeverRecord) -> String {
+    let delay = Some(r.sched_delay_s).filter(|d| !d.is_nan());
+    format!(
+        ",{},{},{},{},{},{}",
+        csv_f64(delay),
+        r.preemptions,
+        r.prefix_hit_tokens,
+        r.n_itl,
+        csv_f64(r.itl_max_s),
+        r.n_itl_zero
+    )
+}
+
 fn requests_csv(run: &RunResult, p: &mut Pending) -> std::io::Result<()> {
     let w = p.writer();
-    writeln!(
+    let levers = run.scheduler().is_some();
+    write!(
         w,
         "rid,arrival_s,prompt_len,output_len,prefill_start_s,first_token_s,kv_start_s,kv_ready_s,decode_start_s,finish_s"
     )?;
+    if levers {
+        write!(w, ",{LEVER_COLUMNS}")?;
+    }
+    writeln!(w)?;
     for r in run.requests() {
-        writeln!(
+        write!(
             w,
             "{},{},{},{},{},{},{},{},{},{}",
             r.rid,
@@ -132,6 +156,10 @@ fn requests_csv(run: &RunResult, p: &mut Pending) -> std::io::Result<()> {
             csv_f64(r.decode_start_s),
             csv_f64(r.finish_s)
         )?;
+        if let Some(l) = run.lever_record(r.rid) {
+            w.write_all(lever_cells(&l).as_bytes())?;
+        }
+        writeln!(w)?;
     }
     Ok(())
 }
@@ -347,24 +375,35 @@ pub fn compare(a: CompareArgs, cat: &Catalogue) -> CmdResult {
         out!("{}", report::side_by_side(&["colocated", "disagg"], &cols));
         return Ok(());
     }
+    let sums: Vec<&Summary> = rows.iter().map(|r| &r.3).collect();
+    let levers = report::any_levers(&sums);
+    let sched = |c: [String; 4]| {
+        if levers {
+            format!(" {:>12} {:>12} {:>12} {:>12}", c[0], c[1], c[2], c[3])
+        } else {
+            String::new()
+        }
+    };
     outln!(
-        "{:>8} {:<10} {:>12} {:>12} {:>14} {:>8}  hot-spot",
+        "{:>8} {:<10} {:>12} {:>12} {:>14} {:>8}{}  hot-spot",
         "rate",
         "mode",
         "TTFT p99 ms",
         "TPOT p99 ms",
         "goodput req/s",
-        "SLO %"
+        "SLO %",
+        sched(report::SCHED_HEADS.map(str::to_string))
     );
     for (rate, mode, _, s) in &rows {
         outln!(
-            "{:>8} {:<10} {:>12} {:>12} {:>14} {:>8}  {} -> {}",
+            "{:>8} {:<10} {:>12} {:>12} {:>14} {:>8}{}  {} -> {}",
             rate,
             mode,
             report::or_na(1e3 * s.ttft_s.p99, 1),
             report::or_na(1e3 * s.tpot_s.p99, 1),
             report::or_na(s.goodput_rps, 2),
             report::or_na(100.0 * s.slo_attainment, 1),
+            sched(report::sched_cells(s)),
             s.hotspot.stage.as_deref().unwrap_or("-"),
             s.hotspot.resource
         );
@@ -439,7 +478,7 @@ pub fn presets(a: PresetsArgs) -> CmdResult {
     if a.json {
         let v: Vec<serde_json::Value> = all
             .iter()
-            .map(|p| json!({"name": p.name, "group": p.group, "about": p.about, "scenario": p.scenario}))
+            .map(|p| json!({"name": p.name, "group": p.group, "about": p.about, "scenario": p.scenario.echo_value()}))
             .collect();
         outln!("{}", serde_json::to_string_pretty(&v).expect("json"));
         return Ok(());
@@ -457,4 +496,39 @@ pub fn presets(a: PresetsArgs) -> CmdResult {
     }
     outln!("\nrun one with: disagg run --preset NAME");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use disagg_sim::sched::LeverRecord;
+
+    #[test]
+    fn lever_cells_follow_the_columns() {
+        assert_eq!(LEVER_COLUMNS.split(',').count(), 6);
+        let r = LeverRecord {
+            sched_delay_s: 0.25,
+            preemptions: 2,
+            prefix_hit_tokens: 512,
+            n_itl: 9,
+            itl_max_s: Some(0.5),
+            n_itl_zero: 3,
+        };
+        assert_eq!(lever_cells(&r), ",0.25,2,512,9,0.5,3");
+        // Never started, never decoded: empty delay and largest-ITL cells.
+        let r = LeverRecord {
+            sched_delay_s: f64::NAN,
+            itl_max_s: None,
+            n_itl: 0,
+            n_itl_zero: 0,
+            ..r
+        };
+        assert_eq!(lever_cells(&r), ",,2,512,0,,0");
+        // A zero delay is a number, not an empty cell.
+        let r = LeverRecord {
+            sched_delay_s: 0.0,
+            ..r
+        };
+        assert_eq!(lever_cells(&r), ",0.0,2,512,0,,0");
+    }
 }

@@ -129,7 +129,9 @@ impl Sweep {
     /// A stable fingerprint of the spec (FNV-1a over its canonical JSON), so shards of different
     /// sweeps cannot be merged.
     pub fn fingerprint(&self) -> String {
-        let canon = json!({"base": self.base, "axes": self.axes});
+        let mut base = self.base.clone();
+        disagg_sim::scenario::quiet_defaults(&mut base);
+        let canon = json!({"base": base, "axes": self.axes});
         let mut h: u64 = 0xcbf29ce484222325;
         for b in canon.to_string().bytes() {
             h ^= b as u64;
@@ -466,7 +468,7 @@ fn run_one(
         "runs_total": total,
         "spec": fp,
         "axes": axes,
-        "scenario": sc.with_slos_resolved(),
+        "scenario": sc.with_slos_resolved().echo_value(),
         "summary": s,
     });
     Ok(RunRow {
@@ -762,9 +764,11 @@ pub fn run(a: SweepArgs, cat: &Catalogue) -> CmdResult {
         plots::prepare_dir(d)?;
     }
     // Validate every run of this shard before running any.
+    let mut levers = false;
     for k in 0..runs {
         let i = shard_i + k * shard_n;
         let sc = sweep.scenario(i)?;
+        levers |= sc.levers_on();
         sc.build(cat).map_err(|e| {
             let point: Vec<String> = sweep
                 .point(i)
@@ -827,7 +831,7 @@ pub fn run(a: SweepArgs, cat: &Catalogue) -> CmdResult {
     let table = a.csv.is_none() && a.jsonl.is_none();
     let names: Vec<&str> = sweep.axes.iter().map(|(n, _)| n.as_str()).collect();
     if table {
-        outln!("{}", table_head(&names));
+        outln!("{}", table_head(&names, levers));
     }
     let keep_runs = a.plot.is_some();
     let work = Work {
@@ -846,7 +850,7 @@ pub fn run(a: SweepArgs, cat: &Catalogue) -> CmdResult {
     let mut sinks = Sinks {
         jsonl: jsonl_out,
         spool,
-        table: table.then_some(names),
+        table: table.then_some((names, levers)),
         runs: keep_runs.then(Vec::new),
         progress: Progress::start("runs", runs - start, a.quiet),
         warnings: Default::default(),
@@ -926,7 +930,8 @@ struct Sinks<'a> {
     /// The rows the CSV is made from at the end (when the JSON Lines output is not a file).
     spool: Option<Pending>,
     /// The axis names of the table printed when there is no output file.
-    table: Option<Vec<&'a str>>,
+    /// The stdout table's axis names, and whether it shows the scheduler columns.
+    table: Option<(Vec<&'a str>, bool)>,
     /// Every row, for `--plot`.
     runs: Option<Vec<RunRow>>,
     progress: Progress,
@@ -941,8 +946,8 @@ impl Sinks<'_> {
         for p in [&mut self.jsonl, &mut self.spool].into_iter().flatten() {
             p.write_all(line.as_bytes())?;
         }
-        if let Some(names) = &self.table {
-            outln!("{}", table_line(names, &r.row));
+        if let Some((names, levers)) = &self.table {
+            outln!("{}", table_line(names, &r.row, *levers));
         }
         if let Some(runs) = &mut self.runs {
             runs.push(r);
@@ -959,7 +964,26 @@ impl Sinks<'_> {
     }
 }
 
-fn table_head(names: &[&str]) -> String {
+/// The scheduler cells of a row's summary (levers-scheduling.md §11.1): mean running,
+/// preemptions, prefix hit rate (%), scheduling delay p50 (ms); `-` where the run has none.
+fn sched_cells(s: &Value) -> String {
+    let b = &s["scheduler"];
+    let dp1 = |v: &Value, scale: f64| {
+        v.as_f64()
+            .map_or("-".to_string(), |x| format!("{:.1}", scale * x))
+    };
+    format!(
+        " {:>12} {:>12} {:>12} {:>12}",
+        dp1(&b["mean_running"], 1.0),
+        b["preemptions"]
+            .as_u64()
+            .map_or("-".to_string(), |n| n.to_string()),
+        dp1(&b["prefix_cache"]["hit_rate"], 100.0),
+        dp1(&b["sched_delay_p50_s"], 1e3)
+    )
+}
+
+fn table_head(names: &[&str], levers: bool) -> String {
     let mut head = format!("{:>5}", "run");
     for n in names {
         head.push_str(&format!(" {n:>14}"));
@@ -968,10 +992,17 @@ fn table_head(names: &[&str]) -> String {
         " {:>12} {:>12} {:>14} {:>8} {:>10} {:>8}",
         "TTFT p99 ms", "TPOT p99 ms", "hand-off p99", "SLO %", "goodput", "J/token"
     ));
+    if levers {
+        let h = crate::report::SCHED_HEADS;
+        head.push_str(&format!(
+            " {:>12} {:>12} {:>12} {:>12}",
+            h[0], h[1], h[2], h[3]
+        ));
+    }
     head
 }
 
-fn table_line(names: &[&str], r: &Value) -> String {
+fn table_line(names: &[&str], r: &Value, levers: bool) -> String {
     let ms = |v: &Value| {
         v.as_f64()
             .map_or("-".to_string(), |x| format!("{:.1}", 1e3 * x))
@@ -1001,6 +1032,9 @@ fn table_line(names: &[&str], r: &Value) -> String {
             .as_f64()
             .map_or("-".into(), |x| format!("{x:.3}")),
     ));
+    if levers {
+        line.push_str(&sched_cells(s));
+    }
     line
 }
 
@@ -1084,6 +1118,56 @@ fn merge(m: MergeArgs) -> CmdResult {
 #[cfg(test)]
 mod option_tests {
     use super::*;
+
+    #[test]
+    fn the_table_shows_the_scheduler_figures_with_the_levers() {
+        let row = serde_json::json!({
+            "run": 3,
+            "axes": {"batch_policy": "chunked"},
+            "summary": {
+                "ttft_s": {"p99": 0.5}, "tpot_s": {"p99": 0.02}, "handoff_s": {"p99": null},
+                "slo_attainment": 0.5, "goodput_rps": 2.0, "j_per_token": 1.5,
+                "scheduler": {
+                    "mean_running": 12.34, "preemptions": 7,
+                    "prefix_cache": {"hit_rate": 0.25}, "sched_delay_p50_s": 0.0123
+                }
+            }
+        });
+        let plain = table_line(&["batch_policy"], &row, false);
+        // 0.5 s -> 500.0 ms; 0.02 s -> 20.0 ms; 0.5 -> 50.0 %.
+        assert_eq!(
+            plain,
+            format!(
+                "{:>5} {:>14} {:>12} {:>12} {:>14} {:>8} {:>10} {:>8}",
+                3, "chunked", "500.0", "20.0", "-", "50.0", "2.00", "1.500"
+            )
+        );
+        // 12.34 -> 12.3; 7; 0.25 -> 25.0 %; 0.0123 s -> 12.3 ms.
+        assert_eq!(
+            table_line(&["batch_policy"], &row, true),
+            format!(
+                "{plain} {:>12} {:>12} {:>12} {:>12}",
+                "12.3", "7", "25.0", "12.3"
+            )
+        );
+        let mut none = row.clone();
+        none["summary"]["scheduler"] = serde_json::json!({"mean_running": 1.0});
+        assert!(
+            table_line(&["batch_policy"], &none, true).ends_with(&format!(
+                " {:>12} {:>12} {:>12} {:>12}",
+                "1.0", "-", "-", "-"
+            ))
+        );
+        let head = table_head(&["batch_policy"], false);
+        assert!(head.ends_with("J/token"), "{head}");
+        assert_eq!(
+            table_head(&["batch_policy"], true),
+            format!(
+                "{head} {:>12} {:>12} {:>12} {:>12}",
+                "mean running", "preemptions", "hit rate %", "delay p50 ms"
+            )
+        );
+    }
 
     #[test]
     fn vary_values_are_read_by_the_option_table() {

@@ -612,3 +612,116 @@ fn help_lists_the_scheduling_levers_under_their_heading() {
         assert!(section.contains("[pcie5]"), "{section}");
     }
 }
+
+#[test]
+fn the_hit_rate_presets_are_results_md_21s_runs() {
+    // levers-results.json section_21.hit_rate_vs_latency, the 1024-token row (4 system prompts,
+    // 600 one-turn sessions at 3.191262364481256/s, Mistral-7B on one A100): every value
+    // full-precision from the reference, compared with ==.
+    for (preset, ttft_p50, ttft_p99, tok_s, req_s, j_tok, horizon, computed, hit) in [
+        (
+            "prefix-sys1024-off",
+            0.147141681663296,
+            0.734072754320028,
+            391.4984724970718,
+            3.0718210451064234,
+            0.6268938641299878,
+            195.32387830854677,
+            913351,
+            None,
+        ),
+        (
+            "prefix-sys1024-on",
+            0.046140300511240184,
+            0.18610891053349748,
+            391.6936609047912,
+            3.0733525551906618,
+            0.5137452990291554,
+            195.22654470169556,
+            303047,
+            Some(0.6682031332970567),
+        ),
+    ] {
+        let s = &ok_json(&["run", "--preset", preset, "--json"])["summary"];
+        assert_eq!(f(&s["ttft_s"]["p50"]), ttft_p50, "{preset}");
+        assert_eq!(f(&s["ttft_s"]["p99"]), ttft_p99, "{preset}");
+        assert_eq!(f(&s["throughput_tok_s"]), tok_s, "{preset}");
+        assert_eq!(f(&s["throughput_rps"]), req_s, "{preset}");
+        assert_eq!(f(&s["j_per_token"]), j_tok, "{preset}");
+        assert_eq!(f(&s["horizon_s"]), horizon, "{preset}");
+        let sched = &s["scheduler"];
+        assert_eq!(sched["computed_prefill_tokens"], computed, "{preset}");
+        match hit {
+            Some(h) => assert_eq!(f(&sched["prefix_cache"]["hit_rate"]), h, "{preset}"),
+            None => assert!(
+                sched.get("prefix_cache").is_none_or(Value::is_null),
+                "{preset}"
+            ),
+        }
+    }
+}
+
+#[test]
+fn a_batch_policy_sweep_runs_the_scheduled_and_the_plain_instance() {
+    let base = [
+        "--mode",
+        "colocated",
+        "--requests",
+        "60",
+        "--model",
+        "llama3-8b",
+    ];
+    let out = ok_text(
+        &[
+            &["sweep", "--vary", "batch_policy=chunked,prefill-priority"][..],
+            &base,
+            &["--jsonl", "-", "--quiet"],
+        ]
+        .concat(),
+    );
+    let rows: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 2, "{out}");
+    let plain = ok_json(&[&["run", "--json"][..], &base].concat());
+    let chunked = ok_json(&[&["run", "--json", "--batch-policy", "chunked"][..], &base].concat());
+    // Chunked runs the scheduled instance (its scheduler block says so); prefill-priority with
+    // no budget given is the plain instance, byte for byte.
+    assert_eq!(rows[0]["scenario"]["batch_policy"], "chunked");
+    assert_eq!(rows[0]["summary"], chunked["summary"]);
+    assert_eq!(rows[0]["summary"]["scheduler"]["batch_policy"], "chunked");
+    assert_eq!(rows[0]["summary"]["scheduler"]["token_budget"], 8192);
+    assert_eq!(rows[1]["scenario"]["batch_policy"], "prefill-priority");
+    assert_eq!(rows[1]["summary"], plain["summary"]);
+    assert!(plain["summary"].get("scheduler").is_none_or(Value::is_null));
+    assert_ne!(rows[0]["summary"], rows[1]["summary"]);
+}
+
+#[test]
+fn fast_is_accepted_and_changes_nothing_with_the_levers_in_colocated_mode() {
+    // levers-scheduling.md §2.3 item 8: there is no colocated fast path, so --fast has no effect.
+    let base = [
+        "run",
+        "--json",
+        "--mode",
+        "colocated",
+        "--model",
+        "llama3-8b",
+        "--requests",
+        "80",
+        "--kv-policy",
+        "paged",
+        "--batch-policy",
+        "chunked",
+        "--max-num-batched-tokens",
+        "512",
+    ];
+    let plain = ok_text(&base);
+    let fast = ok_text(&[&base[..], &["--fast"]].concat());
+    assert_eq!(
+        echo_restored(&fast, &[("fast", "true", "false")]),
+        plain,
+        "only the echo of --fast differs"
+    );
+}

@@ -15,13 +15,19 @@ pub struct RunDocument<'a> {
     pub tool: &'static str,
     /// The disagg release that produced it.
     pub version: &'static str,
-    /// The scenario, with [`Scenario::with_slos_resolved`] applied.
+    /// The scenario, with [`Scenario::with_slos_resolved`] applied, as
+    /// [`Scenario::echo_value`] writes it.
+    #[serde(serialize_with = "echo")]
     pub scenario: Scenario,
     /// The run's summary.
     pub summary: &'a Summary,
     /// Warnings printed while preparing the run (left out when there are none).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+}
+
+fn echo<S: serde::Serializer>(s: &Scenario, ser: S) -> Result<S::Ok, S::Error> {
+    serde::Serialize::serialize(&s.echo_value(), ser)
 }
 
 impl<'a> RunDocument<'a> {

@@ -1269,6 +1269,8 @@ mod tests {
                 memory_frac: memory_j / total,
                 link_frac: 8.0 / total,
                 transit_frac: None,
+                swap_j: None,
+                swap_frac: None,
             }
         );
         assert_eq!(s.j_per_token, total / 57.0);

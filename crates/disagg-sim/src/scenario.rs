@@ -32,6 +32,35 @@ pub const DEFAULT_MAX_DECODE_BATCH: u32 = 256;
 /// Largest number of KV links (`--link-topology per-pair`: prefill x decode instances).
 pub const MAX_LINKS: u32 = 65_536;
 
+/// Scenario keys that outputs leave out at their defaults: the scheduling levers (a run that does
+/// not use them echoes what it echoed before they existed, byte for byte).
+pub const QUIET_DEFAULT_KEYS: &[&str] = &[
+    "batch_policy",
+    "max_num_batched_tokens",
+    "kv_policy",
+    "kv_block_size",
+    "max_seq_len",
+    "preemption",
+    "host_link",
+    "prefix_caching",
+    "speculative",
+    "gamma",
+    "alpha",
+    "spec_seed",
+];
+
+/// Removes from `v` (a scenario as JSON) the [`QUIET_DEFAULT_KEYS`] that hold their defaults.
+pub fn quiet_defaults(v: &mut serde_json::Value) {
+    let d = serde_json::to_value(Scenario::default()).expect("scenario");
+    if let Some(o) = v.as_object_mut() {
+        for k in QUIET_DEFAULT_KEYS {
+            if o.get(*k) == d.get(*k) {
+                o.shift_remove(*k);
+            }
+        }
+    }
+}
+
 /// One simulation, as the reference CLI describes it. Field names are the CLI flags with `-` → `_`
 /// (but `trace_start`, `trace_duration`, `sort_trace`: `--start`, `--duration`, `--sort`); every
 /// default is the reference default (simulator.md §7.1). Each field has one row in
@@ -696,6 +725,13 @@ fn rename(e: Error, flag: &'static str) -> Error {
 }
 
 impl Scenario {
+    /// The scenario as outputs echo it: every key, but the [`QUIET_DEFAULT_KEYS`] only where they
+    /// differ from their defaults.
+    pub fn echo_value(&self) -> serde_json::Value {
+        let mut v = serde_json::to_value(self).expect("scenario");
+        quiet_defaults(&mut v);
+        v
+    }
     /// Checks every numeric option against its range in [`crate::ranges::RANGES`].
     pub fn check_ranges(&self) -> Result<(), Error> {
         for r in crate::ranges::RANGES {

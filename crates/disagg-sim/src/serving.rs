@@ -624,7 +624,7 @@ impl RunResult {
             if x == 0.0 {
                 zeros += c;
             }
-            if !(x <= itl_max) {
+            if itl_max.is_nan() || x > itl_max {
                 itl_max = x;
             }
         });

@@ -6,8 +6,9 @@ use disagg_model::pymath::ipow;
 /// The initial generator state of request `rid`: `(seed + rid * 2654435761) mod 2^32`, exact
 /// integer arithmetic for any `seed` and `rid`.
 pub fn seed_state(seed: u64, rid: u64) -> u32 {
-    // seed + rid * 2654435761 < 2^64 + 2^96: no overflow in u128.
-    ((seed as u128 + rid as u128 * 2_654_435_761) % (1u128 << 32)) as u32
+    // seed + rid * 2654435761 < 2^64 + 2^96: no overflow in u128; `as u32` keeps the low 32
+    // bits, which is the value mod 2^32.
+    (seed as u128 + rid as u128 * 2_654_435_761) as u32
 }
 
 /// One mulberry32 step on the state `a` (all operations mod 2^32): the new state and the draw

@@ -154,6 +154,19 @@
     { k: 'send', optional: true },
     { k: 'link_sharing', optional: true },
     { k: 'reserve_kv_on', optional: true },
+    { group: 'Scheduling and KV memory' },
+    { k: 'batch_policy', label: 'Batch policy', select: () => [['prefill-priority', 'prefill-priority'], ['decode-priority', 'decode-priority'], ['chunked', 'chunked prefill']] },
+    { k: 'max_num_batched_tokens', label: 'Token budget (tokens)', num: { min: 1, step: 1 }, blank: true },
+    { k: 'kv_policy', label: 'KV policy', select: () => [['oracle', 'oracle'], ['pow2', 'pow2'], ['max', 'max'], ['paged', 'paged']] },
+    { k: 'kv_block_size', label: 'KV block (tokens)', num: { min: 1, step: 1 } },
+    { k: 'max_seq_len', label: 'Max seq len (tokens)', num: { min: 0, step: 1 } },
+    { k: 'preemption', label: 'Preemption', select: () => [['recompute', 'recompute'], ['swap', 'swap to host']] },
+    { k: 'host_link', label: 'Host link', select: () => cat.links.map((l) => [l.key, l.name.replace(' (one direction)', '')]) },
+    { k: 'prefix_caching', label: 'Prefix caching', select: () => [['false', 'off'], ['true', 'on']], bool: true },
+    { k: 'speculative', label: 'Speculative draft', select: () => [['', 'off'], ['mtp', 'MTP head']].concat(cat.models.map((m) => [m.key, m.name])) },
+    { k: 'gamma', label: 'Drafted tokens (gamma)', num: { min: 1, step: 1 } },
+    { k: 'alpha', label: 'Acceptance (alpha)', num: { min: 0, step: 'any' } },
+    { k: 'spec_seed', label: 'Acceptance seed', num: { min: 0, step: 1 } },
     { group: 'SLOs' },
     { k: 'ttft_slo', label: 'TTFT SLO (ms)', num: { min: 1, step: 'any' }, scale: 1000 },
     { k: 'tpot_slo', label: 'TPOT SLO (ms)', num: { min: 0.1, step: 'any' }, scale: 1000 },
@@ -798,7 +811,7 @@
       if (f.num) {
         if (document.activeElement !== el) el.value = v === null || v === undefined ? '' : String(+(v * (f.scale || 1)).toPrecision(12));
       } else {
-        el.value = v === null || v === undefined ? '' : v;
+        el.value = v === null || v === undefined ? '' : String(v);
       }
     }
     $(`#${id}-kv_compress_at`).disabled = !c.sc.kv_compress;
@@ -808,7 +821,10 @@
   function onField(id, f, el) {
     const c = cfgs[id];
     let v;
-    if (f.num) {
+    if (f.num && f.blank && el.value === '') {
+      // An optional number left empty: unset (the token budget's default).
+      v = null;
+    } else if (f.num) {
       v = Number(el.value);
       if (el.value === '' || !Number.isFinite(v)) {
         // Nothing to run: say so next to the input and take the old numbers off.
@@ -827,7 +843,8 @@
       if (f.scale) v /= f.scale;
     } else {
       v = el.value;
-      if (f.k === 'kv_compress' && v === '') v = null;
+      if ((f.k === 'kv_compress' || f.k === 'speculative') && v === '') v = null;
+      if (f.bool) v = v === 'true';
     }
     fieldError(el, '');
     c.bad.delete(f.k);
@@ -979,6 +996,44 @@
         }
         if (key === 'hotspot') klass += ' wrap';
         return `<td class="${klass} col-${id}" id="r-${id}-${key}">${esc(v)}</td>`;
+      });
+      return `<tr><th scope="row">${esc(label)}</th>${cells.join('')}</tr>`;
+    }).join('');
+    renderScheduler();
+  }
+
+  // The scheduler block of a scheduled run (summary.scheduler, levers-scheduling.md §11.1): one
+  // row per figure that either side has; the card is hidden when neither run has the levers on.
+  const SCHED_ROWS = [
+    ['batch', 'Batch policy', (b) => `${b.batch_policy}, budget ${thousands(b.token_budget)} tokens`],
+    ['kv', 'KV policy, capacity', (b) => `${b.kv_policy}, ${thousands(b.kv_capacity_units)} units × ${thousands(b.kv_unit_tokens)} tokens`],
+    ['mean_running', 'Mean running', (b) => fixed(b.mean_running, 1)],
+    ['kv_holding', 'KV holding share', (b) => pct(b.kv_token_frac)],
+    ['computed', 'Prefill tokens computed', (b) => thousands(b.computed_prefill_tokens)],
+    ['delay', 'Scheduling delay p50', (b) => lat(b.sched_delay_p50_s)],
+    ['norm', 'Normalised latency', (b) => (b.norm_latency_s_per_token == null ? 'n/a' : `${fixed(1e3 * b.norm_latency_s_per_token, 2)} ms/token`)],
+    ['preemptions', 'Preemptions', (b) => b.preemptions != null && `${thousands(b.preemptions)} (${b.preemption})`],
+    ['recompute', 'Tokens recomputed', (b) => b.recompute_tokens != null && thousands(b.recompute_tokens)],
+    ['swap', 'Swapped out / in', (b) => b.swap && `${fixed(b.swap.out_GB, 2)} / ${fixed(b.swap.in_GB, 2)} GB`],
+    ['swap_cost', 'Swap time, energy', (b) => b.swap && `${fixed(b.swap.seconds, 3)} s, ${fixed(b.swap.J, 1)} J`],
+    ['hit_rate', 'Prefix hit rate', (b) => b.prefix_cache && `${pct(b.prefix_cache.hit_rate)} (${thousands(b.prefix_cache.hit_tokens)} of ${thousands(b.prefix_cache.prompt_tokens)} tokens)`],
+    ['evicted', 'Tokens evicted', (b) => b.prefix_cache && thousands(b.prefix_cache.evicted_tokens)],
+    ['cached', 'Tokens cached at the end', (b) => b.prefix_cache && thousands(b.prefix_cache.cached_tokens_end)],
+    ['tokens_per_verify', 'Tokens per verify', (b) => b.speculative && `${fixed(b.speculative.tokens_per_verify, 3)} (closed form ${fixed(b.speculative.closed_form, 3)})`],
+    ['draft', 'Draft share of busy time', (b) => b.speculative && pct(b.speculative.draft_time_frac)],
+  ];
+
+  function renderScheduler() {
+    const blocks = ['a', 'b'].map((id) => (cfgs[id].on && cfgs[id].result?.summary?.scheduler) || null);
+    const card = $('#sched-card');
+    card.hidden = !blocks[0] && !blocks[1];
+    if (card.hidden) { $('#sched-body').innerHTML = ''; return; }
+    $('#sched-body').innerHTML = SCHED_ROWS.map(([key, label, f]) => {
+      const vals = blocks.map((b) => (b ? f(b) : false));
+      if (vals.every((v) => v === false || v === undefined || v === null)) return '';
+      const cells = ['a', 'b'].map((id, k) => {
+        const v = vals[k] === false || vals[k] == null ? '–' : vals[k];
+        return `<td class="num wrap col-${id}" id="s-${id}-${key}">${esc(v)}</td>`;
       });
       return `<tr><th scope="row">${esc(label)}</th>${cells.join('')}</tr>`;
     }).join('');

@@ -318,6 +318,80 @@ test('an invalid input shows its error next to it and no stale numbers', async (
   await page.close();
 });
 
+test('the scheduling group: a lever preset fills its fields, a refused combination shows its error', async () => {
+  const { page, errors } = await open(1280);
+  await page.waitForFunction(() => window.__disagg.prefetchIdle, null, { timeout: 15000 });
+  const group = await page.$eval('#cfg-a [role="group"][aria-label="Scheduling and KV memory"]',
+    (g) => [...g.querySelectorAll('[data-k]')].map((el) => el.dataset.k));
+  assert.deepEqual(group, ['batch_policy', 'max_num_batched_tokens', 'kv_policy', 'kv_block_size', 'max_seq_len',
+    'preemption', 'host_link', 'prefix_caching', 'speculative', 'gamma', 'alpha', 'spec_seed']);
+  // The reference's defaults before any lever is chosen.
+  const val = (k) => page.$eval(`#a-${k}`, (el) => el.value);
+  assert.equal(await val('batch_policy'), 'prefill-priority');
+  assert.equal(await val('max_num_batched_tokens'), '');
+  assert.equal(await val('kv_policy'), 'oracle');
+  assert.equal(await val('host_link'), 'pcie5');
+  assert.equal(await val('prefix_caching'), 'false');
+  assert.equal(await val('speculative'), '');
+  // A §20 preset fills the group.
+  await page.selectOption('#a-preset', 'kv-paged-swap');
+  await page.waitForFunction(() => document.getElementById('a-kv_policy').value === 'paged');
+  assert.equal(await val('preemption'), 'swap');
+  assert.equal(await val('host_link'), 'pcie4');
+  assert.equal(await val('max_num_batched_tokens'), '8192');
+  assert.equal(await val('kv_block_size'), '16');
+  // Prefix caching with swap preemption is refused: the server's message next to the control.
+  await page.selectOption('#a-prefix_caching', 'true');
+  await page.waitForFunction(() => /swap preemption is not modelled/.test(document.getElementById('a-prefix_caching-err')?.textContent || '')
+    && !document.getElementById('a-prefix_caching-err').hidden, null, { timeout: 10000 });
+  // Back to recompute: the error goes.
+  await page.selectOption('#a-prefix_caching', 'false');
+  await page.waitForFunction(() => document.getElementById('a-prefix_caching-err')?.hidden !== false, null, { timeout: 10000 });
+  // An empty token budget is unset, not an error.
+  await page.fill('#a-max_num_batched_tokens', '');
+  await page.waitForFunction(() => !document.getElementById('a-max_num_batched_tokens-err') || document.getElementById('a-max_num_batched_tokens-err').hidden);
+  // No script errors (the refused run's 422 is the browser's own console line).
+  assert.deepEqual(errors.filter((e) => !/status of 422/.test(e)), []);
+  await page.close();
+});
+
+test('a scheduled run shows the scheduler block; a plain one does not', async () => {
+  // A: the chapter's base with chunked prefill (the fast decode path is plain-only); B: plain.
+  const { page, errors } = await open(1280, '?a.batch_policy=chunked&a.fast=false');
+  await page.waitForFunction(() => !document.getElementById('sched-card').hidden
+    && document.getElementById('s-a-batch'), null, { timeout: 15000 });
+  const r = await fetch(server.url + 'api/run', {
+    method: 'POST', headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ preset: 'link-ib-ndr', batch_policy: 'chunked', fast: false }),
+  });
+  assert.equal(r.status, 200);
+  const b = (await r.json()).summary.scheduler;
+  assert.equal(b.batch_policy, 'chunked');
+  const n = (x) => x.toLocaleString('en-US');
+  assert.equal(await text(page, '#s-a-batch'), `chunked, budget ${n(b.token_budget)} tokens`);
+  assert.equal(await text(page, '#s-a-kv'),
+    `${b.kv_policy}, ${n(b.kv_capacity_units)} units × ${n(b.kv_unit_tokens)} tokens`);
+  assert.ok(b.mean_running > 0 && b.mean_running < 1000);
+  assert.equal(await text(page, '#s-a-mean_running'), b.mean_running.toFixed(1));
+  assert.equal(await text(page, '#s-a-computed'), n(b.computed_prefill_tokens));
+  // B runs without the levers: its column is empty.
+  assert.equal(await text(page, '#s-b-batch'), '–');
+  assert.equal(await text(page, '#s-b-mean_running'), '–');
+  // Oracle KV, no prefix cache, no drafts: those rows are left out.
+  for (const key of ['preemptions', 'swap', 'hit_rate', 'tokens_per_verify']) {
+    assert.equal(await page.$(`#s-a-${key}`), null, key);
+  }
+  const heads = await page.$$eval('#sched-body th', (ths) => ths.map((t) => t.textContent));
+  assert.deepEqual(heads, ['Batch policy', 'KV policy, capacity', 'Mean running', 'KV holding share',
+    'Prefill tokens computed', 'Scheduling delay p50', 'Normalised latency']);
+  // Switching A back to the plain engine hides the block.
+  await page.goto(server.url);
+  await ready(page);
+  assert.equal(await page.$eval('#sched-card', (el) => el.hidden), true);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
 test('a calculator change sends only a few /api/handoff requests', async () => {
   const { page } = await open(1280);
   let count = 0;

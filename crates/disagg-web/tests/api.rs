@@ -735,3 +735,79 @@ fn the_api_reads_no_files_and_runs_named_workloads() {
             > 0
     );
 }
+
+#[test]
+fn the_scheduling_levers_are_checked_like_the_cli() {
+    // Names, ranges and combinations: 422 naming the field and what is valid (issue 12).
+    for (body, field, needles) in [
+        (
+            &br#"{"kv_policy": "lru"}"#[..],
+            "kv_policy",
+            &["lru", "oracle, pow2, max, paged"][..],
+        ),
+        (
+            br#"{"batch_policy": "fcfs"}"#,
+            "batch_policy",
+            &["fcfs", "prefill-priority, decode-priority, chunked"],
+        ),
+        (
+            br#"{"preemption": "drop"}"#,
+            "preemption",
+            &["drop", "recompute, swap"],
+        ),
+        (br#"{"gamma": 0}"#, "gamma", &["1 to 64"]),
+        (br#"{"alpha": 1.5}"#, "alpha", &["[0, 1]"]),
+        (br#"{"kv_block_size": 0}"#, "kv_block_size", &["1 to 65536"]),
+        (
+            br#"{"max_num_batched_tokens": 0}"#,
+            "max_num_batched_tokens",
+            &["1 to 100000000"],
+        ),
+        (
+            br#"{"host_link": "pcie6"}"#,
+            "host_link",
+            &["pcie6", "pcie4"],
+        ),
+        (
+            br#"{"batch_policy": "chunked", "fast": true}"#,
+            "fast",
+            &["scheduling levers"],
+        ),
+        (
+            br#"{"prefix_caching": true, "kv_policy": "paged", "preemption": "swap"}"#,
+            "prefix_caching",
+            &["swap", "recompute"],
+        ),
+    ] {
+        let e = err("POST", "/api/run", body, 422, needles);
+        assert_eq!(e["field"], field, "{e}");
+    }
+    // The page has the group and a field for each option.
+    let js = handle("GET", "/assets/app.js", b"").text();
+    assert!(js.contains("{ group: 'Scheduling and KV memory' }"));
+    for k in [
+        "batch_policy",
+        "max_num_batched_tokens",
+        "kv_policy",
+        "kv_block_size",
+        "max_seq_len",
+        "preemption",
+        "host_link",
+        "prefix_caching",
+        "speculative",
+        "gamma",
+        "alpha",
+        "spec_seed",
+    ] {
+        assert!(js.contains(&format!("{{ k: '{k}', ")), "{k}");
+    }
+    // The defaults the page starts from are the reference's.
+    let c = ok("GET", "/api/catalogue", Value::Null);
+    let d = &c["scenario_defaults"];
+    assert_eq!(d["batch_policy"], "prefill-priority");
+    assert_eq!(d["max_num_batched_tokens"], Value::Null);
+    assert_eq!(d["kv_policy"], "oracle");
+    assert_eq!(d["kv_block_size"], 16);
+    assert_eq!(d["host_link"], "pcie5");
+    assert_eq!(d["alpha"], 0.7);
+}

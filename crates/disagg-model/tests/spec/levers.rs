@@ -670,7 +670,8 @@ fn speculative_step_order_of_parts() {
         for _ in 0..60 {
             let gamma = 1 + r.below(6);
             let b = r.below(3) * r.below(100);
-            let ctx = if b > 0 { r.below(100_000) } else { 0 };
+            // With b = 0 the target part is step_mixed(0, 0, chunks) whatever ctx says.
+            let ctx = r.below(100_000);
             let chunks = random_chunks(&mut r);
             let first = if b > 0 {
                 t.step_spec(ctx, b, gamma + 1, &chunks)
