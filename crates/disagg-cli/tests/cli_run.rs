@@ -125,6 +125,16 @@ fn the_batch_cap_and_length_bounds_at_their_defaults_change_nothing() {
     let mut capped = base.to_vec();
     capped.extend(["--max-decode-batch", "2"]);
     let (a, b) = (ok_json(&base), ok_json(&capped));
+    // At their defaults the keys are left out of the echo (documents as before they existed).
+    for k in [
+        "max_decode_batch",
+        "prompt_min",
+        "prompt_max",
+        "output_min",
+        "output_max",
+    ] {
+        assert!(a["scenario"].get(k).is_none(), "{k} echoed at its default");
+    }
     assert_eq!(b["scenario"]["max_decode_batch"], 2);
     assert_ne!(a["summary"]["horizon_s"], b["summary"]["horizon_s"]);
     // Bounds beside a named workload would be ignored: refused.

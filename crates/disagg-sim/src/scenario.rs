@@ -32,8 +32,9 @@ pub const DEFAULT_MAX_DECODE_BATCH: u32 = 256;
 /// Largest number of KV links (`--link-topology per-pair`: prefill x decode instances).
 pub const MAX_LINKS: u32 = 65_536;
 
-/// Scenario keys that outputs leave out at their defaults: the scheduling levers (a run that does
-/// not use them echoes what it echoed before they existed, byte for byte).
+/// Scenario keys that outputs leave out at their defaults: the scheduling levers, the decode batch
+/// cap and the generator's length bounds (a run that does not use them echoes what it echoed
+/// before they existed, byte for byte).
 pub const QUIET_DEFAULT_KEYS: &[&str] = &[
     "batch_policy",
     "max_num_batched_tokens",
@@ -47,6 +48,11 @@ pub const QUIET_DEFAULT_KEYS: &[&str] = &[
     "gamma",
     "alpha",
     "spec_seed",
+    "max_decode_batch",
+    "prompt_min",
+    "prompt_max",
+    "output_min",
+    "output_max",
 ];
 
 /// Removes from `v` (a scenario as JSON) the [`QUIET_DEFAULT_KEYS`] that hold their defaults.
