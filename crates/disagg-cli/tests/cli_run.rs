@@ -143,6 +143,10 @@ fn the_batch_cap_and_length_bounds_at_their_defaults_change_nothing() {
         &["--prompt-max 512: the named workload 'chat' sets the lengths"],
     );
     bad(
+        &["run", "--trace-file", "/dev/null", "--output-min", "4"],
+        &["--output-min 4: a replayed trace (--trace-file) brings its own"],
+    );
+    bad(
         &["run", "--prompt-min", "600", "--prompt-max", "512"],
         &["--prompt-min: 600 is above --prompt-max 512"],
     );
