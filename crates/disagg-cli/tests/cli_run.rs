@@ -99,6 +99,60 @@ fn runs_are_deterministic() {
 }
 
 #[test]
+fn the_batch_cap_and_length_bounds_at_their_defaults_change_nothing() {
+    // --max-decode-batch 256 and the generator's bounds 1 and 32768 are the reference's own
+    // values: given explicitly, the run document is the same, byte for byte.
+    let base = ["run", "--requests", "60", "--json"];
+    let plain = ok(&base);
+    let mut with = base.to_vec();
+    with.extend([
+        "--max-decode-batch",
+        "256",
+        "--prompt-min",
+        "1",
+        "--prompt-max",
+        "32768",
+        "--output-min",
+        "1",
+        "--output-max",
+        "32768",
+    ]);
+    assert_eq!(
+        String::from_utf8(ok(&with)).unwrap(),
+        String::from_utf8(plain).unwrap()
+    );
+    // A smaller cap is a different run (same scenario otherwise).
+    let mut capped = base.to_vec();
+    capped.extend(["--max-decode-batch", "2"]);
+    let (a, b) = (ok_json(&base), ok_json(&capped));
+    // At their defaults the keys are left out of the echo (documents as before they existed).
+    for k in [
+        "max_decode_batch",
+        "prompt_min",
+        "prompt_max",
+        "output_min",
+        "output_max",
+    ] {
+        assert!(a["scenario"].get(k).is_none(), "{k} echoed at its default");
+    }
+    assert_eq!(b["scenario"]["max_decode_batch"], 2);
+    assert_ne!(a["summary"]["horizon_s"], b["summary"]["horizon_s"]);
+    // Bounds beside a named workload would be ignored: refused.
+    bad(
+        &["run", "--workload", "chat", "--prompt-max", "512"],
+        &["--prompt-max 512: the named workload 'chat' sets the lengths"],
+    );
+    bad(
+        &["run", "--trace-file", "/dev/null", "--output-min", "4"],
+        &["--output-min 4: a replayed trace (--trace-file) brings its own"],
+    );
+    bad(
+        &["run", "--prompt-min", "600", "--prompt-max", "512"],
+        &["--prompt-min: 600 is above --prompt-max 512"],
+    );
+}
+
+#[test]
 fn requests_csv_matches_reference_stamps() {
     // simulator.md §6.3: stamps of the §10 H100+H100 run.
     let p = tmp("req.csv");
