@@ -401,6 +401,8 @@ options! {
         "Tokens per KV block (--kv-policy paged)";
     max_seq_len: u64, "--max-seq-len", LEVERS, Some("TOKENS"), Some("2048"),
         "Reservation floor of --kv-policy max, tokens";
+    max_decode_batch: u32, "--max-decode-batch", LEVERS, Some("N"), Some("256"),
+        "Most sequences running on a colocated or decode instance";
     preemption: Preemption, "--preemption", LEVERS, Some("recompute|swap"), Some("recompute"),
         "Paged KV out of blocks: recompute the victim later, or swap its blocks to host memory \
          over --host-link";
@@ -460,6 +462,14 @@ options! {
     output: f64, "--output", WORKLOAD, Some("TOKENS"), Some("256"), "Mean output length, tokens";
     output_cv: f64, "--output-cv", WORKLOAD, Some("CV"), Some("0.5"),
         "Coefficient of variation of output lengths";
+    prompt_min: u64, "--prompt-min", WORKLOAD, Some("TOKENS"), Some("1"),
+        "Shortest generated prompt: shorter draws are raised to it, tokens";
+    prompt_max: u64, "--prompt-max", WORKLOAD, Some("TOKENS"), Some("32768"),
+        "Longest generated prompt: longer draws are clipped to it, tokens";
+    output_min: u64, "--output-min", WORKLOAD, Some("TOKENS"), Some("1"),
+        "Shortest generated output, tokens";
+    output_max: u64, "--output-max", WORKLOAD, Some("TOKENS"), Some("32768"),
+        "Longest generated output, tokens";
     seed: u64, "--seed", WORKLOAD, Some("N"), Some("1"),
         "Workload seed (CPython-compatible Mersenne Twister)";
     ttft_slo: Option<f64>, "--ttft-slo", SLOS, Some("S"), Some("1.0"), "TTFT SLO, seconds";
@@ -756,7 +766,8 @@ mod tests {
 
     #[test]
     fn the_scheduling_rows_parse_their_shown_defaults() {
-        // levers-scheduling.md §2.2's flags, in its order, under one heading.
+        // levers-scheduling.md §2.2's flags, in its order, under one heading (with
+        // --max-decode-batch, a SimConfig field §2.2's CLI does not expose).
         let rows: Vec<&Opt> = OPTIONS.iter().filter(|o| o.heading == LEVERS).collect();
         let flags: Vec<&str> = rows.iter().map(|o| o.flag).collect();
         assert_eq!(
@@ -767,6 +778,7 @@ mod tests {
                 "--kv-policy",
                 "--kv-block-size",
                 "--max-seq-len",
+                "--max-decode-batch",
                 "--preemption",
                 "--host-link",
                 "--prefix-caching",

@@ -183,11 +183,12 @@ impl<'a, O: Observer> SchedSim<'a, O> {
                 None => p + s.n - s.cov,
                 Some(sp) => (p + s.n + sp.gamma).min(p + o) - s.cov,
             };
-            let need = self.insts[i].kv.units(toks);
-            if need <= s.alloc {
+            // units(toks) <= alloc, without the division on the common path.
+            if toks <= s.alloc * self.insts[i].kv.block_tokens {
                 k += 1;
                 continue;
             }
+            let need = self.insts[i].kv.units(toks);
             let mut self_preempted = false;
             while !self.room(i, need as i64 - self.rs[rid as usize].alloc as i64) {
                 let v = *self.insts[i].running.last().expect("a row to preempt");
