@@ -501,3 +501,120 @@ fn streaming_with_prefix_hits_and_a_draft() {
         assert_eq!(r.link().bytes, whole.bytes);
     }
 }
+
+/// Samples' KV use never above capacity (the engine also asserts it at every step in test builds).
+#[derive(Default)]
+struct KvWithin(Option<String>);
+
+impl Observer for KvWithin {
+    fn wants_samples(&self) -> bool {
+        true
+    }
+    fn every_sample_interval(&self) -> bool {
+        true
+    }
+    fn sample(&mut self, s: &disagg_sim::Sample<'_>) {
+        for (k, i) in s.instances.iter().enumerate() {
+            if i.kv_used > i.kv_cap {
+                self.0 = Some(format!(
+                    "t {}: instance {k} {} > {}",
+                    s.t, i.kv_used, i.kv_cap
+                ));
+            }
+        }
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 48, .. Default::default() })]
+
+    /// Random disaggregated lever configurations with both options: every request completes, the
+    /// stamps are ordered, KV use stays within capacity, every reservation is returned, and the
+    /// link carries every hand-off.
+    #[test]
+    fn options_keep_the_scheduled_invariants(
+        (np, nd, policy, kv, blk) in (1u32..=2, 1u32..=3, 0usize..3, 0usize..4, 0usize..3),
+        (swap, prefix, sessions, spec, layerwise, reserve) in (
+            proptest::prelude::any::<bool>(), proptest::prelude::any::<bool>(),
+            proptest::prelude::any::<bool>(), proptest::prelude::any::<bool>(),
+            proptest::prelude::any::<bool>(), proptest::prelude::any::<bool>(),
+        ),
+        (n, rate, seed, budget_log2, link) in (30u64..=90, 2u64..=10, 0u32..1000, 7u64..=12, 0usize..3),
+    ) {
+        let mut f: Vec<String> = Vec::new();
+        let mut push = |a: &str, b: String| {
+            f.push(a.into());
+            f.push(b);
+        };
+        if spec {
+            push("--model", "llama3-8b".into());
+            push("--speculative", "mtp".into());
+        } else {
+            push("--model", "opt-13b".into());
+            push("--device", "a100-40g".into());
+        }
+        push("--devices-per-instance", "1".into());
+        push("--prefill", np.to_string());
+        push("--decode", nd.to_string());
+        push("--batch-policy", ["prefill-priority", "decode-priority", "chunked"][policy].into());
+        push("--max-num-batched-tokens", (1u64 << budget_log2).to_string());
+        push("--kv-policy", ["oracle", "pow2", "max", "paged"][kv].into());
+        push("--kv-block-size", [1, 16, 32][blk].to_string());
+        push("--max-seq-len", "1024".into());
+        if swap && !prefix {
+            push("--preemption", "swap".into());
+        }
+        if sessions {
+            push("--turns", "3".into());
+            push("--think", "0.5".into());
+            push("--system-prompts", "2".into());
+            push("--system-len", "256".into());
+            push("--prefix-share", "0.7".into());
+        }
+        push("--prompt", "300".into());
+        push("--prompt-cv", "1.0".into());
+        push("--output", "400".into());
+        push("--output-cv", "1.0".into());
+        push("--rate", rate.to_string());
+        push("--requests", n.to_string());
+        push("--seed", seed.to_string());
+        push("--link", ["eth-25g", "ib-ndr", "nvlink4"][link].into());
+        push("--send", if layerwise { "layerwise" } else { "whole" }.into());
+        push("--reserve-kv-on", if reserve { "transfer" } else { "arrival" }.into());
+        if prefix {
+            f.push("--prefix-caching".into());
+        }
+        let c = Scenario::from_flags(&f).unwrap().build(&Catalogue::builtin()).unwrap();
+        let mut obs = KvWithin::default();
+        let r = disagg_sim::simulate_config_observed(&c, &mut obs).unwrap();
+        proptest::prop_assert!(obs.0.is_none(), "{f:?}: {:?}", obs.0);
+        let mut handed = 0u64;
+        for q in r.requests() {
+            let Some(fin) = q.finish_s else {
+                proptest::prop_assert!(q.prefill_start_s.is_none(), "{f:?}");
+                continue;
+            };
+            let ft = q.first_token_s.unwrap();
+            proptest::prop_assert!(q.prefill_start_s.unwrap() <= ft && ft <= fin, "{f:?} {q:?}");
+            let Some(ks) = q.kv_start_s else {
+                proptest::prop_assert!(q.output_len <= 1, "{f:?} {q:?}");
+                continue;
+            };
+            handed += 1;
+            let hs = q.handoff_start_s.unwrap();
+            let kr = q.kv_ready_s.unwrap();
+            let ds = q.decode_start_s.unwrap();
+            proptest::prop_assert!(hs <= ks && ks < kr && kr <= ds && ds < fin, "{f:?} {q:?}");
+            proptest::prop_assert!(ft < kr, "{f:?} {q:?}");
+            if !layerwise {
+                proptest::prop_assert!(ft <= hs, "{f:?} {q:?}");
+            }
+            proptest::prop_assert_eq!(q.kv_reserved_s.is_some(), reserve, "{:?} {:?}", f, q);
+        }
+        proptest::prop_assert_eq!(r.link().transfers, handed, "{:?}", f);
+        for (k, e) in r.kv_at_end().unwrap().iter().enumerate() {
+            proptest::prop_assert_eq!(e.used_units, e.cached_units, "{:?}: instance {}", f, k);
+            proptest::prop_assert_eq!((e.queued, e.swapped), (0, 0), "{:?}: instance {}", f, k);
+        }
+    }
+}
