@@ -865,3 +865,6 @@ impl KvPolicy {
         self == KvPolicy::Paged
     }
 }
+
+#[cfg(test)]
+mod tests;
