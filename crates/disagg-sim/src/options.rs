@@ -13,7 +13,7 @@
 use disagg_model::{CompressAt, Error, LmHead, SendMode};
 use disagg_trace::TraceFormat;
 
-use crate::levers::{BatchPolicy, KvPolicy, Preemption};
+use crate::levers::{BatchPolicy, KvPolicy, Preemption, SwapIn};
 use crate::ranges::{Num, NumRange};
 use crate::scenario::{FirstToken, LinkSharing, LinkTopology, Mode, ReserveKvOn, Scenario};
 
@@ -217,6 +217,8 @@ choice!(KvPolicy, "--kv-policy", &KvPolicy::NAMES, |s| {
 choice!(Preemption, "--preemption", &Preemption::NAMES, |s| {
     Preemption::parse(s).ok()
 });
+choice!(SwapIn, "--swap-in", &SwapIn::NAMES, |s| SwapIn::parse(s)
+    .ok());
 choice!(SendMode, "--send", &SendMode::NAMES, |s| SendMode::parse(s)
     .ok());
 choice!(CompressAt, "--kv-compress-at", &CompressAt::NAMES, |s| {
@@ -406,6 +408,10 @@ options! {
     preemption: Preemption, "--preemption", LEVERS, Some("recompute|swap"), Some("recompute"),
         "Paged KV out of blocks: recompute the victim later, or swap its blocks to host memory \
          over --host-link";
+    swap_in: SwapIn, "--swap-in", LEVERS, Some("own-blocks|next-step"), Some("own-blocks"),
+        "Swap preemption: a swapped-out row comes back when its own blocks fit (own-blocks, the \
+         reference, which can swap it straight out again) or only when its next step's blocks \
+         fit too (next-step: no swap thrash)";
     host_link: String, "--host-link", LEVERS, Some("LINK"), Some("pcie5"),
         "Host link of swap preemption (a link key: pcie5, pcie4, ...)";
     prefix_caching: bool, "--prefix-caching", LEVERS, None, None,

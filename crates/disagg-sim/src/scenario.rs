@@ -9,7 +9,7 @@ use disagg_model::{
 use disagg_trace::TraceFormat;
 use serde::{Deserialize, Serialize};
 
-use crate::levers::{BatchPolicy, KvPolicy, Levers, Preemption, Speculative};
+use crate::levers::{BatchPolicy, KvPolicy, Levers, Preemption, Speculative, SwapIn};
 use crate::pyrand::{poisson_workload, GenRequest, LengthDist};
 use crate::sessions::SessionShape;
 use crate::workload::{Source, TraceInfo, Workload};
@@ -42,6 +42,7 @@ pub const QUIET_DEFAULT_KEYS: &[&str] = &[
     "kv_block_size",
     "max_seq_len",
     "preemption",
+    "swap_in",
     "host_link",
     "prefix_caching",
     "speculative",
@@ -190,6 +191,10 @@ pub struct Scenario {
     pub preemption: Preemption,
     /// `--host-link`: the swap path (a catalogue link key; its channels are irrelevant).
     pub host_link: String,
+    /// `--swap-in`: when a swapped-out row comes back: `own-blocks` (the reference: as soon as its
+    /// own blocks fit) or `next-step` (only when its next step's blocks fit too: no swap thrash).
+    #[serde(deserialize_with = "crate::options::by_name")]
+    pub swap_in: SwapIn,
     /// `--prefix-caching`: the prefix cache of colocated and prefill instances.
     pub prefix_caching: bool,
     /// `--speculative`: speculative decoding with draft `mtp` or a catalogue model key.
@@ -337,6 +342,7 @@ impl Default for Scenario {
             max_seq_len: 2048,
             max_decode_batch: DEFAULT_MAX_DECODE_BATCH,
             preemption: Preemption::Recompute,
+            swap_in: SwapIn::OwnBlocks,
             host_link: "pcie5".into(),
             prefix_caching: false,
             speculative: None,
@@ -1300,6 +1306,7 @@ impl Scenario {
             max_seq_len: self.max_seq_len,
             kv_watermark: KV_WATERMARK,
             preemption: self.preemption,
+            swap_in: self.swap_in,
             host_link,
             prefix_caching: self.prefix_caching,
             speculative: self.speculative.as_ref().map(|draft| Speculative {

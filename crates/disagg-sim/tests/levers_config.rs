@@ -126,6 +126,7 @@ fn resolved_levers_carry_the_options() {
             kv_watermark: 0.01,
             preemption: Preemption::Recompute,
             host_link: cat().link("pcie5").unwrap().clone(),
+            swap_in: disagg_sim::levers::SwapIn::OwnBlocks,
             prefix_caching: false,
             speculative: None,
         }

@@ -985,3 +985,6 @@ impl KvPolicy {
         self == KvPolicy::Paged
     }
 }
+
+#[cfg(test)]
+mod tests;
