@@ -44,6 +44,19 @@ fn all_returned(r: &disagg_sim::RunResult, what: &str) {
     }
 }
 
+/// The most hand-offs any sample saw waiting for decode memory.
+#[derive(Default)]
+struct MemWaits(usize);
+
+impl Observer for MemWaits {
+    fn wants_samples(&self) -> bool {
+        true
+    }
+    fn sample(&mut self, s: &disagg_sim::Sample<'_>) {
+        self.0 = self.0.max(s.decode_mem_wait);
+    }
+}
+
 /// Step end times per instance (prefill first, then decode, in instance order).
 #[derive(Default)]
 struct Steps(Vec<Vec<f64>>);
@@ -58,7 +71,7 @@ impl Observer for Steps {
 }
 
 /// 1 prefill and 2 decode instances, paged KV in blocks of 16, each decode instance holding
-/// 1,024 tokens: `U` = 1024 / 16 = 64 blocks, `WM` = trunc(0.01 * 64) = 0.
+/// 1,600 tokens: `U` = 1600 / 16 = 100 blocks, `WM` = trunc(0.01 * 100) = 1.
 fn one_p_two_d(reserve: &str) -> SimConfig {
     let mut c = cfg(&[
         "--prefill",
@@ -74,7 +87,7 @@ fn one_p_two_d(reserve: &str) -> SimConfig {
     ]);
     for p in &mut c.pools {
         if p.role == disagg_sim::Role::Decode {
-            p.kv_capacity_tokens = 1024;
+            p.kv_capacity_tokens = 1600;
         }
     }
     c
@@ -87,22 +100,26 @@ fn decode_of(steps: &Steps, t: f64) -> usize {
     on[0] - 1
 }
 
-/// Decode-0 holds one big request (load 1, memory nearly full), decode-1 one small request (load
-/// 1, memory mostly free). A third request's hand-off:
+/// r0 alone first (tie at load 0: decode-0). r1 and r2 arrive during r0's prefill and are
+/// prefilled together; their hand-offs come in that order at the same time: r1 to decode-1 (loads
+/// 1, 0), then r2 with the loads tied at 1.
 ///
-/// * reference (`arrival`): loads tie at 1, the first instance wins: decode-0, whose free blocks
-///   (64 - 49 = 15 at most, r0 growing) cannot hold its `units(320)` = 20 blocks, so it waits in
-///   decode-0's inbox until r0 finishes and frees its blocks: `kv_start = r0.finish`;
-/// * `transfer`: decode-0 cannot hold it, decode-1 can (at most units(64 + 200) = 17 used, 17 +
-///   20 <= 64): it goes to decode-1 at once, the link being idle: `kv_start = first_token`.
+/// Memory (blocks of 16, `U` = 100, `WM` = 1): r0 holds units(1409) = 89 blocks on decode-0 for its
+/// whole life (units(1409 + 15) = 89: it never grows), so decode-0 has 11 free; r2 needs
+/// units(176) = 11 plus the watermark, 12: it fits only if the watermark is left out. Decode-1 holds
+/// r1's units(64) = 4 (at most units(64 + 200) = 17) and has room.
+///
+/// * reference (`arrival`): r2 is routed to decode-0 (first on the tie) and waits in its inbox
+///   until r0 finishes: `kv_start = r0.finish`;
+/// * `transfer`: decode-0 cannot allocate it, decode-1 can: it is reserved there at its first
+///   token, and its transfer starts when r1's has left the (one-channel) link:
+///   `kv_reserved = first_token`, `kv_start = r1.kv_ready`.
 #[test]
-fn reservation_at_transfer_routes_to_the_instance_with_room() {
-    // r0: units(784) = 49 blocks at landing, units(784 + 200) = 62 <= 64 at its longest.
-    // r1: units(64) = 4 blocks, 17 at its longest. r2: units(320) = 20 blocks.
+fn scheduled_reservation_routes_to_the_instance_with_room() {
     let wl = [
-        req(0, 0.0, 784, 200),
-        req(1, 0.1, 64, 200),
-        req(2, 0.2, 320, 20),
+        req(0, 0.0, 1409, 15),
+        req(1, 0.001, 64, 200),
+        req(2, 0.002, 176, 20),
     ];
     let mut out = Vec::new();
     for reserve in ["arrival", "transfer"] {
@@ -111,13 +128,16 @@ fn reservation_at_transfer_routes_to_the_instance_with_room() {
         let mut steps = Steps::default();
         let r = simulate_observed(&c, &wl, &mut steps).unwrap();
         let q: Vec<_> = r.requests().collect();
-        // Premises: r0 and r1 still decode when r2's prompt is done; every request finishes.
+        // Premises: r1 and r2 share a prefill step that ends while r0 decodes; r0 and r1 run on
+        // decode-0 and decode-1; nothing is rejected.
         let ft2 = q[2].first_token_s.unwrap();
+        assert_eq!(q[1].first_token_s, Some(ft2));
         assert!(q[0].decode_start_s.unwrap() < ft2 && q[0].finish_s.unwrap() > ft2);
-        assert!(q[1].decode_start_s.unwrap() < ft2 && q[1].finish_s.unwrap() > ft2);
+        assert!(q[1].finish_s.unwrap() > q[0].finish_s.unwrap());
         assert_eq!(decode_of(&steps, q[0].finish_s.unwrap()), 0);
         assert_eq!(decode_of(&steps, q[1].finish_s.unwrap()), 1);
         assert_eq!(r.rejected(), 0);
+        all_returned(&r, reserve);
         out.push((r, steps));
     }
     let (refr, ref_steps) = &out[0];
@@ -128,12 +148,13 @@ fn reservation_at_transfer_routes_to_the_instance_with_room() {
     assert_eq!(q[2].kv_reserved_s, None);
     let (opt, opt_steps) = &out[1];
     let q: Vec<_> = opt.requests().collect();
-    // The option: r2 goes to decode-1 the moment its prompt is done.
-    assert_eq!(q[2].kv_start_s, q[2].first_token_s);
+    // The option: r2 is reserved on decode-1 the moment its prompt is done.
     assert_eq!(q[2].kv_reserved_s, q[2].first_token_s);
+    assert_eq!(q[1].kv_reserved_s, q[1].first_token_s);
+    assert_eq!(q[2].kv_start_s, q[1].kv_ready_s);
     assert_eq!(decode_of(opt_steps, q[2].finish_s.unwrap()), 1);
-    assert!(q[2].finish_s.unwrap() < q[0].finish_s.unwrap());
-    // Nothing else changed for r0 and r1 up to r2's landing.
+    assert!(q[2].kv_start_s.unwrap() < q[0].finish_s.unwrap());
+    // Nothing else changed for r0 and r1.
     let qr: Vec<_> = refr.requests().collect();
     for k in 0..2 {
         assert_eq!(q[k].kv_start_s, qr[k].kv_start_s, "request {k}");
@@ -149,7 +170,7 @@ fn reservation_at_transfer_routes_to_the_instance_with_room() {
 /// ready <= decode start, and at the end every instance's memory is free (only cached segments
 /// may stay): every reservation was returned.
 #[test]
-fn reservations_under_load_are_all_returned() {
+fn scheduled_reservations_under_load_are_all_returned() {
     for preemption in ["recompute", "swap"] {
         let mut c = cfg(&[
             "--prefill",
@@ -173,7 +194,10 @@ fn reservations_under_load_are_all_returned() {
             }
         }
         let wl = c.generate_workload();
-        let r = simulate(&c, &wl).unwrap();
+        let mut mw = MemWaits::default();
+        let r = simulate_observed(&c, &wl, &mut mw).unwrap();
+        // The samples count the hand-offs waiting for decode memory.
+        assert!(mw.0 > 0, "{preemption}");
         let mut waited = 0;
         for q in r.requests() {
             let fin = q.finish_s.expect("finished");
@@ -254,7 +278,7 @@ impl Observer for StepTimes {
 /// * 25 GbE (slow: the bytes take longer than the prefill): the sender never idles after `g`:
 ///   `kv_ready = g + stream + fixed` (the W_k summed: equal to rounding).
 #[test]
-fn chunkwise_streaming_on_an_idle_system_is_the_closed_form() {
+fn scheduled_chunkwise_streaming_on_an_idle_system_is_the_closed_form() {
     let layers = 32.0; // llama3-8b
     let p = 8192u32;
     for link in ["nvlink4", "eth-25g"] {
@@ -309,7 +333,7 @@ fn chunkwise_streaming_on_an_idle_system_is_the_closed_form() {
 /// first slice (the link's formula `e + (fixed + max(stream / L, stream - T (L - 1) / L))` up to
 /// rounding).
 #[test]
-fn layerwise_single_step_matches_the_plain_closed_form() {
+fn scheduled_layerwise_single_step_matches_the_plain_closed_form() {
     let layers = 32.0;
     let p = 4096u32;
     for link in ["nvlink4", "eth-25g", "pcie5"] {
@@ -337,7 +361,7 @@ fn layerwise_single_step_matches_the_plain_closed_form() {
 /// transfer starts after the first token, streamed it may start before), and the run is
 /// deterministic.
 #[test]
-fn streaming_and_reservation_under_load() {
+fn scheduled_streaming_and_reservation_under_load() {
     for send in ["whole", "layerwise"] {
         for reserve in ["arrival", "transfer"] {
             for policy in ["chunked", "prefill-priority", "decode-priority"] {
@@ -426,7 +450,7 @@ fn streaming_and_reservation_under_load() {
 /// starts past their hit) stream too; the link carries the same transfers and bytes as with the
 /// whole cache.
 #[test]
-fn streaming_with_prefix_hits_and_a_draft() {
+fn scheduled_streaming_with_prefix_hits_and_a_draft() {
     let base = [
         "--prefill",
         "1",
@@ -532,7 +556,7 @@ proptest::proptest! {
     /// stamps are ordered, KV use stays within capacity, every reservation is returned, and the
     /// link carries every hand-off.
     #[test]
-    fn options_keep_the_scheduled_invariants(
+    fn scheduled_options_keep_their_invariants(
         (np, nd, policy, kv, blk) in (1u32..=2, 1u32..=3, 0usize..3, 0usize..4, 0usize..3),
         (swap, prefix, sessions, spec, layerwise, reserve) in (
             proptest::prelude::any::<bool>(), proptest::prelude::any::<bool>(),

@@ -689,9 +689,8 @@ impl<'a, O: Observer> SchedSim<'a, O> {
             }
             let s = &mut self.rs[rid as usize];
             if s.xf_chunks.is_empty() {
-                if s.dp > 0 {
-                    s.xf_chunks.push((now, 0.0, s.dp));
-                }
+                // Its prefix-cached tokens (none: no work), ready from the start.
+                s.xf_chunks.push((now, 0.0, s.dp));
                 self.q.schedule_in(dt / layers as f64, Ev::FirstSlice(rid));
             }
             let s = &mut self.rs[rid as usize];
