@@ -146,14 +146,8 @@ impl LayerPlan {
     /// slice or at the last).
     #[inline]
     pub fn stream_through(&self, f0: f64, work: f64) -> f64 {
-        let r1 = self.first_ready();
-        let a = if f0 > r1 { f0 } else { r1 } + work;
-        let b = self.end + work / self.layers as f64;
-        if a > b {
-            a
-        } else {
-            b
-        }
+        let a = f0.max(self.first_ready()) + work;
+        a.max(self.end + work / self.layers as f64)
     }
 
     /// The last byte's time after the step's end (the bracket of [`LayerPlan::solo_exposed`]).
