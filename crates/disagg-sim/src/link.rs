@@ -1650,6 +1650,27 @@ mod tests {
     }
 
     #[test]
+    fn fifo_busy_is_the_reference_time_for_whole_transfers_and_the_holding_time_for_open_ones() {
+        within(|| {
+            // Granted at 0.1, a whole-cache transfer of t = 0.1 + 0.1 = 0.2 s lands at
+            // 0.1 + 0.2 = 0.30000000000000004; its busy time is t itself, 0.2 (landing - grant
+            // would be 0.20000000000000004). An open one is busy from its grant to its close.
+            let mut b = Bench::new(Sharing::Fifo, 1, &[(0.1, xfer(0, 0.1, 0.1, 1.0, None))]);
+            b.run();
+            assert_eq!(b.heard[0].landed, 0.1 + 0.2);
+            assert_eq!(b.heard[0].busy, 0.2);
+            assert_ne!((0.1 + 0.2) - 0.1, 0.2);
+            let mut b = Bench::new(Sharing::Fifo, 1, &[(0.1, xfer(0, 0.1, 0.1, 1.0, None))]);
+            b.open = vec![0];
+            b.run_until(0.1);
+            b.link.close(7, b.open_slots[0], 0.1 + 0.2, &mut b.q);
+            b.run();
+            assert_eq!(b.heard[0].landed, 0.1 + 0.2);
+            assert_eq!(b.heard[0].busy, (0.1 + 0.2) - 0.1);
+        })
+    }
+
+    #[test]
     #[should_panic(expected = "close an open transfer after its grant")]
     fn fifo_open_transfer_cannot_close_before_its_grant() {
         let arr = [
