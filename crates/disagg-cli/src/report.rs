@@ -290,6 +290,13 @@ pub fn text(s: &Summary) -> String {
             ms8(s.handoff_s.p99).trim(),
             s.link_j_per_request
         );
+        if let Some(saved) = l.handoff_bytes_saved {
+            let _ = writeln!(
+                o,
+                "kv saved     {:.2} GB of prompt KV not sent (decode prefix caches held it)",
+                saved / 1e9
+            );
+        }
     }
     if s.links.len() > 1 {
         let busiest = s
@@ -436,6 +443,20 @@ pub fn scheduler_block(s: &Summary) -> String {
             th(p.prompt_tokens),
             th(p.evicted_tokens),
             th(p.cached_tokens_end)
+        );
+    }
+    if let Some(p) = &b.prefix_handoff {
+        let _ = writeln!(
+            o,
+            "decode prefix hit rate {} ({} of {} hand-off prompt tokens, {} of {} hand-offs)   evicted {} tokens   cached at end {} tokens   router {}",
+            pct_sign(p.hit_rate),
+            th(p.hit_tokens),
+            th(p.prompt_tokens),
+            th(p.handoffs_hit),
+            th(p.handoffs),
+            th(p.evicted_tokens),
+            th(p.cached_tokens_end),
+            p.decode_router
         );
     }
     if let Some(x) = &b.speculative {
@@ -753,6 +774,7 @@ mod tests {
                 evicted_tokens: 50,
                 cached_tokens_end: 60,
             }),
+            prefix_handoff: None,
             speculative: Some(SpecSummary {
                 draft: "mtp".into(),
                 gamma: 3,

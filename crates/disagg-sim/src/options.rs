@@ -13,7 +13,7 @@
 use disagg_model::{CompressAt, Error, LmHead, SendMode};
 use disagg_trace::TraceFormat;
 
-use crate::levers::{BatchPolicy, KvPolicy, Preemption};
+use crate::levers::{BatchPolicy, DecodeRouter, KvPolicy, Preemption};
 use crate::ranges::{Num, NumRange};
 use crate::scenario::{FirstToken, LinkSharing, LinkTopology, Mode, ReserveKvOn, Scenario};
 
@@ -217,6 +217,9 @@ choice!(KvPolicy, "--kv-policy", &KvPolicy::NAMES, |s| {
 choice!(Preemption, "--preemption", &Preemption::NAMES, |s| {
     Preemption::parse(s).ok()
 });
+choice!(DecodeRouter, "--decode-router", &DecodeRouter::NAMES, |s| {
+    DecodeRouter::parse(s).ok()
+});
 choice!(SendMode, "--send", &SendMode::NAMES, |s| SendMode::parse(s)
     .ok());
 choice!(CompressAt, "--kv-compress-at", &CompressAt::NAMES, |s| {
@@ -408,6 +411,18 @@ options! {
         "Host link of swap preemption (a link key: pcie5, pcie4, ...)";
     prefix_caching: bool, "--prefix-caching", LEVERS, None, None,
         "Cache prompt prefixes on colocated and prefill instances (radix tree, LRU eviction)";
+    prefix_handoff: bool, "--prefix-handoff", LEVERS, None, None,
+        "Beyond the reference: decode instances keep their own prefix cache and a hand-off \
+         sends only the KV of the prompt tokens the chosen decode instance does not hold \
+         (needs --prefix-caching, disaggregated mode)";
+    decode_router: DecodeRouter, "--decode-router", LEVERS, Some("least-loaded|prefix"),
+        Some("least-loaded"),
+        "Beyond the reference: the decode instance of a hand-off: least-loaded (the reference) \
+         or prefix (the longest cached prefix of the request, ties least-loaded; needs \
+         --prefix-handoff)";
+    prefix_from_trace: bool, "--prefix-from-trace", LEVERS, None, None,
+        "Beyond the reference: on a Mooncake trace, each request's hash_ids (512-token block \
+         hashes) become its prefix chain (needs --prefix-caching)";
     speculative: Option<String>, "--speculative", LEVERS, Some("DRAFT"), Some("off"),
         "Speculative decoding with draft mtp (a one-layer multi-token-prediction head) or a \
          model key";
@@ -584,6 +599,7 @@ mod tests {
                 "batch_policy" => choice("chunked"),
                 "kv_policy" => choice("paged"),
                 "preemption" => choice("swap"),
+                "decode_router" => choice("prefix"),
                 "trace_format" => choice("mooncake"),
                 other => panic!("no sample for choice option {other}"),
             },
