@@ -411,6 +411,15 @@ options! {
         "Host link of swap preemption (a link key: pcie5, pcie4, ...)";
     prefix_caching: bool, "--prefix-caching", LEVERS, None, None,
         "Cache prompt prefixes on colocated and prefill instances (radix tree, LRU eviction)";
+    speculative: Option<String>, "--speculative", LEVERS, Some("DRAFT"), Some("off"),
+        "Speculative decoding with draft mtp (a one-layer multi-token-prediction head) or a \
+         model key";
+    gamma: u32, "--gamma", LEVERS, Some("N"), Some("3"),
+        "Drafted tokens per verify pass (with --speculative)";
+    alpha: f64, "--alpha", LEVERS, Some("P"), Some("0.7"),
+        "Acceptance probability of each drafted token, 0 to 1 (with --speculative)";
+    spec_seed: u64, "--spec-seed", LEVERS, Some("N"), Some("0"),
+        "Seed of the acceptance draws (with --speculative)";
     prefix_handoff: bool, "--prefix-handoff", LEVERS, None, None,
         "Beyond the reference: decode instances keep their own prefix cache and a hand-off \
          sends only the KV of the prompt tokens the chosen decode instance does not hold \
@@ -423,15 +432,6 @@ options! {
     prefix_from_trace: bool, "--prefix-from-trace", LEVERS, None, None,
         "Beyond the reference: on a Mooncake trace, each request's hash_ids (512-token block \
          hashes) become its prefix chain (needs --prefix-caching)";
-    speculative: Option<String>, "--speculative", LEVERS, Some("DRAFT"), Some("off"),
-        "Speculative decoding with draft mtp (a one-layer multi-token-prediction head) or a \
-         model key";
-    gamma: u32, "--gamma", LEVERS, Some("N"), Some("3"),
-        "Drafted tokens per verify pass (with --speculative)";
-    alpha: f64, "--alpha", LEVERS, Some("P"), Some("0.7"),
-        "Acceptance probability of each drafted token, 0 to 1 (with --speculative)";
-    spec_seed: u64, "--spec-seed", LEVERS, Some("N"), Some("0"),
-        "Seed of the acceptance draws (with --speculative)";
     workload: Option<String>, "--workload", WORKLOAD, Some("NAME"), None,
         "A named workload: chat, coding-agent, offline-batch, long-rag, voice (its lengths, \
          sessions and SLOs; a shared prefix is sent and computed like any prompt: no prefix \
@@ -789,7 +789,11 @@ mod tests {
                 "--speculative",
                 "--gamma",
                 "--alpha",
-                "--spec-seed"
+                "--spec-seed",
+                // Beyond the reference: the prefix-aware hand-off.
+                "--prefix-handoff",
+                "--decode-router",
+                "--prefix-from-trace"
             ]
         );
         for o in rows {

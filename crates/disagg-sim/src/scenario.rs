@@ -174,6 +174,14 @@ pub struct Scenario {
     pub host_link: String,
     /// `--prefix-caching`: the prefix cache of colocated and prefill instances.
     pub prefix_caching: bool,
+    /// `--speculative`: speculative decoding with draft `mtp` or a catalogue model key.
+    pub speculative: Option<String>,
+    /// `--gamma`: drafted tokens per verify pass (used only with `speculative`).
+    pub gamma: u32,
+    /// `--alpha`: acceptance probability of each drafted token (used only with `speculative`).
+    pub alpha: f64,
+    /// `--spec-seed`: seed of the acceptance draws (used only with `speculative`).
+    pub spec_seed: u64,
     /// `--prefix-handoff` (beyond the reference): decode instances keep their own prefix cache
     /// and a hand-off sends only the KV of the prompt tokens the decode instance does not hold.
     pub prefix_handoff: bool,
@@ -183,14 +191,6 @@ pub struct Scenario {
     /// `--prefix-from-trace` (beyond the reference): a Mooncake trace's `hash_ids` become the
     /// requests' prefix chains.
     pub prefix_from_trace: bool,
-    /// `--speculative`: speculative decoding with draft `mtp` or a catalogue model key.
-    pub speculative: Option<String>,
-    /// `--gamma`: drafted tokens per verify pass (used only with `speculative`).
-    pub gamma: u32,
-    /// `--alpha`: acceptance probability of each drafted token (used only with `speculative`).
-    pub alpha: f64,
-    /// `--spec-seed`: seed of the acceptance draws (used only with `speculative`).
-    pub spec_seed: u64,
     /// `--workload`: a named workload (`chat`, `coding-agent`, `offline-batch`, `long-rag`,
     /// `voice`): its length distributions and sessions replace `prompt`/`output`/`turns`/...; its
     /// SLOs apply where `ttft_slo`/`tpot_slo` are not given.
@@ -325,13 +325,13 @@ impl Default for Scenario {
             preemption: Preemption::Recompute,
             host_link: "pcie5".into(),
             prefix_caching: false,
-            prefix_handoff: false,
-            decode_router: DecodeRouter::LeastLoaded,
-            prefix_from_trace: false,
             speculative: None,
             gamma: 3,
             alpha: 0.7,
             spec_seed: 0,
+            prefix_handoff: false,
+            decode_router: DecodeRouter::LeastLoaded,
+            prefix_from_trace: false,
             workload: None,
             turns: 1,
             think: 0.0,
