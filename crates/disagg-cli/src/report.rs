@@ -727,6 +727,52 @@ pub fn variants_table(names: &[&str], runs: &[&Summary]) -> String {
         }
         o.push('\n');
     }
+    if runs.iter().any(|s| s.link.handoff_bytes_saved.is_some()) {
+        o.push('\n');
+        o.push_str(&handoff_bytes_table(names, runs));
+    }
+    o
+}
+
+/// The prefix-aware hand-off's table (beyond the reference; shown under [`variants_table`] when
+/// a variant has `--prefix-handoff`): one row per run, the KV sent and saved (GB, 1e9 bytes), the
+/// link's busy share and the latencies it moves.
+pub fn handoff_bytes_table(names: &[&str], runs: &[&Summary]) -> String {
+    let mut o = String::new();
+    let w = names.iter().map(|n| n.len()).max().unwrap_or(9).max(9);
+    let ms = |x: f64| {
+        if x.is_nan() {
+            "-".to_string()
+        } else {
+            fixed(1e3 * x, 1)
+        }
+    };
+    let _ = writeln!(
+        o,
+        "{:<w$}  {:>10} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9}",
+        "variant", "hand-off", "saved", "link busy", "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99"
+    );
+    let _ = writeln!(
+        o,
+        "{:<w$}  {:>10} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9}",
+        "", "(GB)", "(GB)", "(%)", "(ms)", "(ms)", "(ms)", "(ms)"
+    );
+    for (n, s) in names.iter().zip(runs) {
+        let _ = writeln!(
+            o,
+            "{:<w$}  {:>10} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9}",
+            n,
+            fixed(s.link.bytes / 1e9, 2),
+            s.link
+                .handoff_bytes_saved
+                .map_or_else(|| "-".to_string(), |b| fixed(b / 1e9, 2)),
+            fixed(100.0 * s.link_busy, 1),
+            ms(s.ttft_s.p50),
+            ms(s.ttft_s.p99),
+            ms(s.tpot_s.p50),
+            ms(s.tpot_s.p99)
+        );
+    }
     o
 }
 

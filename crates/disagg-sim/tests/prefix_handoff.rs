@@ -394,3 +394,60 @@ proptest! {
         prop_assert_eq!(s.handoffs, x.0.len() as u64);
     }
 }
+
+/// The real Mooncake conversation trace (`../shared/traces/`, skipped when absent): its first
+/// 1000 requests on 2 prefill + 2 decode llama3-8b instances (4 H100 each), chains from its
+/// block hashes. The prefix-aware hand-off saves bytes, and sent + saved is every hand-off's
+/// whole-prompt KV, exactly (integer byte counts).
+#[test]
+fn the_mooncake_trace_saves_hand_off_bytes() {
+    let root = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
+    let Some(path) = disagg_trace::shared::trace_or_skip(root, "mooncake_conversation_trace.jsonl")
+    else {
+        return;
+    };
+    let path = path.display().to_string();
+    for router in ["least-loaded", "prefix"] {
+        let f = [
+            "--model",
+            "llama3-8b",
+            "--device",
+            "h100",
+            "--devices-per-instance",
+            "4",
+            "--prefill",
+            "2",
+            "--decode",
+            "2",
+            "--prefix-caching",
+            "--prefix-from-trace",
+            "--prefix-handoff",
+            "--decode-router",
+            router,
+            "--trace-file",
+            &path,
+            "--max-requests",
+            "1000",
+        ];
+        let c = build(&f).unwrap();
+        let w = c.requests();
+        assert_eq!(w.requests.len(), 1000);
+        let (r, x) = run(&c, &w);
+        let mut full = 0.0;
+        for &rid in x.0.keys() {
+            full += w.requests[rid].prompt_len as f64 * KV_TOK;
+        }
+        let l = r.link();
+        let saved = l.handoff_bytes_saved.unwrap();
+        assert!(saved > 0.0, "{router}: nothing saved");
+        assert_eq!(l.bytes + saved, full, "{router}");
+        let h = r.scheduler().unwrap().prefix_handoff.clone().unwrap();
+        assert_eq!(saved, h.hit_tokens as f64 * KV_TOK, "{router}");
+        println!(
+            "{router}: {} hand-offs, {:.2} GB sent, {:.2} GB saved",
+            x.0.len(),
+            l.bytes / 1e9,
+            saved / 1e9
+        );
+    }
+}
