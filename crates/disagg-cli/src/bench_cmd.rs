@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use clap::Args;
 use disagg_model::Catalogue;
-use disagg_sim::{simulate_config, Scenario};
+use disagg_sim::{simulate_config, Mode, Scenario};
 
 use crate::output::outln;
 use crate::{CmdResult, UsageError};
@@ -35,6 +35,21 @@ fn chapter(n: u64) -> Scenario {
     Scenario {
         requests: n,
         ..disagg_sim::presets::chapter_base()
+    }
+}
+
+/// The scheduling levers together: chunked prefill with a 512-token budget, paged KV with
+/// preemption, prefix caching, on the named chat workload (sessions with system prompts).
+fn levers(mode: Mode, n: u64) -> Scenario {
+    Scenario {
+        mode,
+        fast: false,
+        workload: Some("chat".into()),
+        batch_policy: disagg_sim::levers::BatchPolicy::Chunked,
+        max_num_batched_tokens: Some(512),
+        kv_policy: disagg_sim::levers::KvPolicy::Paged,
+        prefix_caching: true,
+        ..chapter(n)
     }
 }
 
@@ -97,6 +112,23 @@ fn cases() -> Vec<Case> {
             name: "azure-conv-70b-2p2d",
             about: "the Azure 2023 conversation trace (19,366 requests), Llama-3-70B, 4xH100, 2P2D",
             scenario: trace_case("AzureLLMInferenceTrace_conv.csv"),
+        },
+        Case {
+            name: "levers-800",
+            about:
+                "chunked (512) + paged KV + prefix caching, chat sessions, colocated, 800 requests",
+            scenario: levers(Mode::Colocated, 800),
+        },
+        Case {
+            name: "levers-100k",
+            about: "chunked (512) + paged KV + prefix caching, chat sessions, colocated, 100,000 \
+                    requests",
+            scenario: levers(Mode::Colocated, 100_000),
+        },
+        Case {
+            name: "levers-disagg-100k",
+            about: "the same levers on the scheduled 1P1D pools, 100,000 requests",
+            scenario: levers(Mode::Disagg, 100_000),
         },
         Case {
             name: "plain-10k",

@@ -99,6 +99,60 @@ fn runs_are_deterministic() {
 }
 
 #[test]
+fn the_batch_cap_and_length_bounds_at_their_defaults_change_nothing() {
+    // --max-decode-batch 256 and the generator's bounds 1 and 32768 are the reference's own
+    // values: given explicitly, the run document is the same, byte for byte.
+    let base = ["run", "--requests", "60", "--json"];
+    let plain = ok(&base);
+    let mut with = base.to_vec();
+    with.extend([
+        "--max-decode-batch",
+        "256",
+        "--prompt-min",
+        "1",
+        "--prompt-max",
+        "32768",
+        "--output-min",
+        "1",
+        "--output-max",
+        "32768",
+    ]);
+    assert_eq!(
+        String::from_utf8(ok(&with)).unwrap(),
+        String::from_utf8(plain).unwrap()
+    );
+    // A smaller cap is a different run (same scenario otherwise).
+    let mut capped = base.to_vec();
+    capped.extend(["--max-decode-batch", "2"]);
+    let (a, b) = (ok_json(&base), ok_json(&capped));
+    // At their defaults the keys are left out of the echo (documents as before they existed).
+    for k in [
+        "max_decode_batch",
+        "prompt_min",
+        "prompt_max",
+        "output_min",
+        "output_max",
+    ] {
+        assert!(a["scenario"].get(k).is_none(), "{k} echoed at its default");
+    }
+    assert_eq!(b["scenario"]["max_decode_batch"], 2);
+    assert_ne!(a["summary"]["horizon_s"], b["summary"]["horizon_s"]);
+    // Bounds beside a named workload would be ignored: refused.
+    bad(
+        &["run", "--workload", "chat", "--prompt-max", "512"],
+        &["--prompt-max 512: the named workload 'chat' sets the lengths"],
+    );
+    bad(
+        &["run", "--trace-file", "/dev/null", "--output-min", "4"],
+        &["--output-min 4: a replayed trace (--trace-file) brings its own"],
+    );
+    bad(
+        &["run", "--prompt-min", "600", "--prompt-max", "512"],
+        &["--prompt-min: 600 is above --prompt-max 512"],
+    );
+}
+
+#[test]
 fn requests_csv_matches_reference_stamps() {
     // simulator.md §6.3: stamps of the §10 H100+H100 run.
     let p = tmp("req.csv");
@@ -395,12 +449,20 @@ fn own_flags_are_not_listed_under_a_scenario_heading() {
 
 /// `text` with each `"key": new` of the JSON echo put back to `"key": old` (pretty-printed
 /// scenario keys, one per line).
+/// `text` (a pretty-printed run document) without the echo lines of `keys` at their given values:
+/// at their defaults the lever keys are left out of the echo, so a run that does not use them
+/// prints what it printed before they existed.
 fn echo_restored(text: &str, keys: &[(&str, &str, &str)]) -> String {
     let mut t = text.to_string();
-    for (k, new, old) in keys {
-        let from = format!("\"{k}\": {new},");
+    for (k, new, default) in keys {
+        let from = format!("    \"{k}\": {new},\n");
         assert_eq!(t.matches(&from).count(), 1, "{from}");
-        t = t.replace(&from, &format!("\"{k}\": {old},"));
+        let to = if disagg_sim::scenario::QUIET_DEFAULT_KEYS.contains(k) {
+            String::new()
+        } else {
+            format!("    \"{k}\": {default},\n")
+        };
+        t = t.replace(&from, &to);
     }
     t
 }
@@ -501,15 +563,16 @@ fn scheduling_lever_keys_in_a_scenario_file_and_a_sweep() {
     ]);
     assert_eq!(file, flags);
     let sc = &file["scenario"];
-    assert_eq!(sc["batch_policy"], "prefill-priority");
-    assert_eq!(sc["max_num_batched_tokens"], Value::Null);
-    assert_eq!(sc["kv_policy"], "oracle");
+    // At their defaults the lever keys are left out of the echo.
+    assert_eq!(sc.get("batch_policy"), None);
+    assert_eq!(sc.get("max_num_batched_tokens"), None);
+    assert_eq!(sc.get("kv_policy"), None);
     assert_eq!(sc["kv_block_size"], 32);
     assert_eq!(sc["max_seq_len"], 1024);
     assert_eq!(sc["preemption"], "swap");
     assert_eq!(sc["host_link"], "pcie4");
-    assert_eq!(sc["prefix_caching"], false);
-    assert_eq!(sc["speculative"], Value::Null);
+    assert_eq!(sc.get("prefix_caching"), None);
+    assert_eq!(sc.get("speculative"), None);
     assert_eq!(sc["gamma"], 5);
     assert_eq!(sc["alpha"], 0.25);
     assert_eq!(sc["spec_seed"], 9);
@@ -533,7 +596,14 @@ fn scheduling_lever_keys_in_a_scenario_file_and_a_sweep() {
         .collect();
     assert_eq!(rows.len(), 2, "{out}");
     for (r, bs) in rows.iter().zip([16, 64]) {
-        assert_eq!(r["scenario"]["kv_block_size"], bs, "{r}");
+        assert_eq!(r["axes"]["kv_block_size"], bs, "{r}");
+        // The echo leaves a lever key out at its default.
+        let echoed = r["scenario"].get("kv_block_size");
+        assert_eq!(
+            echoed,
+            (bs != 16).then(|| serde_json::json!(bs)).as_ref(),
+            "{r}"
+        );
         assert_eq!(r["summary"], plain["summary"]);
     }
 }
@@ -652,7 +722,11 @@ fn a_batch_policy_sweep_runs_the_scheduled_and_the_plain_instance() {
     assert_eq!(rows[0]["summary"], chunked["summary"]);
     assert_eq!(rows[0]["summary"]["scheduler"]["batch_policy"], "chunked");
     assert_eq!(rows[0]["summary"]["scheduler"]["token_budget"], 8192);
-    assert_eq!(rows[1]["scenario"]["batch_policy"], "prefill-priority");
+    assert_eq!(
+        rows[1]["scenario"].get("batch_policy"),
+        None,
+        "left out at its default"
+    );
     assert_eq!(rows[1]["summary"], plain["summary"]);
     assert!(plain["summary"].get("scheduler").is_none_or(Value::is_null));
     assert_ne!(rows[0]["summary"], rows[1]["summary"]);

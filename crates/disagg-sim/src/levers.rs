@@ -105,6 +105,39 @@ impl DecodeRouter {
     }
 }
 
+/// When a swapped-out row comes back (`--swap-in`; levers-scheduling.md §6.4, §16.1).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SwapIn {
+    /// As soon as its own blocks fit (the reference): a row swapped out for lack of its next
+    /// block comes back at the next boundary and is swapped out again by that step's growth check
+    /// (two host transfers per step until memory frees, §16.1).
+    #[default]
+    OwnBlocks,
+    /// Only when the blocks its next step needs fit too (vLLM does not swap in a sequence it
+    /// cannot extend): no thrash.
+    NextStep,
+}
+
+impl SwapIn {
+    /// The names, the reference's first.
+    pub const NAMES: [&'static str; 2] = ["own-blocks", "next-step"];
+
+    /// The rule named `s`.
+    pub fn parse(s: &str) -> Result<Self, Error> {
+        match s {
+            "own-blocks" => Ok(SwapIn::OwnBlocks),
+            "next-step" => Ok(SwapIn::NextStep),
+            other => Err(Error::unknown("--swap-in", other, Self::NAMES)),
+        }
+    }
+
+    /// Its name.
+    pub fn as_str(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
+}
+
 /// Speculative decoding's scheduling side (§10): the draft, tokens drafted per verify pass and the
 /// acceptance probability of each, and the seed of the acceptance draws.
 #[derive(Clone, Debug, PartialEq)]
@@ -140,6 +173,8 @@ pub struct Levers {
     pub preemption: Preemption,
     /// The swap path (host link; its channels are irrelevant).
     pub host_link: Link,
+    /// When swapped-out rows come back.
+    pub swap_in: SwapIn,
     /// Prefix caching on colocated and prefill instances.
     pub prefix_caching: bool,
     /// Speculative decoding.

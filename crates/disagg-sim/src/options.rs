@@ -13,7 +13,7 @@
 use disagg_model::{CompressAt, Error, LmHead, SendMode};
 use disagg_trace::TraceFormat;
 
-use crate::levers::{BatchPolicy, DecodeRouter, KvPolicy, Preemption};
+use crate::levers::{BatchPolicy, DecodeRouter, KvPolicy, Preemption, SwapIn};
 use crate::ranges::{Num, NumRange};
 use crate::scenario::{FirstToken, LinkSharing, LinkTopology, Mode, ReserveKvOn, Scenario};
 
@@ -220,6 +220,8 @@ choice!(Preemption, "--preemption", &Preemption::NAMES, |s| {
 choice!(DecodeRouter, "--decode-router", &DecodeRouter::NAMES, |s| {
     DecodeRouter::parse(s).ok()
 });
+choice!(SwapIn, "--swap-in", &SwapIn::NAMES, |s| SwapIn::parse(s)
+    .ok());
 choice!(SendMode, "--send", &SendMode::NAMES, |s| SendMode::parse(s)
     .ok());
 choice!(CompressAt, "--kv-compress-at", &CompressAt::NAMES, |s| {
@@ -404,9 +406,15 @@ options! {
         "Tokens per KV block (--kv-policy paged)";
     max_seq_len: u64, "--max-seq-len", LEVERS, Some("TOKENS"), Some("2048"),
         "Reservation floor of --kv-policy max, tokens";
+    max_decode_batch: u32, "--max-decode-batch", LEVERS, Some("N"), Some("256"),
+        "Most sequences running on a colocated or decode instance";
     preemption: Preemption, "--preemption", LEVERS, Some("recompute|swap"), Some("recompute"),
         "Paged KV out of blocks: recompute the victim later, or swap its blocks to host memory \
          over --host-link";
+    swap_in: SwapIn, "--swap-in", LEVERS, Some("own-blocks|next-step"), Some("own-blocks"),
+        "Swap preemption: a swapped-out row comes back when its own blocks fit (own-blocks, the \
+         reference, which can swap it straight out again) or only when its next step's blocks \
+         fit too (next-step: no swap thrash)";
     host_link: String, "--host-link", LEVERS, Some("LINK"), Some("pcie5"),
         "Host link of swap preemption (a link key: pcie5, pcie4, ...)";
     prefix_caching: bool, "--prefix-caching", LEVERS, None, None,
@@ -475,6 +483,14 @@ options! {
     output: f64, "--output", WORKLOAD, Some("TOKENS"), Some("256"), "Mean output length, tokens";
     output_cv: f64, "--output-cv", WORKLOAD, Some("CV"), Some("0.5"),
         "Coefficient of variation of output lengths";
+    prompt_min: u64, "--prompt-min", WORKLOAD, Some("TOKENS"), Some("1"),
+        "Shortest generated prompt: shorter draws are raised to it, tokens";
+    prompt_max: u64, "--prompt-max", WORKLOAD, Some("TOKENS"), Some("32768"),
+        "Longest generated prompt: longer draws are clipped to it, tokens";
+    output_min: u64, "--output-min", WORKLOAD, Some("TOKENS"), Some("1"),
+        "Shortest generated output, tokens";
+    output_max: u64, "--output-max", WORKLOAD, Some("TOKENS"), Some("32768"),
+        "Longest generated output, tokens";
     seed: u64, "--seed", WORKLOAD, Some("N"), Some("1"),
         "Workload seed (CPython-compatible Mersenne Twister)";
     ttft_slo: Option<f64>, "--ttft-slo", SLOS, Some("S"), Some("1.0"), "TTFT SLO, seconds";
@@ -600,6 +616,7 @@ mod tests {
                 "kv_policy" => choice("paged"),
                 "preemption" => choice("swap"),
                 "decode_router" => choice("prefix"),
+                "swap_in" => choice("next-step"),
                 "trace_format" => choice("mooncake"),
                 other => panic!("no sample for choice option {other}"),
             },
@@ -772,7 +789,8 @@ mod tests {
 
     #[test]
     fn the_scheduling_rows_parse_their_shown_defaults() {
-        // levers-scheduling.md §2.2's flags, in its order, under one heading.
+        // levers-scheduling.md §2.2's flags, in its order, under one heading (with
+        // --max-decode-batch, a SimConfig field §2.2's CLI does not expose).
         let rows: Vec<&Opt> = OPTIONS.iter().filter(|o| o.heading == LEVERS).collect();
         let flags: Vec<&str> = rows.iter().map(|o| o.flag).collect();
         assert_eq!(
@@ -783,7 +801,9 @@ mod tests {
                 "--kv-policy",
                 "--kv-block-size",
                 "--max-seq-len",
+                "--max-decode-batch",
                 "--preemption",
+                "--swap-in",
                 "--host-link",
                 "--prefix-caching",
                 "--speculative",

@@ -1,6 +1,6 @@
 //! Named scenarios: the chapter's configurations (results.md §10, §14, §15 of the reference) and
 //! those of the scheduling levers (§19-§21), so that `disagg run --preset NAME` reproduces a
-//! published row (where a row needs what no option expresses, its group and text say so).
+//! published row (where a row needs what the spec does not give, its group and text say so).
 
 use crate::scenario::{Mode, Scenario};
 
@@ -249,8 +249,8 @@ fn one_colocated(model: &str, device: &str) -> Scenario {
 
 /// results.md §19's mechanism rows (levers-results.json `section_19.mechanism`): Mistral-7B on one
 /// A100 at 0.8 x the prefill-priority capacity (2.025 req/s), 500 requests with the lognormal fit
-/// of openchat_sharegpt4's lengths, seed 1. Approximate: the reference also clips prompts at 7,168
-/// and outputs at 1,024 tokens and caps the decode batch at 128, which no option expresses.
+/// of openchat_sharegpt4's lengths clipped at 7,168 and 1,024 tokens, seed 1, the decode batch
+/// capped at 128 (as in the reference).
 fn batching_base() -> Scenario {
     Scenario {
         rate: 2.025,
@@ -259,6 +259,9 @@ fn batching_base() -> Scenario {
         prompt_cv: 1.1722110593938446,
         output: 481.3441037097893,
         output_cv: 0.5876117235688896,
+        prompt_max: 7168,
+        output_max: 1024,
+        max_decode_batch: 128,
         ..one_colocated("mistral-7b", "a100")
     }
 }
@@ -266,8 +269,8 @@ fn batching_base() -> Scenario {
 /// results.md §20's conventions (levers-scheduling.md §15): OPT-13B on one A100-40GB, host link
 /// PCIe Gen4, a token budget of 8192, chat-like lengths (means 161.31 and 337.99 tokens, cv 1),
 /// seed 1. The spec gives neither §20's rates nor its request counts (its values are held back):
-/// these presets run the golden run lv2's load, 6 req/s and 500 requests. Approximate: the
-/// reference clips both lengths at 1,024 tokens, which no option expresses.
+/// these presets run the golden run lv2's load, 6 req/s and 500 requests (approximate in that
+/// only). Both lengths are clipped at 1,024 tokens, as in the reference.
 fn kv_base() -> Scenario {
     Scenario {
         host_link: "pcie4".into(),
@@ -278,6 +281,8 @@ fn kv_base() -> Scenario {
         prompt_cv: 1.0,
         output: 337.99,
         output_cv: 1.0,
+        prompt_max: 1024,
+        output_max: 1024,
         ..one_colocated("opt-13b", "a100-40g")
     }
 }
@@ -298,7 +303,7 @@ fn levers() -> Vec<Preset> {
     use crate::levers::{BatchPolicy, KvPolicy, Preemption};
     let mut v = Vec::new();
     let group = "results.md §19 batching policies, Mistral-7B on one A100 at 2.025 req/s \
-                 (approximate: no length clipping, decode batch 256 instead of 128)";
+                 (decode batch 128, lengths clipped at 7,168 and 1,024 tokens)";
     let batching: [(&str, &str, BatchPolicy, Option<u64>); 7] = [
         (
             "batching-prefill-priority",
@@ -356,7 +361,7 @@ fn levers() -> Vec<Preset> {
         });
     }
     let group = "results.md §20 KV memory policies, OPT-13B on one A100-40GB at 6 req/s \
-                 (approximate: no length clipping; §20's loads are not in the spec)";
+                 (approximate: §20's loads are not in the spec)";
     let kv: [(&str, &str, KvPolicy, Preemption); 5] = [
         (
             "kv-oracle",
@@ -366,7 +371,7 @@ fn levers() -> Vec<Preset> {
         ),
         (
             "kv-pow2",
-            "pow2: prompt + output rounded up to a power of two",
+            "pow2: the prompt plus the output rounded up to a power of two",
             KvPolicy::Pow2,
             Preemption::Recompute,
         ),
@@ -402,37 +407,42 @@ fn levers() -> Vec<Preset> {
         });
     }
     // §21, multi-turn chat: 4 turns, no think time, 800 requests at 50 sessions/s; new input per
-    // turn 384 tokens (cv 0.19). Approximate: the reference clips it to 256-512 tokens and the
-    // outputs to 4-8 or 256-512 tokens.
-    let group = "results.md §21 prefix caching, multi-turn chat at 50 sessions/s \
-                 (approximate: no length clipping)";
-    let multi: [(&str, &str, f64, bool); 4] = [
+    // turn 384 tokens (cv 0.19) clipped to 256-512 tokens, outputs 6 tokens clipped to 4-8 or 384
+    // clipped to 256-512 (cv 0.19). Exactly the reference's configurations.
+    let group = "results.md §21 prefix caching, multi-turn chat at 50 sessions/s";
+    // (name, about, mean output, output bounds, cache on)
+    type MultiTurn = (&'static str, &'static str, f64, (u64, u64), bool);
+    let multi: [MultiTurn; 4] = [
         (
             "prefix-multiturn-short-off",
-            "4-turn chat, short outputs (mean 6 tokens), prefix cache off",
+            "4-turn chat, short outputs (4-8 tokens), prefix cache off",
             6.0,
+            (4, 8),
             false,
         ),
         (
             "prefix-multiturn-short-on",
-            "4-turn chat, short outputs (mean 6 tokens), prefix cache on",
+            "4-turn chat, short outputs (4-8 tokens), prefix cache on",
             6.0,
+            (4, 8),
             true,
         ),
         (
             "prefix-multiturn-long-off",
-            "4-turn chat, long outputs (mean 384 tokens), prefix cache off",
+            "4-turn chat, long outputs (256-512 tokens), prefix cache off",
             384.0,
+            (256, 512),
             false,
         ),
         (
             "prefix-multiturn-long-on",
-            "4-turn chat, long outputs (mean 384 tokens), prefix cache on",
+            "4-turn chat, long outputs (256-512 tokens), prefix cache on",
             384.0,
+            (256, 512),
             true,
         ),
     ];
-    for (name, about, output, on) in multi {
+    for (name, about, output, (output_min, output_max), on) in multi {
         v.push(Preset {
             name,
             group,
@@ -442,8 +452,12 @@ fn levers() -> Vec<Preset> {
                 requests: 800,
                 prompt: 384.0,
                 prompt_cv: 0.19,
+                prompt_min: 256,
+                prompt_max: 512,
                 output,
                 output_cv: 0.19,
+                output_min,
+                output_max,
                 turns: 4,
                 ..prefix_base(on)
             },
@@ -559,10 +573,10 @@ fn levers() -> Vec<Preset> {
     }
     // §21, reuse distance under LRU: OPT-13B on one A100-40GB (host link PCIe Gen4), 4-turn
     // sessions at 0.2 sessions/s, 8 x 256-token system prompts, 400 requests, new input 384
-    // tokens (cv 0.19), outputs 64 (cv 0.5). Approximate: the reference clips the new input to
-    // 256-512 tokens.
+    // tokens (cv 0.19) clipped to 256-512 tokens, outputs 64 (cv 0.5). Exactly the reference's
+    // configurations.
     let group = "results.md §21 prefix caching, reuse distance under LRU, OPT-13B on one \
-                 A100-40GB (approximate: no length clipping)";
+                 A100-40GB";
     let reuse: [(&str, &str, f64); 5] = [
         ("prefix-think1", "mean think time 1 s between turns", 1.0),
         ("prefix-think10", "mean think time 10 s between turns", 10.0),
@@ -591,6 +605,8 @@ fn levers() -> Vec<Preset> {
                 requests: 400,
                 prompt: 384.0,
                 prompt_cv: 0.19,
+                prompt_min: 256,
+                prompt_max: 512,
                 output: 64.0,
                 output_cv: 0.5,
                 turns: 4,

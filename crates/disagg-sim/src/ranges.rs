@@ -116,6 +116,10 @@ const SHAPE_MAX: u64 = 1 << 24;
 const MAX_BUDGET: u64 = 100_000_000;
 /// Largest KV block (65,536 tokens; engines use 16 to 128).
 const MAX_BLOCK: u64 = 65_536;
+/// Largest generated length clip bound (`--prompt-max` ...: 10M tokens, as `--prompt`'s mean).
+const MAX_LENGTH: u64 = 10_000_000;
+/// Largest `--max-decode-batch` (1M sequences: beyond any KV memory).
+const MAX_BATCH: u64 = 1_000_000;
 /// Largest `gamma` (drafts of a few tokens are the practice; 64 bounds the verify pass).
 const MAX_GAMMA: u64 = 64;
 
@@ -127,6 +131,10 @@ ranges! {
     "--prompt-cv", Some("prompt_cv"), SCENARIO, closed(0.0, 100.0), "", "coefficient of variation of prompt lengths";
     "--output", Some("output"), SCENARIO, closed(1.0, 1e7), "tokens", "mean output length";
     "--output-cv", Some("output_cv"), SCENARIO, closed(0.0, 100.0), "", "coefficient of variation of output lengths";
+    "--prompt-min", Some("prompt_min"), SCENARIO, int(1, MAX_LENGTH), "tokens", "shortest generated prompt (clip bound)";
+    "--prompt-max", Some("prompt_max"), SCENARIO, int(1, MAX_LENGTH), "tokens", "longest generated prompt (clip bound)";
+    "--output-min", Some("output_min"), SCENARIO, int(1, MAX_LENGTH), "tokens", "shortest generated output (clip bound)";
+    "--output-max", Some("output_max"), SCENARIO, int(1, MAX_LENGTH), "tokens", "longest generated output (clip bound)";
     "--seed", Some("seed"), SCENARIO, int(0, u64::MAX), "", "workload seed";
     "--ttft-slo", Some("ttft_slo"), SCENARIO, closed(1e-6, 1e6), "s", "TTFT SLO";
     "--tpot-slo", Some("tpot_slo"), SCENARIO, closed(1e-6, 1e6), "s/token", "TPOT SLO";
@@ -147,6 +155,7 @@ ranges! {
     "--max-num-batched-tokens", Some("max_num_batched_tokens"), SCENARIO, int(1, MAX_BUDGET), "tokens", "token budget of one scheduled step";
     "--kv-block-size", Some("kv_block_size"), SCENARIO, int(1, MAX_BLOCK), "tokens", "tokens per KV block (paged)";
     "--max-seq-len", Some("max_seq_len"), SCENARIO, int(0, MAX_BUDGET), "tokens", "reservation floor of the max KV policy";
+    "--max-decode-batch", Some("max_decode_batch"), SCENARIO, int(1, MAX_BATCH), "sequences", "most sequences running on a colocated or decode instance";
     "--gamma", Some("gamma"), SCENARIO, int(1, MAX_GAMMA), "tokens", "drafted tokens per verify pass";
     "--alpha", Some("alpha"), SCENARIO, closed(0.0, 1.0), "", "acceptance probability of each drafted token";
     "--spec-seed", Some("spec_seed"), SCENARIO, int(0, u64::MAX), "", "seed of the acceptance draws";

@@ -9,7 +9,7 @@ use disagg_model::{
 use disagg_trace::TraceFormat;
 use serde::{Deserialize, Serialize};
 
-use crate::levers::{BatchPolicy, DecodeRouter, KvPolicy, Levers, Preemption, Speculative};
+use crate::levers::{BatchPolicy, DecodeRouter, KvPolicy, Levers, Preemption, Speculative, SwapIn};
 use crate::pyrand::{poisson_workload, GenRequest, LengthDist};
 use crate::sessions::SessionShape;
 use crate::workload::{Source, TraceInfo, Workload};
@@ -26,11 +26,15 @@ pub const MAX_DEVICES: u32 = 1024;
 pub const DEFAULT_TTFT_SLO_S: f64 = 1.0;
 /// TPOT SLO when neither `--tpot-slo` nor a named workload gives one, s per token.
 pub const DEFAULT_TPOT_SLO_S: f64 = 0.025;
+/// Most sequences in a decode batch unless `--max-decode-batch` says otherwise (the reference's
+/// `SimConfig.max_decode_batch`).
+pub const DEFAULT_MAX_DECODE_BATCH: u32 = 256;
 /// Largest number of KV links (`--link-topology per-pair`: prefill x decode instances).
 pub const MAX_LINKS: u32 = 65_536;
 
-/// Scenario keys that outputs leave out at their defaults: the scheduling levers (a run that does
-/// not use them echoes what it echoed before they existed, byte for byte).
+/// Scenario keys that outputs leave out at their defaults: the scheduling levers, the decode batch
+/// cap and the generator's length bounds (a run that does not use them echoes what it echoed
+/// before they existed, byte for byte).
 pub const QUIET_DEFAULT_KEYS: &[&str] = &[
     "batch_policy",
     "max_num_batched_tokens",
@@ -38,6 +42,7 @@ pub const QUIET_DEFAULT_KEYS: &[&str] = &[
     "kv_block_size",
     "max_seq_len",
     "preemption",
+    "swap_in",
     "host_link",
     "prefix_caching",
     "prefix_handoff",
@@ -47,6 +52,11 @@ pub const QUIET_DEFAULT_KEYS: &[&str] = &[
     "gamma",
     "alpha",
     "spec_seed",
+    "max_decode_batch",
+    "prompt_min",
+    "prompt_max",
+    "output_min",
+    "output_max",
 ];
 
 /// Removes from `v` (a scenario as JSON) the [`QUIET_DEFAULT_KEYS`] that hold their defaults.
@@ -98,6 +108,15 @@ pub struct Scenario {
     pub output: f64,
     /// `--output-cv`.
     pub output_cv: f64,
+    /// `--prompt-min`: lower clip bound of generated prompt lengths, tokens (the reference's
+    /// `LengthDist` `lo`, 1; a named workload keeps its own bounds).
+    pub prompt_min: u64,
+    /// `--prompt-max`: upper clip bound of generated prompt lengths, tokens (`hi`, 32768).
+    pub prompt_max: u64,
+    /// `--output-min`: lower clip bound of generated output lengths, tokens (1).
+    pub output_min: u64,
+    /// `--output-max`: upper clip bound of generated output lengths, tokens (32768).
+    pub output_max: u64,
     /// `--ttft-slo`, seconds (`None`: the named workload's, else 1.0 s; see [`Scenario::slos`]).
     pub ttft_slo: Option<f64>,
     /// `--tpot-slo`, seconds per token (`None`: the named workload's, else 0.025 s).
@@ -167,11 +186,18 @@ pub struct Scenario {
     pub kv_block_size: u64,
     /// `--max-seq-len`: reservation floor of the `max` policy, tokens (inert otherwise).
     pub max_seq_len: u64,
+    /// `--max-decode-batch`: most sequences running on a colocated or decode instance (the
+    /// reference's `SimConfig.max_decode_batch`, 256, which its CLI does not expose).
+    pub max_decode_batch: u32,
     /// `--preemption`: what a paged instance does with a victim, `recompute` or `swap`.
     #[serde(deserialize_with = "crate::options::by_name")]
     pub preemption: Preemption,
     /// `--host-link`: the swap path (a catalogue link key; its channels are irrelevant).
     pub host_link: String,
+    /// `--swap-in`: when a swapped-out row comes back: `own-blocks` (the reference: as soon as its
+    /// own blocks fit) or `next-step` (only when its next step's blocks fit too: no swap thrash).
+    #[serde(deserialize_with = "crate::options::by_name")]
+    pub swap_in: SwapIn,
     /// `--prefix-caching`: the prefix cache of colocated and prefill instances.
     pub prefix_caching: bool,
     /// `--speculative`: speculative decoding with draft `mtp` or a catalogue model key.
@@ -297,6 +323,10 @@ impl Default for Scenario {
             prompt_cv: 0.5,
             output: 256.0,
             output_cv: 0.5,
+            prompt_min: LengthDist::DEFAULT_LO as u64,
+            prompt_max: LengthDist::DEFAULT_HI as u64,
+            output_min: LengthDist::DEFAULT_LO as u64,
+            output_max: LengthDist::DEFAULT_HI as u64,
             ttft_slo: None,
             tpot_slo: None,
             seed: 1,
@@ -322,7 +352,9 @@ impl Default for Scenario {
             kv_policy: KvPolicy::Oracle,
             kv_block_size: 16,
             max_seq_len: 2048,
+            max_decode_batch: DEFAULT_MAX_DECODE_BATCH,
             preemption: Preemption::Recompute,
+            swap_in: SwapIn::OwnBlocks,
             host_link: "pcie5".into(),
             prefix_caching: false,
             speculative: None,
@@ -784,12 +816,24 @@ impl Scenario {
         WorkloadSpec {
             rate: self.rate,
             requests: self.requests,
-            prompt: named
-                .as_ref()
-                .map_or(LengthDist::new(self.prompt, self.prompt_cv), |w| w.prompt),
-            output: named
-                .as_ref()
-                .map_or(LengthDist::new(self.output, self.output_cv), |w| w.output),
+            prompt: named.as_ref().map_or(
+                LengthDist::with_bounds(
+                    self.prompt,
+                    self.prompt_cv,
+                    self.prompt_min as i64,
+                    self.prompt_max as i64,
+                ),
+                |w| w.prompt,
+            ),
+            output: named.as_ref().map_or(
+                LengthDist::with_bounds(
+                    self.output,
+                    self.output_cv,
+                    self.output_min as i64,
+                    self.output_max as i64,
+                ),
+                |w| w.output,
+            ),
             seed: self.seed,
         }
     }
@@ -848,6 +892,27 @@ impl Scenario {
     /// Validates the workload options and resolves where the requests come from (reading any
     /// trace file now).
     fn source(&self, model: &ModelSpec) -> Result<(Source, WorkloadSpec), Error> {
+        for (lo_flag, lo, hi_flag, hi) in [
+            (
+                "--prompt-min",
+                self.prompt_min,
+                "--prompt-max",
+                self.prompt_max,
+            ),
+            (
+                "--output-min",
+                self.output_min,
+                "--output-max",
+                self.output_max,
+            ),
+        ] {
+            if lo > hi {
+                return Err(Error::invalid(
+                    lo_flag,
+                    format!("{lo} is above {hi_flag} {hi}: no length fits"),
+                ));
+            }
+        }
         let mut spec = self.workload_spec();
         let trace_only: [(&str, bool); 9] = [
             ("--prefix-from-trace", self.prefix_from_trace),
@@ -1024,7 +1089,7 @@ impl Scenario {
             kv_transit,
             pools,
             max_prefill_tokens: MAX_PREFILL_TOKENS,
-            max_decode_batch: 256,
+            max_decode_batch: self.max_decode_batch as usize,
             step_overhead_s: CostOptions::default().step_overhead_s,
             warmup_frac: 0.1,
             sample_dt_s: 0.05,
@@ -1277,6 +1342,7 @@ impl Scenario {
             max_seq_len: self.max_seq_len,
             kv_watermark: KV_WATERMARK,
             preemption: self.preemption,
+            swap_in: self.swap_in,
             host_link,
             prefix_caching: self.prefix_caching,
             speculative: self.speculative.as_ref().map(|draft| Speculative {

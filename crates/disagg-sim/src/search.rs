@@ -8,6 +8,7 @@ use serde::Serialize;
 use crate::pymath::py_floordiv;
 use crate::scenario::{Mode, SimConfig};
 use crate::serving::simulate;
+use crate::workload::Source;
 
 /// Analytic capacity bounds, requests/s (`search.analytic_capacity`).
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -159,10 +160,18 @@ pub struct SustainableRate {
     pub simulations: u32,
 }
 
-/// SLO attainment of `cfg`'s workload regenerated at `rate`.
+/// SLO attainment of `cfg`'s workload regenerated at `rate`: the Poisson generator (the
+/// reference's search), or for a session workload its sessions at that rate (with their
+/// closed-loop turns and prefix chains).
 pub fn attainment_at(cfg: &SimConfig, rate: f64) -> Result<f64, Error> {
-    let wl = cfg.workload.at_rate(rate).generate();
-    Ok(simulate(cfg, &wl)?.slo_attainment())
+    let spec = cfg.workload.at_rate(rate);
+    match &cfg.source {
+        Source::Sessions { .. } => {
+            let w = cfg.source.workload(&spec);
+            Ok(crate::serving::simulate_workload(cfg, &w, &mut ())?.slo_attainment())
+        }
+        _ => Ok(simulate(cfg, &spec.generate())?.slo_attainment()),
+    }
 }
 
 /// The highest Poisson rate whose SLO attainment is `>= target` (`search.max_sustainable_rate`):
@@ -231,4 +240,49 @@ pub fn max_sustainable_rate(
         bracket: (lo, hi),
         simulations: runs,
     })
+}
+
+#[cfg(test)]
+mod session_search_tests {
+    use super::*;
+
+    /// A session workload is searched as sessions: the attainment at a rate is the run of the
+    /// same scenario at that rate (closed-loop turns, prefix chains), not a Poisson stand-in.
+    #[test]
+    fn a_session_workload_is_searched_with_its_sessions() {
+        let cat = disagg_model::Catalogue::builtin();
+        let at = |rate: &str| {
+            crate::Scenario::from_flags([
+                "--workload",
+                "chat",
+                "--requests",
+                "120",
+                "--rate",
+                rate,
+                "--prefix-caching",
+                "--ttft-slo",
+                "0.04",
+                "--tpot-slo",
+                "0.0142",
+            ])
+            .unwrap()
+            .build(&cat)
+            .unwrap()
+        };
+        let base = at("1");
+        for rate in ["0.5", "40"] {
+            let direct = crate::simulate_config(&at(rate)).unwrap().slo_attainment();
+            let searched = attainment_at(&base, rate.parse().unwrap()).unwrap();
+            assert_eq!(searched.to_bits(), direct.to_bits(), "rate {rate}");
+        }
+        let poisson = simulate(&base, &base.workload.at_rate(40.0).generate())
+            .unwrap()
+            .slo_attainment();
+        let sessions = attainment_at(&base, 40.0).unwrap();
+        assert_ne!(
+            poisson.to_bits(),
+            sessions.to_bits(),
+            "sessions differ from Poisson"
+        );
+    }
 }

@@ -641,6 +641,11 @@ impl RunResult {
             n_itl_zero: zeros,
         })
     }
+    /// Each scheduled instance's KV memory at the end of the run (`None` unless the levers were
+    /// on): once every request has finished, only cached prefix segments hold units.
+    pub fn kv_at_end(&self) -> Option<&[crate::sched::KvEnd]> {
+        self.sched.as_ref().map(|s| s.kv_end.as_slice())
+    }
     /// The scheduling levers' summary block (`None` unless the levers were on); the summary's
     /// `scheduler` adds the measured requests' scheduling delay and normalised latency.
     pub fn scheduler(&self) -> Option<&crate::sched::SchedulerSummary> {

@@ -392,6 +392,13 @@ proptest! {
         let s = r.scheduler().unwrap().prefix_handoff.clone().unwrap();
         prop_assert_eq!(s.hit_tokens, hit);
         prop_assert_eq!(s.handoffs, x.0.len() as u64);
+        // At the end every instance, decode ones included, holds only cached segments, within
+        // its capacity, and nothing waits.
+        for k in r.kv_at_end().unwrap() {
+            prop_assert_eq!(k.used_units, k.cached_units);
+            prop_assert!(k.used_units <= k.capacity_units);
+            prop_assert_eq!((k.swapped, k.queued), (0, 0));
+        }
     }
 }
 

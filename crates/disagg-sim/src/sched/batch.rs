@@ -172,6 +172,10 @@ impl<'a, O: Observer> SchedSim<'a, O> {
             part.push((rid, c));
             nt += c;
         }
+        debug_assert!(
+            part.is_empty() || nt <= tau,
+            "a chunked step of {nt} > {tau} tokens"
+        );
         let work = !rows.is_empty() || !part.is_empty();
         self.insts[i].rows = rows;
         self.insts[i].part = part;
@@ -234,6 +238,12 @@ impl<'a, O: Observer> SchedSim<'a, O> {
         }
         let n_running = inst.running.len();
         let blk = inst.kv.block_tokens;
+        debug_assert!(
+            inst.used <= inst.kv.capacity,
+            "instance {i}: {} units in use, capacity {}",
+            inst.used,
+            inst.kv.capacity
+        );
         let inst = &mut self.insts[i];
         let dt = if inst.swap_t != 0.0 {
             let d = cost.time_s + inst.swap_t;

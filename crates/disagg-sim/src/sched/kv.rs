@@ -184,15 +184,13 @@ impl<'a, O: Observer> SchedSim<'a, O> {
                 k += 1;
                 continue;
             }
-            let toks = match self.spec {
-                None => p + s.n - s.cov,
-                Some(sp) => (p + s.n + sp.gamma).min(p + o) - s.cov,
-            };
-            let need = self.insts[i].kv.units(toks);
-            if need <= s.alloc {
+            let toks = self.growth_tokens(rid, p, o);
+            // units(toks) <= alloc, without the division on the common path.
+            if toks <= s.alloc * self.insts[i].kv.block_tokens {
                 k += 1;
                 continue;
             }
+            let need = self.insts[i].kv.units(toks);
             let mut self_preempted = false;
             while !self.room(i, need as i64 - self.rs[rid as usize].alloc as i64) {
                 let v = *self.insts[i].running.last().expect("a row to preempt");
@@ -207,6 +205,24 @@ impl<'a, O: Observer> SchedSim<'a, O> {
                 k += 1;
             }
         }
+    }
+
+    /// The tokens a decoding row's next step needs room for (§6.1): its sequence so far plus the
+    /// next token (with speculative decoding, the positions a verify pass writes), less what the
+    /// cache covers.
+    fn growth_tokens(&self, rid: u32, p: u64, o: u64) -> u64 {
+        let s = &self.rs[rid as usize];
+        match self.spec {
+            None => p + s.n - s.cov,
+            Some(sp) => (p + s.n + sp.gamma).min(p + o) - s.cov,
+        }
+    }
+
+    /// The units a decoding row's next step needs on instance `i`.
+    fn growth_need(&self, i: usize, rid: u32) -> u64 {
+        let r = &self.reqs[rid as usize];
+        let toks = self.growth_tokens(rid, r.prompt as u64, r.output as u64);
+        self.insts[i].kv.units(toks)
     }
 
     /// The host-link transfer of `units` blocks: `(bytes, seconds)` (§6.2).
@@ -258,7 +274,12 @@ impl<'a, O: Observer> SchedSim<'a, O> {
                 break;
             };
             let su = self.rs[rid as usize].swapped_units;
-            if !self.room(i, su as i64) {
+            let want = match self.lv.swap_in {
+                crate::levers::SwapIn::OwnBlocks => su,
+                // Its own blocks and those its next step needs (what the growth check will ask).
+                crate::levers::SwapIn::NextStep => su.max(self.growth_need(i, rid)),
+            };
+            if !self.room(i, want as i64) {
                 break;
             }
             self.insts[i].swapped.remove(0);

@@ -746,7 +746,19 @@ impl<'a, O: Observer> SchedSim<'a, O> {
             .map(|s| (s.preemptions, s.hit_tokens))
             .collect();
         let tok_inst = self.rs.iter().map(|s| s.tok_inst).collect();
+        let kv_end = self
+            .insts
+            .iter()
+            .map(|i| KvEnd {
+                used_units: i.used,
+                cached_units: i.cache.as_ref().map_or(0, |c| c.cached_units()),
+                capacity_units: i.kv.capacity,
+                swapped: i.swapped.len(),
+                queued: i.queue.len() + i.inbox.len() + i.landed.len(),
+            })
+            .collect();
         let sched = SchedResult {
+            kv_end,
             step_ends: self.insts.into_iter().map(|i| i.step_end).collect(),
             runs: self.rs.into_iter().map(|s| s.runs).collect(),
             zeros,
@@ -795,6 +807,21 @@ pub struct LeverRecord {
     pub n_itl_zero: u64,
 }
 
+/// One scheduled instance's KV memory when the run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KvEnd {
+    /// Units in use (private allocations, cached segments, reservations).
+    pub used_units: u64,
+    /// Units held by cached prefix segments.
+    pub cached_units: u64,
+    /// Capacity, units.
+    pub capacity_units: u64,
+    /// Rows still swapped out.
+    pub swapped: usize,
+    /// Requests still waiting (queue, decode inbox, landed).
+    pub queued: usize,
+}
+
 /// What a scheduled run leaves besides the stamps: every instance's step ends, each request's
 /// token record (for its inter-token latencies) and the scheduler block.
 #[derive(Clone, Debug)]
@@ -809,6 +836,8 @@ pub(crate) struct SchedResult {
     pub tok_inst: Vec<u32>,
     /// Per request, its preemptions and prefix-hit tokens.
     pub per_request: Vec<(u32, u64)>,
+    /// Per instance, its KV memory at the end.
+    pub kv_end: Vec<KvEnd>,
     /// The summary's scheduler block.
     pub report: SchedulerSummary,
     /// Swap energy over every instance, J (paged + swap only).
