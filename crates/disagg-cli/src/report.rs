@@ -864,6 +864,59 @@ speculative  draft mtp gamma 3 alpha 0.7: 2.500 tokens per verify (closed form 2
     }
 
     #[test]
+    fn the_prefix_aware_hand_off_lines() {
+        let mut s = summary(&[]);
+        let mut b = full_block();
+        b.prefix_handoff = Some(disagg_sim::sched::report::HandoffPrefixSummary {
+            handoffs: 12,
+            handoffs_hit: 5,
+            prompt_tokens: 24_000,
+            hit_tokens: 6_000,
+            hit_rate: 0.25,
+            evicted_tokens: 1_500,
+            cached_tokens_end: 7_000,
+            decode_router: "prefix".into(),
+        });
+        s.scheduler = Some(b);
+        // 0.25 -> 25.0%.
+        let want = "decode prefix hit rate 25.0% (6,000 of 24,000 hand-off prompt tokens, 5 of 12 \
+                    hand-offs)   evicted 1,500 tokens   cached at end 7,000 tokens   router prefix\n";
+        assert!(
+            scheduler_block(&s).contains(want),
+            "{}",
+            scheduler_block(&s)
+        );
+        // The link line: 1.5e9 bytes -> 1.50 GB; without the option, no line.
+        assert!(!text(&s).contains("kv saved"));
+        s.link.handoff_bytes_saved = Some(1.5e9);
+        assert!(text(&s).contains(
+            "\nkv saved     1.50 GB of prompt KV not sent (decode prefix caches held it)\n"
+        ));
+        // The compare table: sent and saved GB (3.2e10 -> 32.00), '-' for a plain run.
+        s.link.bytes = 3.2e10;
+        let mut plain = s.clone();
+        plain.link.handoff_bytes_saved = None;
+        let t = variants_table(&["plain", "prefix"], &[&plain, &s]);
+        let rows: Vec<&str> = t.lines().collect();
+        // Two heading lines and two rows, a blank line, then the bytes table's.
+        assert_eq!(rows.len(), 4 + 1 + 4, "{t}");
+        assert_eq!(rows[4], "");
+        assert!(
+            rows[5].starts_with("variant") && rows[5].contains("saved"),
+            "{t}"
+        );
+        let cells = |r: &str| {
+            r.split_whitespace()
+                .take(3)
+                .map(String::from)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(cells(rows[7]), ["plain", "32.00", "-"]);
+        assert_eq!(cells(rows[8]), ["prefix", "32.00", "1.50"]);
+        assert!(!variants_table(&["plain"], &[&plain]).contains("saved"));
+    }
+
+    #[test]
     fn table_cells_of_the_scheduler_figures() {
         let mut s = summary(&["--mode", "colocated", "--kv-policy", "paged"]);
         let plain = {
