@@ -886,3 +886,6 @@ impl KvPolicy {
         self == KvPolicy::Paged
     }
 }
+
+#[cfg(test)]
+mod tests;
