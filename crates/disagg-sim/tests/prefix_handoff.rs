@@ -94,7 +94,7 @@ fn two_turns() -> Workload {
 }
 
 #[test]
-fn a_turn_whose_history_is_on_decode_sends_only_its_new_tokens() {
+fn prefix_handoff_sends_only_a_turns_new_tokens() {
     let c = cfg(1, 1, &["--prefix-handoff"]);
     let (r, x) = run(&c, &two_turns());
     // Turn 1: nothing cached on decode, the whole 1000-token prompt is sent.
@@ -130,13 +130,16 @@ fn a_turn_whose_history_is_on_decode_sends_only_its_new_tokens() {
     // (§16 item 6), so turn 2 hit nothing there.
     let p = r.scheduler().unwrap().prefix_cache.as_ref().unwrap();
     assert_eq!((p.hit_tokens, p.prompt_tokens), (0, 2610));
+    // ... and holds turn 2's chain segment (1010 tokens, computed by its prefill), not the
+    // decode caches' segments.
+    assert_eq!((p.cached_tokens_end, p.evicted_tokens), (1010, 0));
     // Summary JSON carries the saved bytes.
     let s = r.summary();
     assert_eq!(s.link.handoff_bytes_saved, Some(1010.0 * KV_TOK));
 }
 
 #[test]
-fn without_the_option_every_hand_off_sends_its_whole_prompt() {
+fn without_prefix_handoff_every_hand_off_sends_its_whole_prompt() {
     let c = cfg(1, 1, &[]);
     let (r, x) = run(&c, &two_turns());
     assert_eq!(x.0[&0].kv_bytes, 1000.0 * KV_TOK);
@@ -159,6 +162,51 @@ fn paged_decode_allocates_and_sends_only_the_missing_blocks() {
     // (610 tokens) ceil(610 / 16) = 39: the cache holds 1620 tokens at the end.
     let h = r.scheduler().unwrap().prefix_handoff.as_ref().unwrap();
     assert_eq!(h.cached_tokens_end, 1620);
+}
+
+#[test]
+fn prefix_handoff_shares_a_segment_another_request_cached_meanwhile() {
+    // Two requests with the same 300-token system prompt (segment 0), both pulled by the one
+    // decode instance before either finishes, so neither hits. rid 0 finishes first and caches
+    // segment 0 and its own segment (500 - 300 + 50 = 250 tokens); rid 1 then finds segment 0
+    // cached under the same (no) parent, shares it and caches its own (600 - 300 + 50 = 350).
+    let w = Workload {
+        requests: vec![req(0.0, 500, 50), req(0.001, 600, 50)],
+        closed: None,
+        chains: Some(Arc::new(PrefixChains {
+            chains: vec![chain(&[(0, 300)], Some(1)), chain(&[(0, 300)], Some(2))],
+            names: vec!["sys0".into(), "s0t0".into(), "s1t0".into()],
+        })),
+        clipped_prompts: 0,
+    };
+    let c = cfg(1, 1, &["--prefix-handoff"]);
+    let (r, x) = run(&c, &w);
+    assert!(x.0[&1].start < r.request(0).finish_s.unwrap());
+    assert_eq!(r.link().handoff_bytes_saved, Some(0.0));
+    let h = r.scheduler().unwrap().prefix_handoff.as_ref().unwrap();
+    assert_eq!((h.handoffs, h.handoffs_hit, h.hit_tokens), (2, 0, 0));
+    assert_eq!(h.cached_tokens_end, 300 + 250 + 350);
+}
+
+#[test]
+fn prefix_handoff_without_hand_offs_reports_a_zero_hit_rate() {
+    // One-token replies finish on prefill: no hand-off, a hit rate of 0 (not 0 / 0).
+    let w = Workload {
+        requests: vec![req(0.0, 500, 1), req(1.0, 600, 1)],
+        closed: None,
+        chains: Some(Arc::new(PrefixChains {
+            chains: vec![chain(&[], None), chain(&[], None)],
+            names: vec![],
+        })),
+        clipped_prompts: 0,
+    };
+    let c = cfg(1, 1, &["--prefix-handoff"]);
+    let (r, x) = run(&c, &w);
+    assert!(x.0.is_empty());
+    let h = r.scheduler().unwrap().prefix_handoff.as_ref().unwrap();
+    assert_eq!((h.handoffs, h.prompt_tokens), (0, 0));
+    assert_eq!(h.hit_rate, 0.0);
+    assert_eq!(r.link().handoff_bytes_saved, Some(0.0));
 }
 
 /// Two sessions' first turns and a long unrelated request: session A's turn 1 (rid 0) finishes
@@ -240,7 +288,7 @@ fn the_prefix_router_breaks_ties_by_load() {
 }
 
 #[test]
-fn the_options_need_what_they_build_on() {
+fn prefix_options_need_what_they_build_on() {
     let e = |f: &[&str]| build(f).expect_err("refused").to_string();
     let want = "--prefix-handoff: needs --prefix-caching and --mode disagg";
     assert!(e(&["--prefix-handoff"]).starts_with(want));
@@ -268,7 +316,7 @@ fn the_options_need_what_they_build_on() {
 }
 
 #[test]
-fn a_trace_without_hash_ids_is_refused() {
+fn prefix_from_trace_needs_hash_ids() {
     let dir = std::env::temp_dir().join(format!("disagg-pho-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let azure = dir.join("azure.csv");
@@ -407,7 +455,7 @@ proptest! {
 /// block hashes. The prefix-aware hand-off saves bytes, and sent + saved is every hand-off's
 /// whole-prompt KV, exactly (integer byte counts).
 #[test]
-fn the_mooncake_trace_saves_hand_off_bytes() {
+fn prefix_handoff_saves_bytes_on_the_mooncake_trace() {
     let root = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
     let Some(path) = disagg_trace::shared::trace_or_skip(root, "mooncake_conversation_trace.jsonl")
     else {

@@ -679,9 +679,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
         let now = self.q.now();
         let p = self.reqs[rid as usize].prompt as u64;
         let x = self.transfer_of(p - self.rs[rid as usize].ho_hit);
-        if self.lv.prefix_handoff {
-            self.count_saved(p, x.kv_bytes);
-        }
+        self.count_saved(p, x.kv_bytes);
         let st = &mut self.link_stats;
         st.busy_s += busy_s;
         st.bytes += x.wire_bytes;

@@ -102,9 +102,12 @@ impl<'a, O: Observer> SchedSim<'a, O> {
         s.ho_hit = h;
     }
 
-    /// Adds the KV bytes a `p`-token hand-off did not send (it sent `sent_kv` uncompressed
-    /// bytes) to the link's saved bytes.
+    /// With `--prefix-handoff`, adds the KV bytes a `p`-token hand-off did not send (it sent
+    /// `sent_kv` uncompressed bytes) to the link's saved bytes; nothing otherwise.
     pub(super) fn count_saved(&mut self, p: u64, sent_kv: f64) {
+        if self.link_stats.handoff_bytes_saved.is_none() {
+            return;
+        }
         let full = self.transfer_of(p).kv_bytes;
         if let Some(saved) = self.link_stats.handoff_bytes_saved.as_mut() {
             *saved += full - sent_kv;
