@@ -416,16 +416,22 @@ impl<'a, O: Observer> SchedSim<'a, O> {
         s.cov = 0;
         s.src = p as u32;
         self.reqs[rid as usize].kv_req = now;
-        let d = self.least_loaded(self.n_prefill..self.insts.len());
+        let d = self.route_handoff(rid);
         self.rs[rid as usize].dst = d as u32;
         self.reqs[rid as usize].dtarget = (d - self.n_prefill) as u32;
         self.insts[d].inbox.push_back(rid);
         self.pull(d);
     }
 
-    /// `finish_row` (§5.5): emit the request's own segment, release its memory, finish it.
+    /// `finish_row` (§5.5): emit the request's own segment, release its memory, finish it. On a
+    /// decode instance (which has a prefix cache only with `--prefix-handoff`) the chain's
+    /// segments and its own segment enter the decode cache instead (`keep_on_decode`).
     pub(super) fn finish_row(&mut self, i: usize, rid: u32) {
-        self.emit(i, rid);
+        if self.insts[i].kind == Kind::Decode {
+            self.keep_on_decode(i, rid);
+        } else {
+            self.emit(i, rid);
+        }
         self.release(i, rid);
         self.finish_now(rid);
     }
