@@ -63,7 +63,7 @@ select_args() {
     sim-metrics) echo "--package disagg-sim --file crates/disagg-sim/src/metrics.rs" ;;
     sim-prefix) echo "--package disagg-sim --file crates/disagg-sim/src/prefix_cache.rs" ;;
     sim-kv) echo "--package disagg-sim --file crates/disagg-sim/src/kv_memory.rs" ;;
-    sim-sched) echo "--package disagg-sim --file crates/disagg-sim/src/sched/mod.rs --file crates/disagg-sim/src/sched/batch.rs --file crates/disagg-sim/src/sched/kv.rs --file crates/disagg-sim/src/sched/report.rs" ;;
+    sim-sched) echo "--package disagg-sim --file crates/disagg-sim/src/sched/mod.rs --file crates/disagg-sim/src/sched/batch.rs --file crates/disagg-sim/src/sched/kv.rs --file crates/disagg-sim/src/sched/report.rs --file crates/disagg-sim/src/sched/prefix_ho.rs" ;;
     trace) echo "--package disagg-trace --file crates/disagg-trace/src/parse.rs --file crates/disagg-trace/src/lib.rs" ;;
     trace-io) echo "--package disagg-trace --file crates/disagg-trace/src/stats.rs --file crates/disagg-trace/src/input.rs" ;;
     *)
@@ -97,7 +97,7 @@ test_args() {
     # The sched unit tests, the golden runs, the worked traces, the property tests and the hand-off
     # options of the scheduled pools (sched_transfer; ~5 s), by
     # name (a filter applies to every test binary).
-    sim-sched) echo "--cargo-arg=--lib --cargo-arg=--test=levers --cargo-arg=--test=levers_traces --cargo-arg=--test=levers_properties --cargo-arg=--test=sched_transfer -- sched:: lv paged swap prefix scheduled own_blocks" ;;
+    sim-sched) echo "--cargo-arg=--lib --cargo-arg=--test=levers --cargo-arg=--test=levers_traces --cargo-arg=--test=levers_properties --cargo-arg=--test=prefix_handoff --cargo-arg=--test=sched_transfer -- sched:: lv paged swap prefix scheduled own_blocks" ;;
     # trace, trace-io: the crate's unit tests and tests/read.rs (about 1 s); not fuzz.rs
     # (proptests, ~4 s a mutant) nor real_traces.rs (needs the real traces, not in the repo).
     trace | trace-io) echo "--cargo-arg=--lib --cargo-arg=--test=read" ;;

@@ -290,6 +290,13 @@ pub fn text(s: &Summary) -> String {
             ms8(s.handoff_s.p99).trim(),
             s.link_j_per_request
         );
+        if let Some(saved) = l.handoff_bytes_saved {
+            let _ = writeln!(
+                o,
+                "kv saved     {:.2} GB of prompt KV not sent (decode prefix caches held it)",
+                saved / 1e9
+            );
+        }
     }
     if s.links.len() > 1 {
         let busiest = s
@@ -436,6 +443,20 @@ pub fn scheduler_block(s: &Summary) -> String {
             th(p.prompt_tokens),
             th(p.evicted_tokens),
             th(p.cached_tokens_end)
+        );
+    }
+    if let Some(p) = &b.prefix_handoff {
+        let _ = writeln!(
+            o,
+            "decode prefix hit rate {} ({} of {} hand-off prompt tokens, {} of {} hand-offs)   evicted {} tokens   cached at end {} tokens   router {}",
+            pct_sign(p.hit_rate),
+            th(p.hit_tokens),
+            th(p.prompt_tokens),
+            th(p.handoffs_hit),
+            th(p.handoffs),
+            th(p.evicted_tokens),
+            th(p.cached_tokens_end),
+            p.decode_router
         );
     }
     if let Some(x) = &b.speculative {
@@ -706,6 +727,52 @@ pub fn variants_table(names: &[&str], runs: &[&Summary]) -> String {
         }
         o.push('\n');
     }
+    if runs.iter().any(|s| s.link.handoff_bytes_saved.is_some()) {
+        o.push('\n');
+        o.push_str(&handoff_bytes_table(names, runs));
+    }
+    o
+}
+
+/// The prefix-aware hand-off's table (beyond the reference; shown under [`variants_table`] when
+/// a variant has `--prefix-handoff`): one row per run, the KV sent and saved (GB, 1e9 bytes), the
+/// link's busy share and the latencies it moves.
+pub fn handoff_bytes_table(names: &[&str], runs: &[&Summary]) -> String {
+    let mut o = String::new();
+    let w = names.iter().map(|n| n.len()).max().unwrap_or(9).max(9);
+    let ms = |x: f64| {
+        if x.is_nan() {
+            "-".to_string()
+        } else {
+            fixed(1e3 * x, 1)
+        }
+    };
+    let _ = writeln!(
+        o,
+        "{:<w$}  {:>10} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9}",
+        "variant", "hand-off", "saved", "link busy", "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99"
+    );
+    let _ = writeln!(
+        o,
+        "{:<w$}  {:>10} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9}",
+        "", "(GB)", "(GB)", "(%)", "(ms)", "(ms)", "(ms)", "(ms)"
+    );
+    for (n, s) in names.iter().zip(runs) {
+        let _ = writeln!(
+            o,
+            "{:<w$}  {:>10} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9}",
+            n,
+            fixed(s.link.bytes / 1e9, 2),
+            s.link
+                .handoff_bytes_saved
+                .map_or_else(|| "-".to_string(), |b| fixed(b / 1e9, 2)),
+            fixed(100.0 * s.link_busy, 1),
+            ms(s.ttft_s.p50),
+            ms(s.ttft_s.p99),
+            ms(s.tpot_s.p50),
+            ms(s.tpot_s.p99)
+        );
+    }
     o
 }
 
@@ -753,6 +820,7 @@ mod tests {
                 evicted_tokens: 50,
                 cached_tokens_end: 60,
             }),
+            prefix_handoff: None,
             speculative: Some(SpecSummary {
                 draft: "mtp".into(),
                 gamma: 3,
@@ -793,6 +861,59 @@ speculative  draft mtp gamma 3 alpha 0.7: 2.500 tokens per verify (closed form 2
         assert!(plain.ends_with('\n') && plain.lines().last().unwrap().starts_with("hot-spot"));
         s.scheduler = None;
         assert_eq!(text(&s), plain);
+    }
+
+    #[test]
+    fn the_prefix_aware_hand_off_lines() {
+        let mut s = summary(&[]);
+        let mut b = full_block();
+        b.prefix_handoff = Some(disagg_sim::sched::report::HandoffPrefixSummary {
+            handoffs: 12,
+            handoffs_hit: 5,
+            prompt_tokens: 24_000,
+            hit_tokens: 6_000,
+            hit_rate: 0.25,
+            evicted_tokens: 1_500,
+            cached_tokens_end: 7_000,
+            decode_router: "prefix".into(),
+        });
+        s.scheduler = Some(b);
+        // 0.25 -> 25.0%.
+        let want = "decode prefix hit rate 25.0% (6,000 of 24,000 hand-off prompt tokens, 5 of 12 \
+                    hand-offs)   evicted 1,500 tokens   cached at end 7,000 tokens   router prefix\n";
+        assert!(
+            scheduler_block(&s).contains(want),
+            "{}",
+            scheduler_block(&s)
+        );
+        // The link line: 1.5e9 bytes -> 1.50 GB; without the option, no line.
+        assert!(!text(&s).contains("kv saved"));
+        s.link.handoff_bytes_saved = Some(1.5e9);
+        assert!(text(&s).contains(
+            "\nkv saved     1.50 GB of prompt KV not sent (decode prefix caches held it)\n"
+        ));
+        // The compare table: sent and saved GB (3.2e10 -> 32.00), '-' for a plain run.
+        s.link.bytes = 3.2e10;
+        let mut plain = s.clone();
+        plain.link.handoff_bytes_saved = None;
+        let t = variants_table(&["plain", "prefix"], &[&plain, &s]);
+        let rows: Vec<&str> = t.lines().collect();
+        // Two heading lines and two rows, a blank line, then the bytes table's.
+        assert_eq!(rows.len(), 4 + 1 + 4, "{t}");
+        assert_eq!(rows[4], "");
+        assert!(
+            rows[5].starts_with("variant") && rows[5].contains("saved"),
+            "{t}"
+        );
+        let cells = |r: &str| {
+            r.split_whitespace()
+                .take(3)
+                .map(String::from)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(cells(rows[7]), ["plain", "32.00", "-"]);
+        assert_eq!(cells(rows[8]), ["prefix", "32.00", "1.50"]);
+        assert!(!variants_table(&["plain"], &[&plain]).contains("saved"));
     }
 
     #[test]

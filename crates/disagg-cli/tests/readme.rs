@@ -2,6 +2,8 @@
 
 use std::process::Command;
 
+mod shared_traces;
+
 fn block(readme: &str, name: &str) -> String {
     let begin = format!("<!-- {name}:begin -->");
     let end = format!("<!-- {name}:end -->");
@@ -146,4 +148,49 @@ fn readme_valid_ranges_table_is_current() {
     let got = String::from_utf8(out.stdout).unwrap();
     assert!(got.lines().count() > 50, "{got}");
     assert_eq!(readme[a..b].trim(), got.trim_end());
+}
+
+/// The prefix-aware hand-off's table on the Mooncake conversation trace (skipped without
+/// `../shared/traces/`).
+#[test]
+fn readme_prefix_handoff_table_is_current() {
+    let Some(trace) = shared_traces::shared_trace("mooncake_conversation_trace.jsonl") else {
+        return;
+    };
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
+        .expect("README.md");
+    let args = [
+        "compare",
+        "--trace-file",
+        &trace,
+        "--max-requests",
+        "1000",
+        "--model",
+        "llama3-8b",
+        "--device",
+        "h100",
+        "--devices-per-instance",
+        "4",
+        "--prefill",
+        "2",
+        "--decode",
+        "2",
+        "--prefix-caching",
+        "--prefix-from-trace",
+        "--variant",
+        "prefix_handoff=true",
+        "--variant",
+        "prefix_handoff=true,decode_router=prefix",
+    ];
+    let out = Command::new(env!("CARGO_BIN_EXE_disagg"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let got = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(block(&readme, "prefix-handoff"), got.trim_end());
 }

@@ -74,6 +74,37 @@ impl Preemption {
     }
 }
 
+/// Which decode instance a hand-off goes to (`--decode-router`; beyond the reference).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DecodeRouter {
+    /// The smallest load, the first on ties (the reference, §4).
+    #[default]
+    LeastLoaded,
+    /// The longest cached prefix of the request's chain on the decode instance
+    /// (`--prefix-handoff`); ties by the reference's rule among the tied.
+    Prefix,
+}
+
+impl DecodeRouter {
+    /// The names, the default first.
+    pub const NAMES: [&'static str; 2] = ["least-loaded", "prefix"];
+
+    /// The router named `s`.
+    pub fn parse(s: &str) -> Result<Self, Error> {
+        match s {
+            "least-loaded" => Ok(DecodeRouter::LeastLoaded),
+            "prefix" => Ok(DecodeRouter::Prefix),
+            other => Err(Error::unknown("--decode-router", other, Self::NAMES)),
+        }
+    }
+
+    /// Its name.
+    pub fn as_str(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
+}
+
 /// When a swapped-out row comes back (`--swap-in`; levers-scheduling.md §6.4, §16.1).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -148,6 +179,11 @@ pub struct Levers {
     pub prefix_caching: bool,
     /// Speculative decoding.
     pub speculative: Option<Speculative>,
+    /// Beyond the reference: decode instances keep a prefix cache too, and a hand-off sends only
+    /// the KV of the prompt tokens the decode instance does not hold (`--prefix-handoff`).
+    pub prefix_handoff: bool,
+    /// Beyond the reference: how the decode instance of a hand-off is chosen.
+    pub decode_router: DecodeRouter,
 }
 
 /// A request's cacheable prompt prefix (§8.1): its segments root first, each an interned key and
@@ -168,4 +204,41 @@ pub struct PrefixChains {
     pub chains: Vec<PrefixChain>,
     /// The name of each interned key (`sys0`, `s12t3`).
     pub names: Vec<String>,
+}
+
+/// The prefix chains of a Mooncake trace (`--prefix-from-trace`, beyond the reference): each
+/// row's `hash_ids` name its prompt's 512-token blocks, root first; block `j` becomes a segment
+/// keyed by its hash (interned in first-use order, named by the hash in decimal) of
+/// `min(512, prompt - 512 j)` tokens (so the last block holds the remainder), and blocks past the
+/// prompt are dropped. A trace row has no reply identity: no segment is emitted at the finish.
+/// `None` if no row has `hash_ids`.
+pub fn trace_chains(rows: &[disagg_trace::TraceRow]) -> Option<PrefixChains> {
+    use std::collections::HashMap;
+    if rows.iter().all(|r| r.hash_ids.is_none()) {
+        return None;
+    }
+    let block = disagg_trace::MOONCAKE_BLOCK_TOKENS;
+    let mut names: Vec<String> = Vec::new();
+    let mut ids: HashMap<u64, u32> = HashMap::new();
+    let mut chains = Vec::with_capacity(rows.len());
+    for r in rows {
+        let mut segments = Vec::new();
+        for (j, &h) in r.hash_ids.iter().flatten().enumerate() {
+            let start = j as u64 * block;
+            if start >= r.prompt_len {
+                break;
+            }
+            let next = names.len() as u32;
+            let key = *ids.entry(h).or_insert_with(|| {
+                names.push(h.to_string());
+                next
+            });
+            segments.push((key, block.min(r.prompt_len - start)));
+        }
+        chains.push(PrefixChain {
+            segments,
+            emit: None,
+        });
+    }
+    Some(PrefixChains { chains, names })
 }

@@ -57,6 +57,10 @@ pub struct LinkSummary {
     pub compress_at: Option<String>,
     /// Its ratio, if any.
     pub compression_ratio: Option<f64>,
+    /// `--prefix-handoff` (beyond the reference): uncompressed KV bytes of the hand-offs' prompts
+    /// not sent because the decode instance's prefix cache held them (left out without it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub handoff_bytes_saved: Option<f64>,
 }
 
 /// One KV link's load.
@@ -705,6 +709,7 @@ fn summarise(res: &RunResult) -> Summary {
         compression: tr.map(|t| t.compression.key.clone()),
         compress_at: tr.map(|t| t.at.as_str().to_string()),
         compression_ratio: tr.map(|t| t.compression.ratio),
+        handoff_bytes_saved: lk.handoff_bytes_saved,
     };
 
     let links = res
@@ -1151,6 +1156,7 @@ mod tests {
             handoff_bytes: 0.0,
             transit_j: 0.75,
             transit_bound: 3,
+            handoff_bytes_saved: None,
         };
         let link = |name: &str, busy_s, transfers| LinkResult {
             name: name.into(),
@@ -1347,6 +1353,7 @@ mod tests {
                 compression: None,
                 compress_at: None,
                 compression_ratio: None,
+                handoff_bytes_saved: None,
             }
         );
         // Per link: busy / (2 channels x 20 s).

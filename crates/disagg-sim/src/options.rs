@@ -13,7 +13,7 @@
 use disagg_model::{CompressAt, Error, LmHead, SendMode};
 use disagg_trace::TraceFormat;
 
-use crate::levers::{BatchPolicy, KvPolicy, Preemption, SwapIn};
+use crate::levers::{BatchPolicy, DecodeRouter, KvPolicy, Preemption, SwapIn};
 use crate::ranges::{Num, NumRange};
 use crate::scenario::{FirstToken, LinkSharing, LinkTopology, Mode, ReserveKvOn, Scenario};
 
@@ -216,6 +216,9 @@ choice!(KvPolicy, "--kv-policy", &KvPolicy::NAMES, |s| {
 });
 choice!(Preemption, "--preemption", &Preemption::NAMES, |s| {
     Preemption::parse(s).ok()
+});
+choice!(DecodeRouter, "--decode-router", &DecodeRouter::NAMES, |s| {
+    DecodeRouter::parse(s).ok()
 });
 choice!(SwapIn, "--swap-in", &SwapIn::NAMES, |s| SwapIn::parse(s)
     .ok());
@@ -425,6 +428,18 @@ options! {
         "Acceptance probability of each drafted token, 0 to 1 (with --speculative)";
     spec_seed: u64, "--spec-seed", LEVERS, Some("N"), Some("0"),
         "Seed of the acceptance draws (with --speculative)";
+    prefix_handoff: bool, "--prefix-handoff", LEVERS, None, None,
+        "Beyond the reference: decode instances keep their own prefix cache and a hand-off \
+         sends only the KV of the prompt tokens the chosen decode instance does not hold \
+         (needs --prefix-caching, disaggregated mode)";
+    decode_router: DecodeRouter, "--decode-router", LEVERS, Some("least-loaded|prefix"),
+        Some("least-loaded"),
+        "Beyond the reference: the decode instance of a hand-off: least-loaded (the reference) \
+         or prefix (the longest cached prefix of the request, ties least-loaded; needs \
+         --prefix-handoff)";
+    prefix_from_trace: bool, "--prefix-from-trace", LEVERS, None, None,
+        "Beyond the reference: on a Mooncake trace, each request's hash_ids (512-token block \
+         hashes) become its prefix chain (needs --prefix-caching)";
     workload: Option<String>, "--workload", WORKLOAD, Some("NAME"), None,
         "A named workload: chat, coding-agent, offline-batch, long-rag, voice (its lengths, \
          sessions and SLOs; a shared prefix is sent and computed like any prompt: no prefix \
@@ -600,6 +615,8 @@ mod tests {
                 "batch_policy" => choice("chunked"),
                 "kv_policy" => choice("paged"),
                 "preemption" => choice("swap"),
+                "decode_router" => choice("prefix"),
+                "swap_in" => choice("next-step"),
                 "trace_format" => choice("mooncake"),
                 other => panic!("no sample for choice option {other}"),
             },
@@ -786,12 +803,17 @@ mod tests {
                 "--max-seq-len",
                 "--max-decode-batch",
                 "--preemption",
+                "--swap-in",
                 "--host-link",
                 "--prefix-caching",
                 "--speculative",
                 "--gamma",
                 "--alpha",
-                "--spec-seed"
+                "--spec-seed",
+                // Beyond the reference: the prefix-aware hand-off.
+                "--prefix-handoff",
+                "--decode-router",
+                "--prefix-from-trace"
             ]
         );
         for o in rows {

@@ -9,7 +9,7 @@ use disagg_model::{
 use disagg_trace::TraceFormat;
 use serde::{Deserialize, Serialize};
 
-use crate::levers::{BatchPolicy, KvPolicy, Levers, Preemption, Speculative, SwapIn};
+use crate::levers::{BatchPolicy, DecodeRouter, KvPolicy, Levers, Preemption, Speculative, SwapIn};
 use crate::pyrand::{poisson_workload, GenRequest, LengthDist};
 use crate::sessions::SessionShape;
 use crate::workload::{Source, TraceInfo, Workload};
@@ -45,6 +45,9 @@ pub const QUIET_DEFAULT_KEYS: &[&str] = &[
     "swap_in",
     "host_link",
     "prefix_caching",
+    "prefix_handoff",
+    "decode_router",
+    "prefix_from_trace",
     "speculative",
     "gamma",
     "alpha",
@@ -205,6 +208,15 @@ pub struct Scenario {
     pub alpha: f64,
     /// `--spec-seed`: seed of the acceptance draws (used only with `speculative`).
     pub spec_seed: u64,
+    /// `--prefix-handoff` (beyond the reference): decode instances keep their own prefix cache
+    /// and a hand-off sends only the KV of the prompt tokens the decode instance does not hold.
+    pub prefix_handoff: bool,
+    /// `--decode-router` (beyond the reference): `least-loaded` (the reference) or `prefix`.
+    #[serde(deserialize_with = "crate::options::by_name")]
+    pub decode_router: DecodeRouter,
+    /// `--prefix-from-trace` (beyond the reference): a Mooncake trace's `hash_ids` become the
+    /// requests' prefix chains.
+    pub prefix_from_trace: bool,
     /// `--workload`: a named workload (`chat`, `coding-agent`, `offline-batch`, `long-rag`,
     /// `voice`): its length distributions and sessions replace `prompt`/`output`/`turns`/...; its
     /// SLOs apply where `ttft_slo`/`tpot_slo` are not given.
@@ -349,6 +361,9 @@ impl Default for Scenario {
             gamma: 3,
             alpha: 0.7,
             spec_seed: 0,
+            prefix_handoff: false,
+            decode_router: DecodeRouter::LeastLoaded,
+            prefix_from_trace: false,
             workload: None,
             turns: 1,
             think: 0.0,
@@ -899,7 +914,8 @@ impl Scenario {
             }
         }
         let mut spec = self.workload_spec();
-        let trace_only: [(&str, bool); 8] = [
+        let trace_only: [(&str, bool); 9] = [
+            ("--prefix-from-trace", self.prefix_from_trace),
             ("--max-context", self.max_context.is_some()),
             ("--trace-format", self.trace_format.is_some()),
             ("--time-scale", self.time_scale != 1.0),
@@ -953,7 +969,8 @@ impl Scenario {
             ));
         }
         let max_context = self.max_context.or(model.context_tokens);
-        let opts = self.trace_read_options(max_context);
+        let mut opts = self.trace_read_options(max_context);
+        opts.keep_hash_ids = self.prefix_from_trace;
         let t = disagg_trace::read_path(std::path::Path::new(file), &opts)
             .map_err(|e| Error::invalid("--trace-file", e.to_string()))?;
         if t.rows.len() as u64 > MAX_REQUESTS {
@@ -1010,10 +1027,22 @@ impl Scenario {
             out_of_order: t.report.out_of_order,
             time_scale: self.time_scale,
         };
+        let chains = if self.prefix_from_trace {
+            let c = crate::levers::trace_chains(&t.rows).ok_or_else(|| {
+                Error::invalid(
+                    "--prefix-from-trace",
+                    format!("{file} has no hash_ids (Mooncake block hashes) to build chains from"),
+                )
+            })?;
+            Some(std::sync::Arc::new(c))
+        } else {
+            None
+        };
         Ok((
             Source::File {
                 rows: std::sync::Arc::new(rows),
                 info,
+                chains,
             },
             spec,
         ))
@@ -1247,6 +1276,7 @@ impl Scenario {
             .link(&self.host_link)
             .map_err(|e| rename(e, HOST_LINK_FLAG))?
             .clone();
+        self.check_prefix_handoff()?;
         if !self.levers_on() {
             return Ok(None);
         }
@@ -1315,7 +1345,43 @@ impl Scenario {
                 alpha: self.alpha,
                 seed: self.spec_seed,
             }),
+            prefix_handoff: self.prefix_handoff,
+            decode_router: self.decode_router,
         }))
+    }
+
+    /// The prefix-aware hand-off's options (beyond the reference) need what they build on:
+    /// `--prefix-handoff` needs `--prefix-caching` in disaggregated mode, `--decode-router
+    /// prefix` needs `--prefix-handoff`, and `--prefix-from-trace` needs `--prefix-caching`.
+    fn check_prefix_handoff(&self) -> Result<(), Error> {
+        if self.prefix_handoff && (!self.prefix_caching || self.mode != Mode::Disagg) {
+            return Err(Error::invalid(
+                "--prefix-handoff",
+                "needs --prefix-caching and --mode disagg (decode instances cache prefixes)",
+            ));
+        }
+        if self.prefix_handoff
+            && (self.send != SendMode::Whole || self.reserve_kv_on != ReserveKvOn::Arrival)
+        {
+            return Err(Error::invalid(
+                "--prefix-handoff",
+                "not modelled with --send layerwise or --reserve-kv-on transfer (use --send \
+                 whole --reserve-kv-on arrival)",
+            ));
+        }
+        if self.decode_router != DecodeRouter::LeastLoaded && !self.prefix_handoff {
+            return Err(Error::invalid(
+                "--decode-router",
+                format!("'{}' needs --prefix-handoff", self.decode_router.as_str()),
+            ));
+        }
+        if self.prefix_from_trace && !self.prefix_caching {
+            return Err(Error::invalid(
+                "--prefix-from-trace",
+                "needs --prefix-caching (the chains feed the prefix cache)",
+            ));
+        }
+        Ok(())
     }
 
     /// Step 8: the pools with their cost models and KV capacities: `[prefill, decode]` (each

@@ -175,6 +175,9 @@ pub struct LinkStats {
     pub transit_j: f64,
     /// Transfers whose time the in-link stage's compute set.
     pub transit_bound: u64,
+    /// `--prefix-handoff`: uncompressed KV bytes not sent because the decode instance held them
+    /// (`None` without it).
+    pub handoff_bytes_saved: Option<f64>,
 }
 
 #[derive(Clone, Copy, Debug)]

@@ -89,6 +89,8 @@ pub enum Source {
         rows: Arc<Vec<GenRequest>>,
         /// What the read reported.
         info: TraceInfo,
+        /// Prefix chains from the trace's block hashes (`--prefix-from-trace`).
+        chains: Option<Arc<crate::levers::PrefixChains>>,
     },
 }
 
@@ -169,11 +171,11 @@ impl Source {
                         .count() as u64,
                 }
             }
-            Source::File { rows, .. } => Workload {
+            Source::File { rows, chains, .. } => Workload {
                 clipped_prompts: 0,
                 requests: rows.as_ref().clone(),
                 closed: None,
-                chains: None,
+                chains: chains.clone(),
             },
         }
     }

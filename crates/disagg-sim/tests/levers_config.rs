@@ -129,6 +129,8 @@ fn resolved_levers_carry_the_options() {
             swap_in: disagg_sim::levers::SwapIn::OwnBlocks,
             prefix_caching: false,
             speculative: None,
+            prefix_handoff: false,
+            decode_router: disagg_sim::levers::DecodeRouter::LeastLoaded,
         }
     );
     // pcie5 per cost-model.md §2.4: 64 GB/s, 5 µs, 6 pJ/bit.

@@ -642,3 +642,38 @@ proptest::proptest! {
         }
     }
 }
+
+/// The prefix-aware hand-off is not modelled with either option (its decode-side hit would have to
+/// be taken at the reservation and split over the streamed chunks): refused with one line; each
+/// option alone, and the prefix-aware hand-off alone, are accepted.
+#[test]
+fn scheduled_options_are_refused_with_the_prefix_aware_hand_off() {
+    let base = ["--prefix-caching", "--prefix-handoff"];
+    for extra in [
+        &["--send", "layerwise"][..],
+        &["--reserve-kv-on", "transfer"][..],
+        &["--send", "layerwise", "--reserve-kv-on", "transfer"][..],
+    ] {
+        let mut f = base.to_vec();
+        f.extend_from_slice(extra);
+        let e = Scenario::from_flags(&f)
+            .unwrap()
+            .build(&Catalogue::builtin())
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "--prefix-handoff: not modelled with --send layerwise or --reserve-kv-on transfer \
+             (use --send whole --reserve-kv-on arrival)",
+            "{f:?}"
+        );
+        assert!(
+            cfg(extra).levers.is_none(),
+            "{extra:?}: the options alone need no levers"
+        );
+        let mut with_levers = extra.to_vec();
+        with_levers.push("--prefix-caching");
+        assert!(cfg(&with_levers).levers.is_some());
+    }
+    assert!(cfg(&base).levers.is_some());
+}

@@ -412,8 +412,8 @@ impl<'a, O: Observer> SchedSim<'a, O> {
         }
     }
 
-    /// Prefill instance `p` holds `rid`'s memory and hands it to the least-loaded decode
-    /// instance (§9.1 step 5).
+    /// Prefill instance `p` holds `rid`'s memory until its KV has landed and, unless it is
+    /// streamed (its hand-off started with its first chunk), hands it off (§9.1 step 5).
     fn hand_off(&mut self, p: usize, rid: u32) {
         let s = &mut self.rs[rid as usize];
         s.held_units = s.alloc;
@@ -425,12 +425,14 @@ impl<'a, O: Observer> SchedSim<'a, O> {
             // Streamed: routed when its first chunk's first layer was ready.
             return;
         }
-        self.route_hand_off(rid);
+        self.start_hand_off(rid);
     }
 
-    /// `rid`'s hand-off starts now: to the least-loaded decode instance's inbox (§9.1 step 5), or
-    /// with `--reserve-kv-on transfer` to the FIFO of hand-offs waiting for decode memory.
-    pub(super) fn route_hand_off(&mut self, rid: u32) {
+    /// `rid`'s hand-off starts now: to the inbox of the decode instance [`Self::route_handoff`]
+    /// picks (§9.1 step 5), or with `--reserve-kv-on transfer` to the FIFO of hand-offs waiting
+    /// for decode memory. Streamed (`--send layerwise`), when its first chunk's first layer is
+    /// ready; otherwise when its prompt is done.
+    pub(super) fn start_hand_off(&mut self, rid: u32) {
         let now = self.q.now();
         self.reqs[rid as usize].kv_req = now;
         if self.reserve_on_transfer {
@@ -438,16 +440,22 @@ impl<'a, O: Observer> SchedSim<'a, O> {
             self.serve_handoffs();
             return;
         }
-        let d = self.least_loaded(self.n_prefill..self.insts.len());
+        let d = self.route_handoff(rid);
         self.rs[rid as usize].dst = d as u32;
         self.reqs[rid as usize].dtarget = (d - self.n_prefill) as u32;
         self.insts[d].inbox.push_back(rid);
         self.pull(d);
     }
 
-    /// `finish_row` (§5.5): emit the request's own segment, release its memory, finish it.
+    /// `finish_row` (§5.5): emit the request's own segment, release its memory, finish it. On a
+    /// decode instance (which has a prefix cache only with `--prefix-handoff`) the chain's
+    /// segments and its own segment enter the decode cache instead (`keep_on_decode`).
     pub(super) fn finish_row(&mut self, i: usize, rid: u32) {
-        self.emit(i, rid);
+        if self.insts[i].kind == Kind::Decode {
+            self.keep_on_decode(i, rid);
+        } else {
+            self.emit(i, rid);
+        }
         self.release(i, rid);
         self.finish_now(rid);
     }

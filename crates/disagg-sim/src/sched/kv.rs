@@ -22,7 +22,12 @@ impl<'a, O: Observer> SchedSim<'a, O> {
 
     /// The prefix-cache segments `rid` would hit on instance `i` with prefill target `tgt`, and
     /// their tokens (§8.2 `lookup`; nothing without a cache or a chain).
-    fn lookup(&self, i: usize, rid: u32, tgt: u64) -> (Vec<crate::prefix_cache::NodeId>, u64) {
+    pub(super) fn lookup(
+        &self,
+        i: usize,
+        rid: u32,
+        tgt: u64,
+    ) -> (Vec<crate::prefix_cache::NodeId>, u64) {
         match (&self.insts[i].cache, self.chains) {
             (Some(cache), Some(ch)) => {
                 let segs = &ch.chains[rid as usize].segments;
@@ -43,7 +48,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
 
     /// `room(need)` (§3.3): evicts cached segments if short (even when that cannot free enough),
     /// then whether `need` more units fit.
-    fn room(&mut self, i: usize, need: i64) -> bool {
+    pub(super) fn room(&mut self, i: usize, need: i64) -> bool {
         let inst = &mut self.insts[i];
         let short = inst.used as i64 + need - inst.kv.capacity as i64;
         if short > 0 {
@@ -407,13 +412,18 @@ impl<'a, O: Observer> SchedSim<'a, O> {
             let Some(&rid) = self.insts[d].inbox.front() else {
                 break;
             };
-            let need = self.admit_need(d, rid, 0);
+            // Without --prefix-handoff the decode instance has no cache: no hit, nothing pinned.
+            let (nodes, h) = self.handoff_hit(d, rid);
+            let need = self.admit_need(d, rid, h);
             let wm = self.insts[d].kv.watermark;
+            self.pin_all(d, &nodes);
             if !self.room(d, (need + wm) as i64) {
+                self.unpin_all(d, &nodes);
                 break;
             }
             self.insts[d].inbox.pop_front();
             self.reserve_decode(d, rid, need);
+            self.took_hit(d, rid, nodes, h);
             self.insts[d].inflight += 1;
             self.start_transfer(rid);
         }

@@ -11,7 +11,10 @@
 //!   §9.2) and speculative acceptance (§10.4);
 //! * [`kv`]: KV memory: room, admission, the prefix cache's insertions (§8.3), paged growth,
 //!   preemption by recompute or swap, and swap-in (§3.3, §5.2, §6);
-//! * [`report`]: the `scheduler` block of the summary (§11).
+//! * [`report`]: the `scheduler` block of the summary (§11);
+//! * [`prefix_ho`]: beyond the reference, the prefix-aware hand-off (`--prefix-handoff`: decode
+//!   instances keep a prefix cache and a hand-off sends only what the decode instance lacks) and
+//!   the prefix router of hand-offs (`--decode-router prefix`).
 //!
 //! Instances are one `Vec` (prefill then decode, or colocated, in instance order), requests are
 //! indices, and the per-request scheduler fields live beside the stamps, so a run stays `Send`.
@@ -36,6 +39,7 @@ use crate::workload::ClosedLoop;
 
 mod batch;
 mod kv;
+mod prefix_ho;
 pub mod report;
 
 pub use report::SchedulerSummary;
@@ -88,6 +92,9 @@ pub(crate) struct RState {
     /// Units a decode instance reserved for it while it was still prefilling (streamed); they
     /// become its `alloc` when its prompt is done.
     pub xf_dalloc: u64,
+    /// `--prefix-handoff`: prompt tokens its decode instance held when it pulled the hand-off
+    /// (their KV is not sent; 0 otherwise).
+    pub ho_hit: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -127,6 +134,13 @@ pub struct SchedStats {
     pub spec_tokens: u64,
     /// Time of the draft model's passes, s.
     pub draft_s: f64,
+    /// `--prefix-handoff`, decode instances: prompt tokens of the hand-offs pulled, and those the
+    /// instance's prefix cache held (not sent).
+    pub ho_prompt_tokens: u64,
+    pub ho_hit_tokens: u64,
+    /// `--prefix-handoff`, decode instances: hand-offs pulled, and those with a hit.
+    pub ho_pulls: u64,
+    pub ho_hit_pulls: u64,
 }
 
 /// One scheduled instance.
@@ -317,7 +331,8 @@ impl<'a, O: Observer> SchedSim<'a, O> {
                     } else {
                         lv.batch_policy
                     },
-                    cache: (lv.prefix_caching && kind != Kind::Decode).then(PrefixCache::new),
+                    cache: (lv.prefix_caching && (kind != Kind::Decode || lv.prefix_handoff))
+                        .then(PrefixCache::new),
                     queue: VecDeque::new(),
                     queued_tokens: 0,
                     running: Vec::new(),
@@ -377,7 +392,10 @@ impl<'a, O: Observer> SchedSim<'a, O> {
             insts,
             n_prefill,
             link: LinkModel::new(Sharing::Fifo, cfg.link.channels),
-            link_stats: LinkStats::default(),
+            link_stats: LinkStats {
+                handoff_bytes_saved: lv.prefix_handoff.then_some(0.0),
+                ..LinkStats::default()
+            },
             notes: Vec::new(),
             obs,
             spec,
@@ -464,7 +482,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
                 }
                 Ev::Done => break,
                 // Scheduled runs: the first slice of request `rid`'s first chunk is ready.
-                Ev::FirstSlice(rid) => self.route_hand_off(rid),
+                Ev::FirstSlice(rid) => self.start_hand_off(rid),
                 Ev::MacroEnd(..) => unreachable!("plain-instance event in a scheduled run"),
             }
         }
@@ -638,7 +656,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
         }
         let spec = {
             let p = self.reqs[rid as usize].prompt as u64;
-            let x = self.transfer_of(p);
+            let x = self.transfer_of(p - self.rs[rid as usize].ho_hit);
             XferSpec {
                 rid,
                 fixed_s: x.fixed_s,
@@ -779,7 +797,8 @@ impl<'a, O: Observer> SchedSim<'a, O> {
     fn on_landed(&mut self, rid: u32, start: f64, busy_s: f64, dur_s: f64) {
         let now = self.q.now();
         let p = self.reqs[rid as usize].prompt as u64;
-        let x = self.transfer_of(p);
+        let x = self.transfer_of(p - self.rs[rid as usize].ho_hit);
+        self.count_saved(p, x.kv_bytes);
         let st = &mut self.link_stats;
         st.busy_s += busy_s;
         st.bytes += x.wire_bytes;

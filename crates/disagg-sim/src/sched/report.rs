@@ -36,6 +36,27 @@ pub struct PrefixSummary {
     pub cached_tokens_end: u64,
 }
 
+/// The decode instances' prefix caches (`--prefix-handoff`, beyond the reference).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct HandoffPrefixSummary {
+    /// Hand-offs pulled by decode instances.
+    pub handoffs: u64,
+    /// Those whose decode instance held part of the prompt.
+    pub handoffs_hit: u64,
+    /// Prompt tokens of the hand-offs pulled.
+    pub prompt_tokens: u64,
+    /// Prompt tokens the decode instances held (their KV was not sent).
+    pub hit_tokens: u64,
+    /// `hit_tokens / prompt_tokens` (0 if no hand-off).
+    pub hit_rate: f64,
+    /// Tokens of the segments the decode caches evicted.
+    pub evicted_tokens: u64,
+    /// Tokens of the segments cached on decode instances at the end.
+    pub cached_tokens_end: u64,
+    /// How hand-offs chose their decode instance (`least-loaded` or `prefix`).
+    pub decode_router: String,
+}
+
 /// Speculative decoding's totals.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct SpecSummary {
@@ -92,6 +113,9 @@ pub struct SchedulerSummary {
     /// Prefix caching.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prefix_cache: Option<PrefixSummary>,
+    /// `--prefix-handoff`: the decode instances' prefix caches.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prefix_handoff: Option<HandoffPrefixSummary>,
     /// Speculative decoding.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub speculative: Option<SpecSummary>,
@@ -138,7 +162,12 @@ pub(super) fn scheduler_summary(
         }
     });
     let prefix_cache = lv.prefix_caching.then(|| {
-        let cached: Vec<&Inst> = insts.iter().filter(|x| x.cache.is_some()).collect();
+        // Colocated and prefill instances (decode instances have a cache only with
+        // --prefix-handoff, reported on their own below).
+        let cached: Vec<&Inst> = insts
+            .iter()
+            .filter(|x| x.cache.is_some() && x.kind != Kind::Decode)
+            .collect();
         let hit: u64 = cached.iter().map(|x| x.acc.hit_tokens).sum();
         let prompt: u64 = cached.iter().map(|x| x.acc.prompt_tokens).sum();
         PrefixSummary {
@@ -159,6 +188,7 @@ pub(super) fn scheduler_summary(
                 .sum(),
         }
     });
+    let prefix_handoff = lv.prefix_handoff.then(|| handoff_prefix_summary(lv, insts));
     let speculative = lv.speculative.as_ref().zip(spec).map(|(s, sp)| {
         let rows = sum(|x| x.acc.spec_rows);
         let toks = sum(|x| x.acc.spec_tokens);
@@ -196,8 +226,37 @@ pub(super) fn scheduler_summary(
         recompute_tokens: paged.then(|| sum(|x| x.acc.recompute_tokens)),
         swap,
         prefix_cache,
+        prefix_handoff,
         speculative,
         sched_delay_p50_s: None,
         norm_latency_s_per_token: None,
     }
+}
+
+/// The decode instances' prefix-cache figures (`--prefix-handoff`).
+fn handoff_prefix_summary(lv: &Levers, insts: &[Inst]) -> HandoffPrefixSummary {
+    let mut h = HandoffPrefixSummary {
+        handoffs: 0,
+        handoffs_hit: 0,
+        prompt_tokens: 0,
+        hit_tokens: 0,
+        hit_rate: 0.0,
+        evicted_tokens: 0,
+        cached_tokens_end: 0,
+        decode_router: lv.decode_router.as_str().to_string(),
+    };
+    for x in insts.iter().filter(|x| x.kind == Kind::Decode) {
+        h.handoffs += x.acc.ho_pulls;
+        h.handoffs_hit += x.acc.ho_hit_pulls;
+        h.prompt_tokens += x.acc.ho_prompt_tokens;
+        h.hit_tokens += x.acc.ho_hit_tokens;
+        if let Some(c) = &x.cache {
+            h.evicted_tokens += c.evicted_tokens();
+            h.cached_tokens_end += c.cached_tokens();
+        }
+    }
+    if h.prompt_tokens > 0 {
+        h.hit_rate = h.hit_tokens as f64 / h.prompt_tokens as f64;
+    }
+    h
 }
