@@ -203,9 +203,15 @@ fn check_run(flags: &[String], run: &RunResult, obs: &Check) {
     // preemptions the count is exact and with them a lower bound.
     let floor = started_prompts - hits + recompute;
     if b.preemptions.unwrap_or(0) == 0 {
-        assert_eq!(b.computed_prefill_tokens, floor, "{flags:?}: prompt tokens computed");
+        assert_eq!(
+            b.computed_prefill_tokens, floor,
+            "{flags:?}: prompt tokens computed"
+        );
     } else {
-        assert!(b.computed_prefill_tokens >= floor, "{flags:?}: prompt tokens computed");
+        assert!(
+            b.computed_prefill_tokens >= floor,
+            "{flags:?}: prompt tokens computed"
+        );
     }
     if let Some(sw) = &b.swap {
         assert_eq!(
