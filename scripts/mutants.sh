@@ -94,9 +94,10 @@ test_args() {
     sim-metrics) echo "--cargo-arg=--lib -- -- metrics::" ;;
     sim-prefix) echo "--cargo-arg=--lib -- prefix_cache::" ;;
     sim-kv) echo "--cargo-arg=--lib -- kv_memory::" ;;
-    # The sched unit tests, the golden runs, the worked traces and the property tests (~3 s), by
+    # The sched unit tests, the golden runs, the worked traces, the property tests and the hand-off
+    # options of the scheduled pools (sched_transfer; ~5 s), by
     # name (a filter applies to every test binary).
-    sim-sched) echo "--cargo-arg=--lib --cargo-arg=--test=levers --cargo-arg=--test=levers_traces --cargo-arg=--test=levers_properties --cargo-arg=--test=prefix_handoff -- sched:: lv paged swap prefix scheduled own_blocks" ;;
+    sim-sched) echo "--cargo-arg=--lib --cargo-arg=--test=levers --cargo-arg=--test=levers_traces --cargo-arg=--test=levers_properties --cargo-arg=--test=prefix_handoff --cargo-arg=--test=sched_transfer -- sched:: lv paged swap prefix scheduled own_blocks" ;;
     # trace, trace-io: the crate's unit tests and tests/read.rs (about 1 s); not fuzz.rs
     # (proptests, ~4 s a mutant) nor real_traces.rs (needs the real traces, not in the repo).
     trace | trace-io) echo "--cargo-arg=--lib --cargo-arg=--test=read" ;;

@@ -717,25 +717,12 @@ fn scheduling_lever_refusals_name_the_flag_and_what_is_valid() {
             vec!["--prefix-caching", "swap", "--preemption recompute"],
         ),
         (
-            vec!["--kv-policy", "paged", "--send", "layerwise"],
-            vec!["--send", "'layerwise'", "scheduling levers yet"],
-        ),
-        (
             vec!["--batch-policy", "chunked", "--link-sharing", "fair"],
             vec!["--link-sharing", "'fair'", "scheduling levers yet"],
         ),
         (
             vec!["--prefix-caching", "--link-topology", "per-pair"],
             vec!["--link-topology", "'per-pair'", "scheduling levers yet"],
-        ),
-        (
-            vec![
-                "--max-num-batched-tokens",
-                "8192",
-                "--reserve-kv-on",
-                "transfer",
-            ],
-            vec!["--reserve-kv-on", "'transfer'", "scheduling levers yet"],
         ),
     ];
     for (i, (flags, needles)) in cases.iter().enumerate() {

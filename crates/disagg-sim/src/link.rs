@@ -138,6 +138,18 @@ impl LayerPlan {
         fixed_s + self.solo_tail(stream_s, g)
     }
 
+    /// Chunk-wise streaming (scheduled pools): a sender that has its channel to itself and is
+    /// through with everything before this step at `f0` sends this step's `work` (its `L` equal
+    /// slices, in order, each as soon as it is ready and the previous one is through); returns
+    /// when its last byte is through: `max(max(f0, r1) + work, end + work / L)` (the slices are
+    /// equal and equally spaced, so the latest of `r_j + (L - j + 1) * work / L` is at the first
+    /// slice or at the last).
+    #[inline]
+    pub fn stream_through(&self, f0: f64, work: f64) -> f64 {
+        let a = f0.max(self.first_ready()) + work;
+        a.max(self.end + work / self.layers as f64)
+    }
+
     /// The last byte's time after the step's end (the bracket of [`LayerPlan::solo_exposed`]).
     #[inline]
     pub fn solo_tail(&self, stream_s: f64, g: f64) -> f64 {
@@ -250,6 +262,9 @@ struct FifoSlot {
     spec: XferSpec,
     start: f64,
     live: bool,
+    /// Submitted with [`LinkModel::submit_open`]: its landing time is given later
+    /// ([`LinkModel::close`]), not computed at the grant.
+    open: bool,
 }
 
 /// C FIFO channels.
@@ -475,11 +490,54 @@ impl LinkModel {
                     spec,
                     start: f64::NAN,
                     live: true,
+                    open: false,
                 });
                 f.queue.push_back(s);
                 f.try_grant(l, q);
             }
             Kind::Fair(f) => f.submit(l, spec, q, notes),
+        }
+    }
+
+    /// FIFO only: submits a transfer whose bytes are produced over steps not all known yet
+    /// (chunk-wise streaming of the scheduled pools). It waits for a channel like any other
+    /// (`Started` at the grant) and then holds it until the caller [`close`](Self::close)s it with
+    /// its landing time. Returns its slot, for `close`. `spec.plan` is ignored.
+    pub fn submit_open<E: From<Tagged>>(
+        &mut self,
+        l: u32,
+        spec: XferSpec,
+        q: &mut EventQueue<E>,
+    ) -> u32 {
+        match &mut self.kind {
+            Kind::Fifo(f) => {
+                let s = f.slots.alloc(FifoSlot {
+                    spec,
+                    start: f64::NAN,
+                    live: true,
+                    open: true,
+                });
+                f.queue.push_back(s);
+                f.try_grant(l, q);
+                s
+            }
+            Kind::Fair(_) => panic!("open transfers are FIFO only"),
+        }
+    }
+
+    /// FIFO only: the open transfer in `slot` (granted already) lands at `at` (not before now):
+    /// its channel is busy from the grant to `at`.
+    pub fn close<E: From<Tagged>>(&mut self, l: u32, slot: u32, at: f64, q: &mut EventQueue<E>) {
+        match &mut self.kind {
+            Kind::Fifo(f) => {
+                let sl = &f.slots.items[slot as usize];
+                assert!(
+                    sl.live && sl.open && !sl.start.is_nan(),
+                    "close an open transfer after its grant"
+                );
+                q.schedule_at(at, E::from((l, LinkEv::End(slot))));
+            }
+            Kind::Fair(_) => panic!("open transfers are FIFO only"),
         }
     }
 
@@ -526,6 +584,9 @@ impl Fifo {
                 slot.start = now;
                 notes.push(Note::Started { rid: slot.spec.rid });
                 let sp = slot.spec;
+                if slot.open {
+                    return;
+                }
                 match sp.plan {
                     None => q.schedule_in(sp.time_s, E::from((l, LinkEv::End(s)))),
                     Some(p) => {
@@ -543,8 +604,8 @@ impl Fifo {
                 slot.live = false;
                 let sp = slot.spec;
                 let busy = match sp.plan {
-                    None => sp.time_s,
-                    Some(_) => now - slot.start,
+                    None if !slot.open => sp.time_s,
+                    _ => now - slot.start,
                 };
                 totals.busy_s += busy;
                 totals.bytes += sp.wire_bytes;
@@ -1340,6 +1401,9 @@ mod tests {
         notes: Vec<Note>,
         arr: Vec<XferSpec>,
         heard: Vec<Heard>,
+        /// Arrivals submitted with `submit_open`, and the slots it returned (same order).
+        open: Vec<u32>,
+        open_slots: Vec<u32>,
     }
 
     impl Bench {
@@ -1361,6 +1425,8 @@ mod tests {
                 notes: Vec::new(),
                 arr: arr.iter().map(|a| a.1).collect(),
                 heard: vec![nan; arr.len()],
+                open: Vec::new(),
+                open_slots: Vec::new(),
             }
         }
 
@@ -1374,7 +1440,12 @@ mod tests {
             match ev {
                 TEv::Arrive(i) => {
                     let sp = self.arr[i as usize];
-                    self.link.submit(7, sp, &mut self.q, &mut self.notes);
+                    if self.open.contains(&i) {
+                        let slot = self.link.submit_open(7, sp, &mut self.q);
+                        self.open_slots.push(slot);
+                    } else {
+                        self.link.submit(7, sp, &mut self.q, &mut self.notes);
+                    }
                 }
                 TEv::Link(l, e) => {
                     assert_eq!(l, 7, "the link echoes its index");
@@ -1518,6 +1589,108 @@ mod tests {
             let t = *b.link.totals();
             assert_eq!((t.busy_s, t.bytes, t.transfers), (3.75, 12.0, 2));
         })
+    }
+
+    #[test]
+    fn stream_through_is_the_slice_by_slice_sender() {
+        // Step 0 -> 1 s of 4 layers: slices ready at 0.25, 0.5, 0.75, 1.0.
+        let p = LayerPlan::new(0.0, 1.0, 4);
+        // (f0, work, by hand):
+        // * idle sender, slow link: max(max(0, 0.25) + 2.0, 1.0 + 0.5) = 2.25;
+        // * idle sender, fast link: the last slice: max(0.25 + 0.4, 1.0 + 0.1) = 1.1;
+        // * busy sender until 3.0: max(3.0 + 0.4, 1.1) = 3.4;
+        // * busy until 0.5 (after r1), slow: max(0.5 + 2.0, 1.5) = 2.5.
+        for (f0, work, want) in [
+            (0.0, 2.0, 2.25),
+            (0.0, 0.4, 1.1),
+            (3.0, 0.4, 3.4),
+            (0.5, 2.0, 2.5),
+        ] {
+            assert_eq!(p.stream_through(f0, work), want, "{f0} {work}");
+            // The same, slice by slice (exact here: every value is a multiple of 2^-4 or close).
+            let mut f = f0;
+            for k in 1..=4 {
+                let r = p.slice_ready(k);
+                f = if f > r { f } else { r } + work / 4.0;
+            }
+            assert!((f - want).abs() < 1e-12, "{f0} {work}: {f} vs {want}");
+        }
+        // One layer: the whole step's bytes are ready at its end.
+        let one = LayerPlan::new(2.0, 0.5, 1);
+        assert_eq!(one.stream_through(0.0, 0.75), 2.5 + 0.75);
+        assert_eq!(one.stream_through(3.0, 0.75), 3.0 + 0.75);
+    }
+
+    #[test]
+    fn fifo_open_transfer_holds_its_channel_until_closed() {
+        within(|| {
+            // One channel. A (open) and B (0.125 + 0.125 s) both at 1.0, A first: A is granted
+            // at 1.0 and holds the channel until it is closed at 3.0; B waits, is granted at 3.0
+            // and lands at 3.0 + 0.25 = 3.25.
+            let arr = [
+                (1.0, xfer(0, 0.5, 0.25, 8.0, None)),
+                (1.0, xfer(1, 0.125, 0.125, 2.0, None)),
+            ];
+            let mut b = Bench::new(Sharing::Fifo, 1, &arr);
+            b.open = vec![0];
+            b.run_until(2.0);
+            assert_eq!(b.heard[0].started, 1.0);
+            assert!(b.heard[0].landed.is_nan(), "not landed before it is closed");
+            assert!(b.heard[1].started.is_nan());
+            assert_eq!(b.state(2.0), (1, 1, 1.0, 8.0));
+            let slot = b.open_slots[0];
+            b.link.close(7, slot, 3.0, &mut b.q);
+            b.run();
+            // Busy and duration = landing - grant = 2.0 (not A's own 0.75 s).
+            assert_eq!(b.heard[0], heard(1.0, 3.0, 2.0));
+            assert_eq!(b.heard[1], heard(3.0, 3.25, 0.25));
+            let t = *b.link.totals();
+            assert_eq!((t.busy_s, t.bytes, t.transfers), (2.25, 10.0, 2));
+        })
+    }
+
+    #[test]
+    fn fifo_busy_is_the_reference_time_for_whole_transfers_and_the_holding_time_for_open_ones() {
+        within(|| {
+            // Granted at 0.1, a whole-cache transfer of t = 0.1 + 0.1 = 0.2 s lands at
+            // 0.1 + 0.2 = 0.30000000000000004; its busy time is t itself, 0.2 (landing - grant
+            // would be 0.20000000000000004). An open one is busy from its grant to its close.
+            let mut b = Bench::new(Sharing::Fifo, 1, &[(0.1, xfer(0, 0.1, 0.1, 1.0, None))]);
+            b.run();
+            assert_eq!(b.heard[0].landed, 0.1 + 0.2);
+            assert_eq!(b.heard[0].busy, 0.2);
+            assert_ne!((0.1 + 0.2) - 0.1, 0.2);
+            let mut b = Bench::new(Sharing::Fifo, 1, &[(0.1, xfer(0, 0.1, 0.1, 1.0, None))]);
+            b.open = vec![0];
+            b.run_until(0.1);
+            b.link.close(7, b.open_slots[0], 0.1 + 0.2, &mut b.q);
+            b.run();
+            assert_eq!(b.heard[0].landed, 0.1 + 0.2);
+            assert_eq!(b.heard[0].busy, (0.1 + 0.2) - 0.1);
+        })
+    }
+
+    #[test]
+    #[should_panic(expected = "close an open transfer after its grant")]
+    fn fifo_open_transfer_cannot_close_before_its_grant() {
+        let arr = [
+            (1.0, xfer(0, 0.5, 0.25, 8.0, None)),
+            (1.0, xfer(1, 0.5, 0.25, 8.0, None)),
+        ];
+        let mut b = Bench::new(Sharing::Fifo, 1, &arr);
+        b.open = vec![1];
+        b.run_until(1.0);
+        // B waits behind A: not granted yet.
+        let slot = b.open_slots[0];
+        b.link.close(7, slot, 3.0, &mut b.q);
+    }
+
+    #[test]
+    #[should_panic(expected = "open transfers are FIFO only")]
+    fn open_transfers_are_fifo_only() {
+        let mut b = Bench::new(Sharing::Fair, 1, &[(1.0, xfer(0, 0.5, 0.25, 8.0, None))]);
+        b.open = vec![0];
+        b.run();
     }
 
     #[test]

@@ -1305,7 +1305,6 @@ impl Scenario {
         if disagg {
             let d = HandoffOptions::default();
             for (flag, given, default) in [
-                (SEND_FLAG, self.send.as_str(), d.send.as_str()),
                 (
                     LinkSharing::FLAG,
                     self.link_sharing.as_str(),
@@ -1315,11 +1314,6 @@ impl Scenario {
                     LinkTopology::FLAG,
                     self.link_topology.as_str(),
                     d.link_topology.as_str(),
-                ),
-                (
-                    ReserveKvOn::FLAG,
-                    self.reserve_kv_on.as_str(),
-                    d.reserve_kv_on.as_str(),
                 ),
             ] {
                 if given != default {
@@ -1364,6 +1358,15 @@ impl Scenario {
             return Err(Error::invalid(
                 "--prefix-handoff",
                 "needs --prefix-caching and --mode disagg (decode instances cache prefixes)",
+            ));
+        }
+        if self.prefix_handoff
+            && (self.send != SendMode::Whole || self.reserve_kv_on != ReserveKvOn::Arrival)
+        {
+            return Err(Error::invalid(
+                "--prefix-handoff",
+                "not modelled with --send layerwise or --reserve-kv-on transfer (use --send \
+                 whole --reserve-kv-on arrival)",
             ));
         }
         if self.decode_router != DecodeRouter::LeastLoaded && !self.prefix_handoff {

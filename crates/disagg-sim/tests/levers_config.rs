@@ -294,11 +294,9 @@ fn prefix_caching_is_refused_with_paged_swap() {
 #[test]
 fn the_hand_off_options_beyond_the_reference_are_refused_with_the_levers() {
     for (flag, value, default) in [
-        ("--send", "layerwise", "whole"),
         ("--link-sharing", "fair", "fifo"),
         ("--link-topology", "per-prefill", "shared"),
         ("--link-topology", "per-pair", "shared"),
-        ("--reserve-kv-on", "transfer", "arrival"),
     ] {
         assert_eq!(
             err(&["--kv-policy", "paged", flag, value]),
@@ -310,6 +308,25 @@ fn the_hand_off_options_beyond_the_reference_are_refused_with_the_levers() {
         // Without the levers they run as before.
         assert_eq!(levers(&[flag, value, "--kv-block-size", "32"]), None);
     }
+    // Reservation at transfer start is modelled for the scheduled pools (README, "Beyond the
+    // reference"), with every KV policy (a budget switches the levers on under `oracle`).
+    for policy in ["paged", "oracle", "max", "pow2"] {
+        let c = build(&[
+            "--kv-policy",
+            policy,
+            "--max-num-batched-tokens",
+            "8192",
+            "--reserve-kv-on",
+            "transfer",
+        ])
+        .unwrap();
+        assert!(c.levers.is_some(), "{policy}");
+        assert_eq!(c.handoff.reserve_kv_on, disagg_sim::ReserveKvOn::Transfer);
+    }
+    // So is layer-wise (chunk-wise) streaming.
+    let c = build(&["--kv-policy", "paged", "--send", "layerwise"]).unwrap();
+    assert!(c.levers.is_some());
+    assert_eq!(c.handoff.send, disagg_model::SendMode::Layerwise);
     // The TTFT convention is metrics only: fine with the levers.
     let c = build(&["--kv-policy", "paged", "--first-token", "decode"]).unwrap();
     assert!(c.levers.is_some());
@@ -344,13 +361,13 @@ fn validation_follows_the_specs_order() {
         "paged",
         "--preemption",
         "swap",
-        "--send",
-        "layerwise",
+        "--link-sharing",
+        "fair",
     ];
     assert!(err(&all).starts_with("--fast: "));
     assert!(err(&all[1..]).starts_with("--speculative: "));
     assert!(err(&all[5..]).starts_with("--prefix-caching: "));
-    assert!(err(&all[6..]).starts_with("--send: "));
+    assert!(err(&all[6..]).starts_with("--link-sharing: "));
     // Ranges come first of all (build's step 0), then an unknown host link (the reference's
     // CLI choices refuse it before any validation).
     let mut s = Scenario::from_flags(all).unwrap();

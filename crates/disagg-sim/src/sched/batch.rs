@@ -58,7 +58,11 @@ impl<'a, O: Observer> SchedSim<'a, O> {
 
     /// Decode instance, every pass (§9.2): pull hand-offs, then let landed requests join.
     fn boundary_hook(&mut self, d: usize) {
-        self.pull(d);
+        if self.reserve_on_transfer {
+            self.serve_handoffs();
+        } else {
+            self.pull(d);
+        }
         let now = self.q.now();
         while self.insts[d].running.len() < self.insts[d].cap {
             let Some(rid) = self.insts[d].landed.pop_front() else {
@@ -262,6 +266,9 @@ impl<'a, O: Observer> SchedSim<'a, O> {
         inst.cur_draft = draft_s;
         inst.step_start = now;
         inst.busy = true;
+        if inst.kind == Kind::Prefill {
+            self.stream_chunks(i, dt);
+        }
         self.q.schedule_in(dt, Ev::StepEnd(i as u32));
     }
 
@@ -405,17 +412,34 @@ impl<'a, O: Observer> SchedSim<'a, O> {
         }
     }
 
-    /// Prefill instance `p` holds `rid`'s memory and hands it to the least-loaded decode
-    /// instance (§9.1 step 5).
+    /// Prefill instance `p` holds `rid`'s memory until its KV has landed and, unless it is
+    /// streamed (its hand-off started with its first chunk), hands it off (§9.1 step 5).
     fn hand_off(&mut self, p: usize, rid: u32) {
-        let now = self.q.now();
         let s = &mut self.rs[rid as usize];
         s.held_units = s.alloc;
         s.held_nodes = std::mem::take(&mut s.nodes);
-        s.alloc = 0;
+        s.alloc = std::mem::take(&mut s.xf_dalloc);
         s.cov = 0;
         s.src = p as u32;
+        if self.layers.is_some() {
+            // Streamed: routed when its first chunk's first layer was ready.
+            return;
+        }
+        self.start_hand_off(rid);
+    }
+
+    /// `rid`'s hand-off starts now: to the inbox of the decode instance [`Self::route_handoff`]
+    /// picks (§9.1 step 5), or with `--reserve-kv-on transfer` to the FIFO of hand-offs waiting
+    /// for decode memory. Streamed (`--send layerwise`), when its first chunk's first layer is
+    /// ready; otherwise when its prompt is done.
+    pub(super) fn start_hand_off(&mut self, rid: u32) {
+        let now = self.q.now();
         self.reqs[rid as usize].kv_req = now;
+        if self.reserve_on_transfer {
+            self.handoff_wait.push_back(rid);
+            self.serve_handoffs();
+            return;
+        }
         let d = self.route_handoff(rid);
         self.rs[rid as usize].dst = d as u32;
         self.reqs[rid as usize].dtarget = (d - self.n_prefill) as u32;

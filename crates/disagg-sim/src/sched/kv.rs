@@ -422,11 +422,69 @@ impl<'a, O: Observer> SchedSim<'a, O> {
                 break;
             }
             self.insts[d].inbox.pop_front();
-            self.rs[rid as usize].alloc = 0;
-            self.set_alloc(d, rid, need);
+            self.reserve_decode(d, rid, need);
             self.took_hit(d, rid, nodes, h);
             self.insts[d].inflight += 1;
             self.start_transfer(rid);
+        }
+    }
+
+    /// `--reserve-kv-on transfer` (beyond the reference): serves the hand-offs waiting for decode
+    /// memory, FIFO with head-of-line blocking. The head goes to the least-loaded decode instance
+    /// (first on ties) that can allocate it now under the same test as [`Self::pull`] (its
+    /// `admit_need` plus the watermark fits, nothing swapped out); that instance allocates it and
+    /// its transfer starts. When none can, the head and everything behind it wait for the next
+    /// decode loop pass (memory is only freed at decode step boundaries).
+    pub(super) fn serve_handoffs(&mut self) {
+        while let Some(&rid) = self.handoff_wait.front() {
+            let Some(d) = self.pick_decode_with_room(rid) else {
+                break;
+            };
+            self.handoff_wait.pop_front();
+            self.reqs[rid as usize].kv_mem = self.q.now();
+            self.rs[rid as usize].dst = d as u32;
+            self.reqs[rid as usize].dtarget = (d - self.n_prefill) as u32;
+            let need = self.admit_need(d, rid, 0);
+            self.reserve_decode(d, rid, need);
+            self.insts[d].inflight += 1;
+            self.start_transfer(rid);
+        }
+    }
+
+    /// The first decode instance with the smallest `load()` among those that could pull `rid`
+    /// now: nothing swapped out and `admit_need + watermark` units free. Decode instances have no
+    /// prefix cache, so the test evicts nothing.
+    fn pick_decode_with_room(&mut self, rid: u32) -> Option<usize> {
+        let mut best = None;
+        let mut best_load = u64::MAX;
+        for d in self.n_prefill..self.insts.len() {
+            if !self.insts[d].swapped.is_empty() {
+                continue;
+            }
+            let need = self.admit_need(d, rid, 0) + self.insts[d].kv.watermark;
+            if !self.room(d, need as i64) {
+                continue;
+            }
+            let l = self.load(d);
+            if l < best_load {
+                best_load = l;
+                best = Some(d);
+            }
+        }
+        best
+    }
+
+    /// Decode instance `d` allocates `need` units for `rid`'s hand-off. A streamed hand-off can be
+    /// pulled while its prompt is still prefilling (its prefill instance not yet holding, `src`
+    /// unset): `alloc` is still its prefill allocation, so the units wait in `xf_dalloc` until
+    /// the prompt is done ([`Self::hand_off`]).
+    fn reserve_decode(&mut self, d: usize, rid: u32, need: u64) {
+        if self.rs[rid as usize].src == super::NO_INST {
+            self.rs[rid as usize].xf_dalloc = need;
+            self.insts[d].used += need;
+        } else {
+            self.rs[rid as usize].alloc = 0;
+            self.set_alloc(d, rid, need);
         }
     }
 

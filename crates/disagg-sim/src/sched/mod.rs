@@ -21,16 +21,16 @@
 
 use std::collections::VecDeque;
 
-use disagg_model::{transfer, CostModel, StepCost};
+use disagg_model::{transfer, CostModel, SendMode, StepCost};
 
 use crate::engine::EventQueue;
 use crate::kv_memory::{KvPolicy, KvUnits};
 use crate::levers::{BatchPolicy, Levers, PrefixChains};
-use crate::link::{LinkModel, Note, Sharing, XferSpec};
+use crate::link::{LayerPlan, LinkModel, Note, Sharing, XferSpec};
 use crate::observer::{InstanceInfo, InstanceSample, Observer, Sample, TransferEvent};
 use crate::prefix_cache::{NodeId, PrefixCache};
 use crate::pyrand::GenRequest;
-use crate::scenario::{Mode, Role, SimConfig};
+use crate::scenario::{Mode, ReserveKvOn, Role, SimConfig};
 use crate::serving::{
     finish, Books, Ev, InstanceResult, InstanceStats, LinkResult, LinkStats, Req, RunResult,
     NO_INST, NO_SUCC, UNSET,
@@ -81,6 +81,17 @@ pub(crate) struct RState {
     /// Times it was preempted, and prompt tokens its first admission found cached.
     pub preemptions: u32,
     pub hit_tokens: u64,
+    /// Chunk-wise streaming (`--send layerwise`): its prompt's chunks on the prefill instance as
+    /// `(step start, step duration, tokens)` (cached tokens first, as a step of length 0), ...
+    pub xf_chunks: Vec<(f64, f64, u64)>,
+    /// ... when its last byte sent so far is through the link (`NaN` until its transfer is granted),
+    pub xf_sent: f64,
+    /// ... its open transfer's link slot, and whether its last chunk has started.
+    pub xf_slot: u32,
+    pub xf_done: bool,
+    /// Units a decode instance reserved for it while it was still prefilling (streamed); they
+    /// become its `alloc` when its prompt is done.
+    pub xf_dalloc: u64,
     /// `--prefix-handoff`: prompt tokens its decode instance held when it pulled the hand-off
     /// (their KV is not sent; 0 otherwise).
     pub ho_hit: u64,
@@ -206,6 +217,14 @@ pub(crate) struct SchedSim<'a, O: Observer> {
     sampling: bool,
     sample_every_interval: bool,
     samples: Vec<InstanceSample>,
+    /// `--reserve-kv-on transfer`: hand-offs reserve decode memory and pick their decode instance
+    /// when they can be held ([`SchedSim::serve_handoffs`]), instead of routing first.
+    reserve_on_transfer: bool,
+    /// With `reserve_on_transfer`: the hand-offs waiting for decode memory, FIFO.
+    handoff_wait: VecDeque<u32>,
+    /// `--send layerwise`: the model's layers; prompts stream chunk by chunk
+    /// ([`SchedSim::stream_chunks`]). `None`: the whole cache leaves after the prompt (reference).
+    layers: Option<u32>,
 }
 
 /// Runs `workload` on the scheduled instances of `cfg` (whose `levers` must be set).
@@ -264,6 +283,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
         let rs = vec![
             RState {
                 last_token: UNSET,
+                xf_sent: UNSET,
                 src: NO_INST,
                 dst: NO_INST,
                 tok_inst: NO_INST,
@@ -384,6 +404,11 @@ impl<'a, O: Observer> SchedSim<'a, O> {
             sampling,
             sample_every_interval,
             samples: vec![InstanceSample::default(); n_inst],
+            reserve_on_transfer: cfg.mode == Mode::Disagg
+                && cfg.handoff.reserve_kv_on == ReserveKvOn::Transfer,
+            handoff_wait: VecDeque::new(),
+            layers: (cfg.mode == Mode::Disagg && cfg.handoff.send == SendMode::Layerwise)
+                .then(|| cfg.model.n_layers.clamp(1, u32::MAX as u64) as u32),
         }
     }
 
@@ -456,9 +481,9 @@ impl<'a, O: Observer> SchedSim<'a, O> {
                     self.q.schedule_at(t, Ev::Sample);
                 }
                 Ev::Done => break,
-                Ev::MacroEnd(..) | Ev::FirstSlice(_) => {
-                    unreachable!("plain-instance event in a scheduled run")
-                }
+                // Scheduled runs: the first slice of request `rid`'s first chunk is ready.
+                Ev::FirstSlice(rid) => self.start_hand_off(rid),
+                Ev::MacroEnd(..) => unreachable!("plain-instance event in a scheduled run"),
             }
         }
         let now = self.q.now();
@@ -483,7 +508,8 @@ impl<'a, O: Observer> SchedSim<'a, O> {
             link_queue: self.link.waiting(),
             link_busy: self.link.in_flight(),
             link_bytes_in_flight: self.link.bytes_in_flight(now),
-            decode_mem_wait: self.insts.iter().map(|d| d.inbox.len()).sum(),
+            decode_mem_wait: self.insts.iter().map(|d| d.inbox.len()).sum::<usize>()
+                + self.handoff_wait.len(),
             instances: &self.samples,
         };
         self.obs.sample(&s);
@@ -624,6 +650,10 @@ impl<'a, O: Observer> SchedSim<'a, O> {
 
     /// Starts `rid`'s transfer now (its decode memory is allocated).
     fn start_transfer(&mut self, rid: u32) {
+        if self.layers.is_some() {
+            self.start_stream(rid);
+            return;
+        }
         let spec = {
             let p = self.reqs[rid as usize].prompt as u64;
             let x = self.transfer_of(p - self.rs[rid as usize].ho_hit);
@@ -651,6 +681,92 @@ impl<'a, O: Observer> SchedSim<'a, O> {
         }
     }
 
+    // ── chunk-wise streaming (`--send layerwise`, beyond the reference) ────
+
+    /// The link work of `c` of `rid`'s prompt tokens: their share of its transfer's stream time.
+    fn chunk_work(&self, rid: u32, c: u64) -> f64 {
+        let p = self.reqs[rid as usize].prompt as u64;
+        self.transfer_of(p).stream_s * c as f64 / p as f64
+    }
+
+    /// A step of prefill instance `i` starts now and lasts `dt`: each prompt chunk in it that will
+    /// be handed off is recorded; a prompt's first chunk schedules its hand-off when the chunk's
+    /// first layer is ready (`now + dt / L`); a granted transfer sends the chunk's slices as they
+    /// come ([`LayerPlan::stream_through`]), and once its last chunk has started its landing is
+    /// known: the link is closed at `last byte + fixed`.
+    fn stream_chunks(&mut self, i: usize, dt: f64) {
+        let Some(layers) = self.layers else {
+            return;
+        };
+        let now = self.q.now();
+        let plan = LayerPlan::new(now, dt, layers);
+        for k in 0..self.insts[i].part.len() {
+            let (rid, c) = self.insts[i].part[k];
+            if self.reqs[rid as usize].output <= 1 {
+                continue;
+            }
+            let s = &mut self.rs[rid as usize];
+            if s.xf_chunks.is_empty() {
+                // Its prefix-cached tokens (none: no work), ready from the start.
+                s.xf_chunks.push((now, 0.0, s.dp));
+                self.q.schedule_in(dt / layers as f64, Ev::FirstSlice(rid));
+            }
+            let s = &mut self.rs[rid as usize];
+            s.xf_chunks.push((now, dt, c));
+            s.xf_done = s.dp + c == s.tgt;
+            if !s.xf_sent.is_nan() {
+                let w = self.chunk_work(rid, c);
+                let s = &mut self.rs[rid as usize];
+                s.xf_sent = plan.stream_through(s.xf_sent, w);
+                if s.xf_done {
+                    self.close_stream(rid);
+                }
+            }
+        }
+    }
+
+    /// Submits `rid`'s transfer as an open one: it holds its channel from the grant until it is
+    /// closed.
+    fn start_stream(&mut self, rid: u32) {
+        let p = self.reqs[rid as usize].prompt as u64;
+        let x = self.transfer_of(p);
+        let spec = XferSpec {
+            rid,
+            fixed_s: x.fixed_s,
+            stream_s: x.stream_s,
+            time_s: x.time_s,
+            wire_bytes: x.wire_bytes,
+            plan: None,
+        };
+        self.rs[rid as usize].xf_slot = self.link.submit_open(0, spec, &mut self.q);
+    }
+
+    /// `rid`'s transfer was granted now: it sends what its chunks have produced so far, and is
+    /// closed at once if its last chunk has started.
+    fn stream_granted(&mut self, rid: u32) {
+        let layers = self.layers.expect("layer-wise");
+        let mut f = self.q.now();
+        for k in 0..self.rs[rid as usize].xf_chunks.len() {
+            let (start, dt, c) = self.rs[rid as usize].xf_chunks[k];
+            let w = self.chunk_work(rid, c);
+            f = LayerPlan::new(start, dt, layers).stream_through(f, w);
+        }
+        let s = &mut self.rs[rid as usize];
+        s.xf_sent = f;
+        if s.xf_done {
+            self.close_stream(rid);
+        }
+    }
+
+    /// `rid`'s last byte is through at `xf_sent`: its KV lands `fixed` later.
+    fn close_stream(&mut self, rid: u32) {
+        let p = self.reqs[rid as usize].prompt as u64;
+        let fixed = self.transfer_of(p).fixed_s;
+        let s = &self.rs[rid as usize];
+        let at = s.xf_sent + fixed;
+        self.link.close(0, s.xf_slot, at, &mut self.q);
+    }
+
     fn take_notes(&mut self) {
         if self.notes.is_empty() {
             return;
@@ -663,6 +779,9 @@ impl<'a, O: Observer> SchedSim<'a, O> {
                     let r = &mut self.reqs[rid as usize];
                     r.kv_start = now;
                     self.link_stats.wait_s += now - r.kv_req;
+                    if self.layers.is_some() {
+                        self.stream_granted(rid);
+                    }
                 }
                 Note::Landed {
                     rid,
