@@ -176,6 +176,21 @@ pub struct XferSpec {
     pub plan: Option<LayerPlan>,
 }
 
+impl XferSpec {
+    /// The link's view of transfer `x` of request `rid` (`plan`: layer-wise slices, if any).
+    #[inline]
+    pub fn of(rid: u32, x: &disagg_model::Transfer, plan: Option<LayerPlan>) -> Self {
+        XferSpec {
+            rid,
+            fixed_s: x.fixed_s,
+            stream_s: x.stream_s,
+            time_s: x.time_s,
+            wire_bytes: x.wire_bytes,
+            plan,
+        }
+    }
+}
+
 /// A link's own events (scheduled on the engine's queue wrapped in the caller's event type).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LinkEv {

@@ -180,6 +180,23 @@ pub struct LinkStats {
     pub handoff_bytes_saved: Option<f64>,
 }
 
+impl LinkStats {
+    /// Counts transfer `x`, landed after `busy_s` channel-seconds (`transit`: the hand-off has a
+    /// compression stage, whose bytes, energy and bound are counted too).
+    #[inline]
+    pub(crate) fn land(&mut self, busy_s: f64, x: &disagg_model::Transfer, transit: bool) {
+        self.busy_s += busy_s;
+        self.bytes += x.wire_bytes;
+        self.transfers += 1;
+        self.energy_j += x.link_j;
+        if transit {
+            self.handoff_bytes += x.kv_bytes;
+            self.transit_j += x.transit_j;
+            self.transit_bound += x.transit_bound as u64;
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Ev {
     Arrival(u32),
@@ -356,6 +373,36 @@ impl Books {
 }
 
 impl Books {
+    /// The books of a run of `n` requests, open loop.
+    pub(crate) fn new(n: usize) -> Self {
+        Books {
+            n_total: n as u64,
+            in_system: 0,
+            area: 0.0,
+            area_t: 0.0,
+            n_done: 0,
+            n_rejected: 0,
+            succ: Vec::new(),
+            think: Vec::new(),
+        }
+    }
+
+    /// Takes the closed-loop turns of `c`: each request's successor and think time. Returns the
+    /// open-loop requests (the roots) in rid order, which the arrivals process walks.
+    pub(crate) fn close_loop(&mut self, c: &ClosedLoop) -> Vec<u32> {
+        let n = c.after.len();
+        self.succ = vec![NO_SUCC; n];
+        self.think = c.think_s.clone();
+        for (i, a) in c.after.iter().enumerate() {
+            if let Some(p) = a {
+                self.succ[*p as usize] = i as u32;
+            }
+        }
+        (0..n as u32)
+            .filter(|&i| c.after[i as usize].is_none())
+            .collect()
+    }
+
     #[inline]
     pub(crate) fn population(&mut self, now: f64, delta: i64) {
         self.area += self.in_system as f64 * (now - self.area_t);
@@ -721,6 +768,26 @@ pub(crate) fn link_name(cfg: &SimConfig, i: usize) -> String {
 }
 
 impl Req {
+    /// A request of the workload, nothing stamped but its arrival.
+    pub(crate) fn new(w: &GenRequest) -> Self {
+        Req {
+            arrival: w.arrival_s,
+            prefill_start: UNSET,
+            first_token: UNSET,
+            kv_start: UNSET,
+            kv_ready: UNSET,
+            decode_start: UNSET,
+            finish: UNSET,
+            kv_req: UNSET,
+            kv_mem: UNSET,
+            adm: 0,
+            prompt: w.prompt_len,
+            output: w.output_len,
+            dinst: NO_INST,
+            dtarget: NO_INST,
+        }
+    }
+
     /// The first token as TTFT and TPOT count it: the end of prefill, or (`--first-token decode`)
     /// the decode admission of a request that was handed off.
     #[inline]
@@ -864,16 +931,7 @@ fn run_requests<O: Observer>(
     }
     let mut sim = Sim::new(cfg, workload, obs);
     if let Some(c) = closed {
-        sim.books.succ = vec![NO_SUCC; workload.len()];
-        sim.books.think = c.think_s.clone();
-        for (i, a) in c.after.iter().enumerate() {
-            if let Some(p) = a {
-                sim.books.succ[*p as usize] = i as u32;
-            }
-        }
-        sim.open = (0..workload.len() as u32)
-            .filter(|&i| c.after[i as usize].is_none())
-            .collect();
+        sim.open = sim.books.close_loop(c);
     }
     sim.run();
     Ok(sim.finish_run())
@@ -881,25 +939,7 @@ fn run_requests<O: Observer>(
 
 impl<'a, O: Observer> Sim<'a, O> {
     fn new(cfg: &'a SimConfig, workload: &[GenRequest], obs: &'a mut O) -> Self {
-        let reqs: Vec<Req> = workload
-            .iter()
-            .map(|w| Req {
-                arrival: w.arrival_s,
-                prefill_start: UNSET,
-                first_token: UNSET,
-                kv_start: UNSET,
-                kv_ready: UNSET,
-                decode_start: UNSET,
-                finish: UNSET,
-                kv_req: UNSET,
-                kv_mem: UNSET,
-                adm: 0,
-                prompt: w.prompt_len,
-                output: w.output_len,
-                dinst: NO_INST,
-                dtarget: NO_INST,
-            })
-            .collect();
+        let reqs: Vec<Req> = workload.iter().map(Req::new).collect();
         let pp = cfg.prefill_pool();
         let dp = cfg.decode_pool();
         let cp = cfg.colocated_pool();
@@ -960,16 +1000,7 @@ impl<'a, O: Observer> Sim<'a, O> {
         Sim {
             cfg,
             q: EventQueue::new(),
-            books: Books {
-                n_total: reqs.len() as u64,
-                in_system: 0,
-                area: 0.0,
-                area_t: 0.0,
-                n_done: 0,
-                n_rejected: 0,
-                succ: Vec::new(),
-                think: Vec::new(),
-            },
+            books: Books::new(reqs.len()),
             open: Vec::new(),
             open_pos: 0,
             reqs,
@@ -1218,21 +1249,14 @@ impl<'a, O: Observer> Sim<'a, O> {
     fn on_arrival(&mut self, i: u32) {
         let now = self.q.now();
         self.admit_arrival(i);
-        // The next open-loop arrival (every request, unless the workload has closed-loop turns).
-        let next = if self.open.is_empty() {
-            i as usize + 1
-        } else {
-            self.open_pos += 1;
-            self.open
-                .get(self.open_pos)
-                .map_or(usize::MAX, |&x| x as usize)
-        };
-        if next < self.reqs.len() {
-            let d = self.reqs[next].arrival - now;
-            // max(0.0, arrival - now), then now + delay (§3.5).
-            self.q
-                .schedule_in(if d > 0.0 { d } else { 0.0 }, Ev::Arrival(next as u32));
-        }
+        next_arrival(
+            &mut self.q,
+            &self.reqs,
+            &self.open,
+            &mut self.open_pos,
+            i,
+            now,
+        );
     }
 
     /// A request enters: the admission check, then routing (§1.3 steps 1-3).
@@ -1548,14 +1572,7 @@ impl<'a, O: Observer> Sim<'a, O> {
             self.transit,
             r.prompt as u64,
         );
-        let spec = XferSpec {
-            rid,
-            fixed_s: x.fixed_s,
-            stream_s: x.stream_s,
-            time_s: x.time_s,
-            wire_bytes: x.wire_bytes,
-            plan,
-        };
+        let spec = XferSpec::of(rid, &x, plan);
         self.link.links[l as usize].submit(l, spec, &mut self.q, &mut self.link.notes);
         self.take_notes();
     }
@@ -1601,16 +1618,7 @@ impl<'a, O: Observer> Sim<'a, O> {
             self.transit,
             r.prompt as u64,
         );
-        let st = &mut self.link.stats;
-        st.busy_s += busy_s;
-        st.bytes += x.wire_bytes;
-        st.transfers += 1;
-        st.energy_j += x.link_j;
-        if self.transit.is_some() {
-            st.handoff_bytes += x.kv_bytes;
-            st.transit_j += x.transit_j;
-            st.transit_bound += x.transit_bound as u64;
-        }
+        self.link.stats.land(busy_s, &x, self.transit.is_some());
         r.kv_ready = now;
         let target = r.dtarget;
         self.obs.transfer(&TransferEvent {
@@ -1971,6 +1979,29 @@ impl<'a, O: Observer> Sim<'a, O> {
             }
         }
         self.coloc_body(c);
+    }
+}
+
+/// Schedules the open-loop arrival after request `i` (every request in rid order, or with
+/// closed-loop turns the next root): `max(0.0, arrival - now)`, then `now + delay` (§3.5).
+#[inline]
+pub(crate) fn next_arrival(
+    q: &mut EventQueue<Ev>,
+    reqs: &[Req],
+    open: &[u32],
+    open_pos: &mut usize,
+    i: u32,
+    now: f64,
+) {
+    let next = if open.is_empty() {
+        i as usize + 1
+    } else {
+        *open_pos += 1;
+        open.get(*open_pos).map_or(usize::MAX, |&x| x as usize)
+    };
+    if next < reqs.len() {
+        let d = reqs[next].arrival - now;
+        q.schedule_in(if d > 0.0 { d } else { 0.0 }, Ev::Arrival(next as u32));
     }
 }
 

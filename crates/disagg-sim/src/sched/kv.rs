@@ -72,16 +72,29 @@ impl<'a, O: Observer> SchedSim<'a, O> {
     pub(super) fn release(&mut self, i: usize, rid: u32) {
         let now = self.q.now();
         let s = &mut self.rs[rid as usize];
-        let inst = &mut self.insts[i];
-        inst.used -= s.alloc;
-        s.alloc = 0;
-        if let Some(cache) = inst.cache.as_mut() {
-            for &n in &s.nodes {
-                cache.unpin(n, now);
-            }
-        }
-        s.nodes.clear();
+        self.insts[i].give_back(&mut s.alloc, &mut s.nodes, now);
         s.cov = 0;
+    }
+
+    /// Inserts segment `key` (`tokens` tokens, `u` units, under `parent`) into instance `i`'s
+    /// cache at `now` and counts its units in use; returns its handle.
+    pub(super) fn cache_insert(
+        &mut self,
+        i: usize,
+        key: u32,
+        tokens: u64,
+        u: u64,
+        parent: Option<crate::prefix_cache::NodeId>,
+    ) -> crate::prefix_cache::NodeId {
+        let now = self.q.now();
+        let inst = &mut self.insts[i];
+        let n = inst
+            .cache
+            .as_mut()
+            .expect("a cache")
+            .insert(key, tokens, u, parent, now);
+        inst.used += u;
+        n
     }
 
     /// What an admission allocates privately with `h` tokens hit (§3.2; a prefill instance needs
@@ -344,14 +357,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
                     if !self.room(i, need) {
                         break;
                     }
-                    let inst = &mut self.insts[i];
-                    let n = inst
-                        .cache
-                        .as_mut()
-                        .expect("a cache")
-                        .insert(key, tokens, u, parent, now);
-                    inst.used += u;
-                    n
+                    self.cache_insert(i, key, tokens, u, parent)
                 }
             };
             let private = self.private(i, rid, cov + tokens);
@@ -393,15 +399,8 @@ impl<'a, O: Observer> SchedSim<'a, O> {
         if !self.room(i, u as i64 - s.alloc as i64) {
             return;
         }
-        let now = self.q.now();
         let parent = self.rs[rid as usize].nodes.last().copied();
-        let inst = &mut self.insts[i];
-        let n = inst
-            .cache
-            .as_mut()
-            .expect("a cache")
-            .insert(key, tokens, u, parent, now);
-        inst.used += u;
+        let n = self.cache_insert(i, key, tokens, u, parent);
         self.rs[rid as usize].nodes.push(n);
     }
 
@@ -492,15 +491,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
     pub(super) fn free_held(&mut self, p: usize, rid: u32) {
         let now = self.q.now();
         let s = &mut self.rs[rid as usize];
-        let inst = &mut self.insts[p];
-        inst.used -= s.held_units;
-        s.held_units = 0;
-        if let Some(cache) = inst.cache.as_mut() {
-            for &n in &s.held_nodes {
-                cache.unpin(n, now);
-            }
-        }
-        s.held_nodes.clear();
+        self.insts[p].give_back(&mut s.held_units, &mut s.held_nodes, now);
         self.wake(p);
     }
 }

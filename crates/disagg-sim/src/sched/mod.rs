@@ -182,6 +182,20 @@ struct Inst {
     step_end: Vec<f64>,
 }
 
+impl Inst {
+    /// Frees `units` (set to 0) and unpins `nodes` (emptied) in order at `now`.
+    fn give_back(&mut self, units: &mut u64, nodes: &mut Vec<NodeId>, now: f64) {
+        self.used -= *units;
+        *units = 0;
+        if let Some(cache) = self.cache.as_mut() {
+            for &n in nodes.iter() {
+                cache.unpin(n, now);
+            }
+        }
+        nodes.clear();
+    }
+}
+
 /// Speculative decoding as the scheduler uses it.
 #[derive(Clone, Copy, Debug)]
 struct Spec {
@@ -238,16 +252,7 @@ pub(crate) fn run<O: Observer>(
     let lv = cfg.levers.as_ref().expect("a scheduled run has levers");
     let mut sim = SchedSim::new(cfg, lv, workload, chains, obs);
     if let Some(c) = closed {
-        sim.books.succ = vec![NO_SUCC; workload.len()];
-        sim.books.think = c.think_s.clone();
-        for (i, a) in c.after.iter().enumerate() {
-            if let Some(p) = a {
-                sim.books.succ[*p as usize] = i as u32;
-            }
-        }
-        sim.open = (0..workload.len() as u32)
-            .filter(|&i| c.after[i as usize].is_none())
-            .collect();
+        sim.open = sim.books.close_loop(c);
     }
     sim.run();
     sim.finish_run()
@@ -261,25 +266,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
         chains: Option<&'a PrefixChains>,
         obs: &'a mut O,
     ) -> Self {
-        let reqs: Vec<Req> = workload
-            .iter()
-            .map(|w| Req {
-                arrival: w.arrival_s,
-                prefill_start: UNSET,
-                first_token: UNSET,
-                kv_start: UNSET,
-                kv_ready: UNSET,
-                decode_start: UNSET,
-                finish: UNSET,
-                kv_req: UNSET,
-                kv_mem: UNSET,
-                adm: 0,
-                prompt: w.prompt_len,
-                output: w.output_len,
-                dinst: NO_INST,
-                dtarget: NO_INST,
-            })
-            .collect();
+        let reqs: Vec<Req> = workload.iter().map(Req::new).collect();
         let rs = vec![
             RState {
                 last_token: UNSET,
@@ -374,16 +361,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
             cfg,
             lv,
             q: EventQueue::new(),
-            books: Books {
-                n_total: reqs.len() as u64,
-                in_system: 0,
-                area: 0.0,
-                area_t: 0.0,
-                n_done: 0,
-                n_rejected: 0,
-                succ: Vec::new(),
-                think: Vec::new(),
-            },
+            books: Books::new(reqs.len()),
             reqs,
             rs,
             chains: chains.filter(|_| lv.prefix_caching),
@@ -520,19 +498,14 @@ impl<'a, O: Observer> SchedSim<'a, O> {
     fn on_arrival(&mut self, i: u32) {
         let now = self.q.now();
         self.admit_arrival(i);
-        let next = if self.open.is_empty() {
-            i as usize + 1
-        } else {
-            self.open_pos += 1;
-            self.open
-                .get(self.open_pos)
-                .map_or(usize::MAX, |&x| x as usize)
-        };
-        if next < self.reqs.len() {
-            let d = self.reqs[next].arrival - now;
-            self.q
-                .schedule_in(if d > 0.0 { d } else { 0.0 }, Ev::Arrival(next as u32));
-        }
+        crate::serving::next_arrival(
+            &mut self.q,
+            &self.reqs,
+            &self.open,
+            &mut self.open_pos,
+            i,
+            now,
+        );
     }
 
     /// `load()` of instance `i` (§4).
@@ -656,15 +629,11 @@ impl<'a, O: Observer> SchedSim<'a, O> {
         }
         let spec = {
             let p = self.reqs[rid as usize].prompt as u64;
-            let x = self.transfer_of(p - self.rs[rid as usize].ho_hit);
-            XferSpec {
+            XferSpec::of(
                 rid,
-                fixed_s: x.fixed_s,
-                stream_s: x.stream_s,
-                time_s: x.time_s,
-                wire_bytes: x.wire_bytes,
-                plan: None,
-            }
+                &self.transfer_of(p - self.rs[rid as usize].ho_hit),
+                None,
+            )
         };
         self.link.submit(0, spec, &mut self.q, &mut self.notes);
         self.take_notes();
@@ -729,15 +698,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
     /// closed.
     fn start_stream(&mut self, rid: u32) {
         let p = self.reqs[rid as usize].prompt as u64;
-        let x = self.transfer_of(p);
-        let spec = XferSpec {
-            rid,
-            fixed_s: x.fixed_s,
-            stream_s: x.stream_s,
-            time_s: x.time_s,
-            wire_bytes: x.wire_bytes,
-            plan: None,
-        };
+        let spec = XferSpec::of(rid, &self.transfer_of(p), None);
         self.rs[rid as usize].xf_slot = self.link.submit_open(0, spec, &mut self.q);
     }
 
@@ -799,16 +760,8 @@ impl<'a, O: Observer> SchedSim<'a, O> {
         let p = self.reqs[rid as usize].prompt as u64;
         let x = self.transfer_of(p - self.rs[rid as usize].ho_hit);
         self.count_saved(p, x.kv_bytes);
-        let st = &mut self.link_stats;
-        st.busy_s += busy_s;
-        st.bytes += x.wire_bytes;
-        st.transfers += 1;
-        st.energy_j += x.link_j;
-        if self.cfg.kv_transit.is_some() {
-            st.handoff_bytes += x.kv_bytes;
-            st.transit_j += x.transit_j;
-            st.transit_bound += x.transit_bound as u64;
-        }
+        self.link_stats
+            .land(busy_s, &x, self.cfg.kv_transit.is_some());
         self.reqs[rid as usize].kv_ready = now;
         self.obs.transfer(&TransferEvent {
             rid: rid as usize,

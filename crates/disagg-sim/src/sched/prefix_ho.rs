@@ -183,13 +183,6 @@ impl<'a, O: Observer> SchedSim<'a, O> {
         if !self.room(i, u as i64) {
             return None;
         }
-        let inst = &mut self.insts[i];
-        let n = inst
-            .cache
-            .as_mut()
-            .expect("a cache")
-            .insert(key, tokens, u, parent, now);
-        inst.used += u;
-        Some(n)
+        Some(self.cache_insert(i, key, tokens, u, parent))
     }
 }
