@@ -115,11 +115,14 @@ pub fn with_warnings(doc: &mut serde_json::Value) {
 pub const LEVER_COLUMNS: &str =
     "sched_delay_s,preemptions,prefix_hit_tokens,n_itl,itl_max_s,n_itl_zero";
 
+/// The column `--requests-out` adds after [`LEVER_COLUMNS`] with `--prefix-handoff`.
+pub const HANDOFF_COLUMN: &str = "handoff_hit_tokens";
+
 /// One request's lever cells, each after a comma (empty cells for a delay or a largest ITL that
-/// does not exist).
+/// does not exist), then its hand-off hit cell when the record has one (`--prefix-handoff`).
 pub fn lever_cells(r: &disagg_sim::sched::LeverRecord) -> String {
     let delay = Some(r.sched_delay_s).filter(|d| !d.is_nan());
-    format!(
+    let mut s = format!(
         ",{},{},{},{},{},{}",
         csv_f64(delay),
         r.preemptions,
@@ -127,18 +130,25 @@ pub fn lever_cells(r: &disagg_sim::sched::LeverRecord) -> String {
         r.n_itl,
         csv_f64(r.itl_max_s),
         r.n_itl_zero
-    )
+    );
+    if let Some(h) = r.handoff_hit_tokens {
+        s.push_str(&format!(",{h}"));
+    }
+    s
 }
 
 fn requests_csv(run: &RunResult, p: &mut Pending) -> std::io::Result<()> {
     let w = p.writer();
-    let levers = run.scheduler().is_some();
+    let sched = run.scheduler();
     write!(
         w,
         "rid,arrival_s,prompt_len,output_len,prefill_start_s,first_token_s,kv_start_s,kv_ready_s,decode_start_s,finish_s"
     )?;
-    if levers {
+    if let Some(b) = sched {
         write!(w, ",{LEVER_COLUMNS}")?;
+        if b.prefix_handoff.is_some() {
+            write!(w, ",{HANDOFF_COLUMN}")?;
+        }
     }
     writeln!(w)?;
     for r in run.requests() {
@@ -513,6 +523,7 @@ mod tests {
             n_itl: 9,
             itl_max_s: Some(0.5),
             n_itl_zero: 3,
+            handoff_hit_tokens: None,
         };
         assert_eq!(lever_cells(&r), ",0.25,2,512,9,0.5,3");
         // Never started, never decoded: empty delay and largest-ITL cells.
@@ -530,5 +541,17 @@ mod tests {
             ..r
         };
         assert_eq!(lever_cells(&r), ",0.0,2,512,0,,0");
+        // --prefix-handoff: one more cell, after the six (a 0 is written, not left empty).
+        let r = LeverRecord {
+            handoff_hit_tokens: Some(1024),
+            ..r
+        };
+        assert_eq!(lever_cells(&r), ",0.0,2,512,0,,0,1024");
+        let r = LeverRecord {
+            handoff_hit_tokens: Some(0),
+            ..r
+        };
+        assert_eq!(lever_cells(&r), ",0.0,2,512,0,,0,0");
+        assert_eq!(HANDOFF_COLUMN.split(',').count(), 1);
     }
 }

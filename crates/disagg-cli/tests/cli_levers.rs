@@ -401,3 +401,83 @@ fn plan_max_rate_searches_with_the_levers() {
     assert!(att(lo) >= 0.9);
     assert!(att(hi) < 0.9);
 }
+
+/// One decode instance, one 1024-token system prompt in every prompt, requests two seconds apart
+/// on average: the prefix-aware hand-off's decode cache is empty for the first request and holds
+/// the system prompt for every later one.
+const HANDOFF: [&str; 16] = [
+    "--requests",
+    "6",
+    "--rate",
+    "0.5",
+    "--system-prompts",
+    "1",
+    "--system-len",
+    "1024",
+    "--prefix-share",
+    "1.0",
+    "--decode",
+    "1",
+    "--prefix-caching",
+    "--prefix-handoff",
+    "--decode-router",
+    "prefix",
+];
+
+#[test]
+fn prefix_handoff_adds_the_handoff_hit_column() {
+    let p = tmp("handoff.csv");
+    let mut args = vec!["run", "--json", "--requests-out", p.to_str().unwrap()];
+    args.extend(HANDOFF);
+    let v: Value = ok_json(&args);
+    let h = &v["summary"]["scheduler"]["prefix_handoff"];
+    let text = std::fs::read_to_string(&p).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(
+        lines.next().unwrap(),
+        format!(
+            "{PLAIN_HEADER},sched_delay_s,preemptions,prefix_hit_tokens,n_itl,itl_max_s,\
+             n_itl_zero,handoff_hit_tokens"
+        )
+    );
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), 6);
+    let mut sum = 0u64;
+    for (i, r) in rows.iter().enumerate() {
+        assert_eq!(r.len(), 17, "{r:?}");
+        let held: u64 = r[16].parse().unwrap();
+        // The first hand-off finds the decode cache empty; every later one finds the system
+        // prompt (--system-len 1024 tokens) the first left there.
+        assert_eq!(held, if i == 0 { 0 } else { 1024 }, "{r:?}");
+        // The prefill side's own prefix cache hits the same system prompt.
+        assert_eq!(r[12], r[16], "{r:?}");
+        sum += held;
+    }
+    // 5 hits of 1024 tokens = 5120, the summary's total; 5 hand-offs hit.
+    assert_eq!(sum, 5 * 1024);
+    assert_eq!(h["hit_tokens"].as_u64().unwrap(), sum);
+    assert_eq!(h["handoffs_hit"].as_u64().unwrap(), 5);
+    assert_eq!(h["handoffs"].as_u64().unwrap(), 6);
+}
+
+#[test]
+fn without_prefix_handoff_the_lever_columns_stay_six() {
+    // The same run with --prefix-caching but without --prefix-handoff (last three flags off):
+    // the header and every row end at n_itl_zero, as before the column existed.
+    let p = tmp("no-handoff.csv");
+    let mut args = vec!["run", "--requests-out", p.to_str().unwrap()];
+    args.extend(&HANDOFF[..13]);
+    ok_text(&args);
+    let text = std::fs::read_to_string(&p).unwrap();
+    assert!(!text.contains("handoff"), "{text}");
+    let mut lines = text.lines();
+    assert_eq!(
+        lines.next().unwrap(),
+        format!(
+            "{PLAIN_HEADER},sched_delay_s,preemptions,prefix_hit_tokens,n_itl,itl_max_s,n_itl_zero"
+        )
+    );
+    let rows: Vec<&str> = lines.collect();
+    assert_eq!(rows.len(), 6);
+    assert!(rows.iter().all(|l| l.split(',').count() == 16), "{text}");
+}

@@ -678,7 +678,7 @@ impl RunResult {
                 itl_max = x;
             }
         });
-        let (preemptions, hit_tokens) = s.per_request[rid];
+        let (preemptions, hit_tokens, ho_hit) = s.per_request[rid];
         Some(crate::sched::LeverRecord {
             sched_delay_s: r.prefill_start - r.arrival,
             preemptions,
@@ -686,6 +686,7 @@ impl RunResult {
             n_itl,
             itl_max_s: (n_itl > 0).then_some(itl_max),
             n_itl_zero: zeros,
+            handoff_hit_tokens: s.report.prefix_handoff.is_some().then_some(ho_hit),
         })
     }
     /// Each scheduled instance's KV memory at the end of the run (`None` unless the levers were

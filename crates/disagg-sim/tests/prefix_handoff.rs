@@ -126,6 +126,12 @@ fn prefix_handoff_sends_only_a_turns_new_tokens() {
     assert_eq!(h.cached_tokens_end, 1010 + 610);
     assert_eq!(h.evicted_tokens, 0);
     assert_eq!(h.decode_router, "least-loaded");
+    // Per request (the `--requests-out` column): turn 1 found nothing held, turn 2 the 1010
+    // tokens of segment 0; the prefill side's own hit of each is 0 (below).
+    let rec = |i| r.lever_record(i).unwrap();
+    assert_eq!(rec(0).handoff_hit_tokens, Some(0));
+    assert_eq!(rec(1).handoff_hit_tokens, Some(1010));
+    assert_eq!((rec(0).prefix_hit_tokens, rec(1).prefix_hit_tokens), (0, 0));
     // The prefill side's block counts only prefill instances: its cache never holds a reply
     // (§16 item 6), so turn 2 hit nothing there.
     let p = r.scheduler().unwrap().prefix_cache.as_ref().unwrap();
@@ -149,6 +155,10 @@ fn without_prefix_handoff_every_hand_off_sends_its_whole_prompt() {
     let v = serde_json::to_value(r.summary()).unwrap();
     assert!(v["link"].get("handoff_bytes_saved").is_none());
     assert!(v["scheduler"].get("prefix_handoff").is_none());
+    // No per-request hand-off figure either (no `handoff_hit_tokens` column).
+    for i in 0..2 {
+        assert_eq!(r.lever_record(i).unwrap().handoff_hit_tokens, None);
+    }
 }
 
 #[test]

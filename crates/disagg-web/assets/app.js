@@ -138,6 +138,10 @@
     { k: 'model', label: 'Model', select: () => cat.models.map((m) => [m.key, m.name]) },
     { k: 'rate', label: 'Rate (req/s)', num: { min: 0.01, step: 'any' } },
     { k: 'requests', label: 'Requests', num: { min: 1, step: 1 } },
+    { k: 'prompt_min', label: 'Shortest prompt (tokens)', num: { min: 1, step: 1 } },
+    { k: 'prompt_max', label: 'Longest prompt (tokens)', num: { min: 1, step: 1 } },
+    { k: 'output_min', label: 'Shortest output (tokens)', num: { min: 1, step: 1 } },
+    { k: 'output_max', label: 'Longest output (tokens)', num: { min: 1, step: 1 } },
     { group: 'Pools' },
     { k: 'prefill', label: 'Prefill instances', num: { min: 1, step: 1 } },
     { k: 'prefill_device', label: 'Prefill device', select: devices, get: (sc) => sc.prefill_device ?? sc.device },
@@ -160,13 +164,17 @@
     { k: 'kv_policy', label: 'KV policy', select: () => [['oracle', 'oracle'], ['pow2', 'pow2'], ['max', 'max'], ['paged', 'paged']] },
     { k: 'kv_block_size', label: 'KV block (tokens)', num: { min: 1, step: 1 } },
     { k: 'max_seq_len', label: 'Max seq len (tokens)', num: { min: 0, step: 1 } },
+    { k: 'max_decode_batch', label: 'Max decode batch', num: { min: 1, step: 1 } },
     { k: 'preemption', label: 'Preemption', select: () => [['recompute', 'recompute'], ['swap', 'swap to host']] },
+    { k: 'swap_in', label: 'Swap in', select: () => [['own-blocks', 'when its own blocks fit'], ['next-step', 'when its next step fits']] },
     { k: 'host_link', label: 'Host link', select: () => cat.links.map((l) => [l.key, l.name.replace(' (one direction)', '')]) },
     { k: 'prefix_caching', label: 'Prefix caching', select: () => [['false', 'off'], ['true', 'on']], bool: true },
     { k: 'speculative', label: 'Speculative draft', select: () => [['', 'off'], ['mtp', 'MTP head']].concat(cat.models.map((m) => [m.key, m.name])) },
     { k: 'gamma', label: 'Drafted tokens (gamma)', num: { min: 1, step: 1 } },
     { k: 'alpha', label: 'Acceptance (alpha)', num: { min: 0, step: 'any' } },
     { k: 'spec_seed', label: 'Acceptance seed', num: { min: 0, step: 1 } },
+    { k: 'prefix_handoff', label: 'Prefix-aware hand-off', select: () => [['false', 'off'], ['true', 'on']], bool: true },
+    { k: 'decode_router', label: 'Decode router', select: () => [['least-loaded', 'least-loaded'], ['prefix', 'longest cached prefix']] },
     { group: 'SLOs' },
     { k: 'ttft_slo', label: 'TTFT SLO (ms)', num: { min: 1, step: 'any' }, scale: 1000 },
     { k: 'tpot_slo', label: 'TPOT SLO (ms)', num: { min: 0.1, step: 'any' }, scale: 1000 },
@@ -683,19 +691,27 @@
 
   function presetByName(name) { return presets.find((p) => p.name === name); }
 
+  // A field's help: the option's `disagg run --help` line from the catalogue (`option_help`), as
+  // the tooltip of the field's label and control.
+  function helpAttr(k) {
+    const h = cat.option_help && cat.option_help[k];
+    return h ? ` title="${esc(h)}"` : '';
+  }
+
   function fieldHtml(id, f) {
     const fid = `${id}-${f.k}`;
+    const help = helpAttr(f.k);
     if (f.optional) {
       const o = OPTIONAL[f.k];
-      return `<div class="field" data-k="${f.k}"><label for="${fid}">${esc(o.label)}</label>` +
+      return `<div class="field" data-k="${f.k}"${help}><label for="${fid}">${esc(o.label)}</label>` +
         `<select id="${fid}" data-k="${f.k}" aria-describedby="${fid}-note"></select>` +
         `<span class="unsupported" id="${fid}-note"></span></div>`;
     }
     if (f.select) {
-      return `<div class="field"><label for="${fid}">${esc(f.label)}</label><select id="${fid}" data-k="${f.k}"></select></div>`;
+      return `<div class="field"${help}><label for="${fid}">${esc(f.label)}</label><select id="${fid}" data-k="${f.k}"></select></div>`;
     }
     const n = f.num;
-    return `<div class="field"><label for="${fid}">${esc(f.label)}</label>` +
+    return `<div class="field"${help}><label for="${fid}">${esc(f.label)}</label>` +
       `<input id="${fid}" data-k="${f.k}" type="number" min="${n.min}" step="${n.step}" inputmode="decimal"></div>`;
   }
 
@@ -1019,6 +1035,8 @@
     ['hit_rate', 'Prefix hit rate', (b) => b.prefix_cache && `${pct(b.prefix_cache.hit_rate)} (${thousands(b.prefix_cache.hit_tokens)} of ${thousands(b.prefix_cache.prompt_tokens)} tokens)`],
     ['evicted', 'Tokens evicted', (b) => b.prefix_cache && thousands(b.prefix_cache.evicted_tokens)],
     ['cached', 'Tokens cached at the end', (b) => b.prefix_cache && thousands(b.prefix_cache.cached_tokens_end)],
+    ['handoff_hit', 'Hand-off prefix held by decode', (b) => b.prefix_handoff && `${pct(b.prefix_handoff.hit_rate)} (${thousands(b.prefix_handoff.hit_tokens)} of ${thousands(b.prefix_handoff.prompt_tokens)} tokens, ${thousands(b.prefix_handoff.handoffs_hit)} of ${thousands(b.prefix_handoff.handoffs)} hand-offs)`],
+    ['decode_router', 'Decode router', (b) => b.prefix_handoff && b.prefix_handoff.decode_router],
     ['tokens_per_verify', 'Tokens per verify', (b) => b.speculative && `${fixed(b.speculative.tokens_per_verify, 3)} (closed form ${fixed(b.speculative.closed_form, 3)})`],
     ['draft', 'Draft share of busy time', (b) => b.speculative && pct(b.speculative.draft_time_frac)],
   ];

@@ -324,7 +324,8 @@ test('the scheduling group: a lever preset fills its fields, a refused combinati
   const group = await page.$eval('#cfg-a [role="group"][aria-label="Scheduling and KV memory"]',
     (g) => [...g.querySelectorAll('[data-k]')].map((el) => el.dataset.k));
   assert.deepEqual(group, ['batch_policy', 'max_num_batched_tokens', 'kv_policy', 'kv_block_size', 'max_seq_len',
-    'preemption', 'host_link', 'prefix_caching', 'speculative', 'gamma', 'alpha', 'spec_seed']);
+    'max_decode_batch', 'preemption', 'swap_in', 'host_link', 'prefix_caching', 'speculative', 'gamma', 'alpha',
+    'spec_seed', 'prefix_handoff', 'decode_router']);
   // The reference's defaults before any lever is chosen.
   const val = (k) => page.$eval(`#a-${k}`, (el) => el.value);
   assert.equal(await val('batch_policy'), 'prefill-priority');
@@ -351,6 +352,66 @@ test('the scheduling group: a lever preset fills its fields, a refused combinati
   await page.fill('#a-max_num_batched_tokens', '');
   await page.waitForFunction(() => !document.getElementById('a-max_num_batched_tokens-err') || document.getElementById('a-max_num_batched_tokens-err').hidden);
   // No script errors (the refused run's 422 is the browser's own console line).
+  assert.deepEqual(errors.filter((e) => !/status of 422/.test(e)), []);
+  await page.close();
+});
+
+test('the later levers: prefix-aware hand-off and swap-in from the URL and the form, refusals on the field', async () => {
+  // A: prefix caching with the prefix-aware hand-off over chat sessions, from the URL.
+  const q = '?a.fast=false&a.requests=200&a.workload=chat&a.prefix_caching=true&a.prefix_handoff=true&b=off';
+  const { page, errors } = await open(1280, q);
+  await page.waitForFunction(() => document.getElementById('s-a-handoff_hit'), null, { timeout: 20000 });
+  const val = (k) => page.$eval(`#a-${k}`, (el) => el.value);
+  assert.equal(await val('prefix_handoff'), 'true');
+  assert.equal(await val('decode_router'), 'least-loaded');
+  assert.equal(await val('swap_in'), 'own-blocks');
+  assert.equal(await val('max_decode_batch'), '256');
+  assert.equal(await val('prompt_max'), '32768');
+  // The field's help is the option's --help line.
+  assert.match(await page.$eval('#a-swap_in', (el) => el.closest('.field').title), /next-step: no swap thrash\) \[own-blocks\]$/);
+  // The block's figures are the API's for the same scenario.
+  const post = async (extra) => {
+    const r = await fetch(server.url + 'api/run', {
+      method: 'POST', headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ preset: 'link-ib-ndr', fast: false, requests: 200, workload: 'chat', prefix_caching: true, prefix_handoff: true, ...extra }),
+    });
+    assert.equal(r.status, 200);
+    return (await r.json()).summary.scheduler;
+  };
+  const h = (await post({})).prefix_handoff;
+  assert.ok(h.hit_tokens > 0, 'chat sessions hit');
+  const n = (x) => x.toLocaleString('en-US');
+  assert.equal(await text(page, '#s-a-handoff_hit'),
+    `${(h.hit_rate * 100).toFixed(1)}% (${n(h.hit_tokens)} of ${n(h.prompt_tokens)} tokens, ${n(h.handoffs_hit)} of ${n(h.handoffs)} hand-offs)`);
+  assert.equal(await text(page, '#s-a-decode_router'), 'least-loaded');
+  // The prefix router, through the form.
+  await page.selectOption('#a-decode_router', 'prefix');
+  await waitText(page, '#s-a-decode_router', 'prefix');
+  const hp = (await post({ decode_router: 'prefix' })).prefix_handoff;
+  await waitText(page, '#s-a-handoff_hit',
+    `${(hp.hit_rate * 100).toFixed(1)}% (${n(hp.hit_tokens)} of ${n(hp.prompt_tokens)} tokens, ${n(hp.handoffs_hit)} of ${n(hp.handoffs)} hand-offs)`);
+  // The prefix router without the prefix-aware hand-off is refused: the message on the router's field.
+  await page.selectOption('#a-prefix_handoff', 'false');
+  await page.waitForFunction(() => /needs prefix_handoff/.test(document.getElementById('a-decode_router-err')?.textContent || '')
+    && !document.getElementById('a-decode_router-err').hidden, null, { timeout: 10000 });
+  assert.equal(await page.$('#s-a-handoff_hit'), null);
+  // Back to the least-loaded router: the error goes, the plain prefix cache remains.
+  await page.selectOption('#a-decode_router', 'least-loaded');
+  await page.waitForFunction(() => document.getElementById('a-decode_router-err')?.hidden !== false
+    && document.getElementById('s-a-hit_rate'), null, { timeout: 20000 });
+  assert.equal(await page.$('#s-a-decode_router'), null);
+  // Swap preemption with next-step swap-in, through the form: the swap rows show.
+  await page.selectOption('#a-prefix_caching', 'false');
+  await page.selectOption('#a-kv_policy', 'paged');
+  await page.selectOption('#a-preemption', 'swap');
+  await page.selectOption('#a-swap_in', 'next-step');
+  await page.waitForFunction(() => document.getElementById('s-a-swap') && !document.getElementById('a-swap_in-err')?.textContent,
+    null, { timeout: 20000 });
+  assert.match(await page.evaluate(() => location.search), /a\.swap_in=next-step/);
+  // A refused length bound: the message on its field.
+  await page.fill('#a-prompt_min', '40000');
+  await page.waitForFunction(() => /prompt_min/.test(document.getElementById('a-prompt_min-err')?.textContent || '')
+    && !document.getElementById('a-prompt_min-err').hidden, null, { timeout: 10000 });
   assert.deepEqual(errors.filter((e) => !/status of 422/.test(e)), []);
   await page.close();
 });

@@ -3,7 +3,7 @@
 //! | method | path | body | answer |
 //! |---|---|---|---|
 //! | GET | `/` | | the page |
-//! | GET | `/api/catalogue` | | `disagg list --json`, plus `scenario_defaults`, `handoff_defaults`, `limits` |
+//! | GET | `/api/catalogue` | | `disagg list --json`, plus `scenario_defaults`, `option_help`, `handoff_defaults`, `limits` |
 //! | GET | `/api/presets` | | `disagg presets --json` |
 //! | POST | `/api/handoff` | `disagg handoff` options (+ `batch`) | `disagg handoff --json` (or `{"batch": [...]}`) |
 //! | POST | `/api/run` | a `Scenario` (+ `preset`, `latency_samples`, `series`) | `disagg run --json` (+ extras) |
@@ -179,6 +179,7 @@ impl Api {
             ],
             "send": SendMode::NAMES,
             "scenario_defaults": Scenario::default(),
+            "option_help": option_help(),
             "handoff_defaults": HandoffSpec::default(),
             "limits": {
                 "max_requests": l.max_requests,
@@ -438,6 +439,15 @@ impl Api {
         }
         Ok((doc, vec![("Server-Timing", format!("sim;dur={sim_ms:.3}"))]))
     }
+}
+
+/// Each scenario option's help line, as `disagg run --help` prints it (text, then the default in
+/// brackets), by serde key: the page's field descriptions.
+fn option_help() -> Map<String, Value> {
+    disagg_sim::options::OPTIONS
+        .iter()
+        .map(|o| (o.key.to_string(), Value::String(o.help_text())))
+        .collect()
 }
 
 /// Runs every configuration, on up to `available_parallelism` threads, before `deadline`.

@@ -811,3 +811,179 @@ fn the_scheduling_levers_are_checked_like_the_cli() {
     assert_eq!(d["host_link"], "pcie5");
     assert_eq!(d["alpha"], 0.7);
 }
+
+#[test]
+fn the_later_lever_options_are_accepted_and_echoed() {
+    // Each key the page gained (issue 12) with a non-default value: 200, and the run's scenario
+    // echoes it (the quiet keys are echoed once they differ from their defaults).
+    let base = json!({"requests": 40, "fast": false});
+    for (extra, key, want) in [
+        (
+            json!({"kv_policy": "paged", "preemption": "swap", "swap_in": "next-step"}),
+            "swap_in",
+            json!("next-step"),
+        ),
+        (
+            json!({"prefix_caching": true, "prefix_handoff": true}),
+            "prefix_handoff",
+            json!(true),
+        ),
+        (
+            json!({"prefix_caching": true, "prefix_handoff": true, "decode_router": "prefix"}),
+            "decode_router",
+            json!("prefix"),
+        ),
+        (json!({"max_decode_batch": 8}), "max_decode_batch", json!(8)),
+        (json!({"prompt_min": 100}), "prompt_min", json!(100)),
+        (json!({"prompt_max": 3000}), "prompt_max", json!(3000)),
+        (json!({"output_min": 20}), "output_min", json!(20)),
+        (json!({"output_max": 300}), "output_max", json!(300)),
+    ] {
+        let mut body = base.clone();
+        for (k, v) in extra.as_object().unwrap() {
+            body[k] = v.clone();
+        }
+        let v = ok("POST", "/api/run", body);
+        assert_eq!(v["scenario"][key], want, "{key}");
+    }
+    // The generator's bounds hold: with prompts clipped to [100, 3000] and outputs to [20, 300],
+    // every sampled request lies inside them.
+    let v = ok(
+        "POST",
+        "/api/run",
+        json!({"requests": 40, "prompt_min": 1500, "prompt_max": 1500, "output_min": 7,
+               "output_max": 7}),
+    );
+    // 40 prompts of exactly 1500 tokens: llama3-70b's KV is 80 layers x 8 KV heads x 128 x 2
+    // (K, V) x 2 bytes = 327680 bytes per token, so the link carried 40 x 1500 x 327680 bytes.
+    let s = &v["summary"];
+    assert_eq!(s["workload"]["prompt_cap_tokens"], json!(1500), "{s}");
+    assert_eq!(s["link"]["bytes"], json!(40.0 * 1500.0 * 327680.0), "{s}");
+    // 7-token outputs: the first comes from prefill, so each request takes 6 decode steps; the
+    // requests never share a decode batch (mean batch 1), so 40 x 6 = 240 steps.
+    let d = &s["instances"][1];
+    assert_eq!(
+        (d["role"].clone(), d["mean_batch"].clone()),
+        (json!("decode"), json!(1.0))
+    );
+    assert_eq!(d["steps"], json!(240), "{d}");
+    // The hand-off figures show in the scheduler block the page draws.
+    let v = ok(
+        "POST",
+        "/api/run",
+        json!({"requests": 40, "fast": false, "prefix_caching": true, "prefix_handoff": true,
+               "workload": "chat"}),
+    );
+    let h = &v["summary"]["scheduler"]["prefix_handoff"];
+    assert_eq!(h["handoffs"], json!(40), "{h}");
+    assert_eq!(h["decode_router"], "least-loaded");
+}
+
+#[test]
+fn the_later_lever_options_are_checked_like_the_cli() {
+    // Refused values and combinations: 422, a one-line JSON error naming the option (field) and
+    // what it needs.
+    for (body, field, needles) in [
+        (
+            &br#"{"swap_in": "lazy"}"#[..],
+            "swap_in",
+            &["lazy", "own-blocks, next-step"][..],
+        ),
+        (
+            br#"{"decode_router": "random"}"#,
+            "decode_router",
+            &["random", "least-loaded, prefix"],
+        ),
+        (
+            br#"{"decode_router": "prefix", "prefix_caching": true}"#,
+            "decode_router",
+            &["needs prefix_handoff"],
+        ),
+        (
+            br#"{"prefix_handoff": true}"#,
+            "prefix_handoff",
+            &["prefix_caching"],
+        ),
+        (
+            br#"{"prefix_handoff": true, "prefix_caching": true, "mode": "colocated"}"#,
+            "prefix_handoff",
+            &["disagg"],
+        ),
+        (br#"{"max_decode_batch": 0}"#, "max_decode_batch", &["1 to"]),
+        (br#"{"prompt_min": 0}"#, "prompt_min", &["1 to"]),
+        (br#"{"output_max": 0}"#, "output_max", &["1 to"]),
+        (
+            br#"{"prompt_min": 4000, "prompt_max": 3000}"#,
+            "prompt_min",
+            &["prompt_max"],
+        ),
+        (
+            br#"{"output_min": 400, "output_max": 300}"#,
+            "output_min",
+            &["output_max"],
+        ),
+    ] {
+        let e = err("POST", "/api/run", body, 422, needles);
+        assert_eq!(e["field"], field, "{e}");
+    }
+}
+
+#[test]
+fn the_page_has_the_later_lever_fields_and_their_help() {
+    let js = handle("GET", "/assets/app.js", b"").text();
+    for k in [
+        "max_decode_batch",
+        "swap_in",
+        "prefix_handoff",
+        "decode_router",
+        "prompt_min",
+        "prompt_max",
+        "output_min",
+        "output_max",
+    ] {
+        assert!(js.contains(&format!("{{ k: '{k}', ")), "{k}");
+    }
+    // prefix_from_trace needs a trace file, which the page does not offer.
+    assert!(!js.contains("prefix_from_trace"));
+    // The catalogue carries each option's --help line (text, then the default in brackets),
+    // the fields' descriptions; written out here from the option table.
+    let c = ok("GET", "/api/catalogue", Value::Null);
+    let help = &c["option_help"];
+    assert_eq!(
+        help["swap_in"],
+        "Swap preemption: a swapped-out row comes back when its own blocks fit (own-blocks, the \
+         reference, which can swap it straight out again) or only when its next step's blocks \
+         fit too (next-step: no swap thrash) [own-blocks]"
+    );
+    assert_eq!(
+        help["max_decode_batch"],
+        "Most sequences running on a colocated or decode instance [256]"
+    );
+    assert_eq!(
+        help["prompt_min"],
+        "Shortest generated prompt: shorter draws are raised to it, tokens [1]"
+    );
+    // A switch has no default in brackets.
+    assert!(help["prefix_handoff"]
+        .as_str()
+        .unwrap()
+        .ends_with("(needs --prefix-caching, disaggregated mode)"));
+    // One entry per scenario key the defaults carry (the custom hardware keys are unset there).
+    for k in c["scenario_defaults"].as_object().unwrap().keys() {
+        assert!(help[k].is_string(), "{k}");
+    }
+    // The defaults the new fields start from.
+    let d = &c["scenario_defaults"];
+    assert_eq!(d["swap_in"], "own-blocks");
+    assert_eq!(d["prefix_handoff"], false);
+    assert_eq!(d["decode_router"], "least-loaded");
+    assert_eq!(d["max_decode_batch"], 256);
+    assert_eq!(
+        (d["prompt_min"].clone(), d["prompt_max"].clone()),
+        (json!(1), json!(32768))
+    );
+    assert_eq!(
+        (d["output_min"].clone(), d["output_max"].clone()),
+        (json!(1), json!(32768))
+    );
+}

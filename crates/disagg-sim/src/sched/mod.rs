@@ -813,7 +813,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
         let per_request = self
             .rs
             .iter()
-            .map(|s| (s.preemptions, s.hit_tokens))
+            .map(|s| (s.preemptions, s.hit_tokens, s.ho_hit))
             .collect();
         let tok_inst = self.rs.iter().map(|s| s.tok_inst).collect();
         let kv_end = self
@@ -875,6 +875,9 @@ pub struct LeverRecord {
     pub n_itl: u64,
     pub itl_max_s: Option<f64>,
     pub n_itl_zero: u64,
+    /// `--prefix-handoff` only: prompt tokens its decode instance already held when it pulled
+    /// the hand-off (their KV was not sent); `None` without the option.
+    pub handoff_hit_tokens: Option<u64>,
 }
 
 /// One scheduled instance's KV memory when the run ended.
@@ -904,8 +907,9 @@ pub(crate) struct SchedResult {
     pub zeros: Vec<u32>,
     /// Per request, the instance whose steps `runs` index.
     pub tok_inst: Vec<u32>,
-    /// Per request, its preemptions and prefix-hit tokens.
-    pub per_request: Vec<(u32, u64)>,
+    /// Per request, its preemptions, prefix-hit tokens and (`--prefix-handoff`) prompt tokens
+    /// its decode instance held.
+    pub per_request: Vec<(u32, u64, u64)>,
     /// Per instance, its KV memory at the end.
     pub kv_end: Vec<KvEnd>,
     /// The summary's scheduler block.
