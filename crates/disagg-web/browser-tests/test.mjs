@@ -405,6 +405,8 @@ test('the later levers: prefix-aware hand-off and swap-in from the URL and the f
   await page.selectOption('#a-kv_policy', 'paged');
   await page.selectOption('#a-preemption', 'swap');
   await page.selectOption('#a-swap_in', 'next-step');
+  // The URL follows the form after its debounce: wait for it, then for the run with the swap rows.
+  await page.waitForFunction(() => /a\.swap_in=next-step/.test(location.search), null, { timeout: 20000 });
   await page.waitForFunction(() => document.getElementById('s-a-swap') && !document.getElementById('a-swap_in-err')?.textContent,
     null, { timeout: 20000 });
   assert.match(await page.evaluate(() => location.search), /a\.swap_in=next-step/);
