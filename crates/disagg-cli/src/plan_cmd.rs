@@ -492,6 +492,16 @@ pub fn run(a: PlanArgs, cat: &Catalogue) -> CmdResult {
         .inspect(|_| progress.inc(1))
         .collect();
     drop(progress);
+    // Every candidate refused by the same configuration check (e.g. --fast with a scheduling lever
+    // in disaggregated mode): that is a bad input, not an empty plan.
+    if !cands.is_empty() && cands.iter().all(|c| c.status == "invalid") {
+        let first = cands[0].reason.clone().unwrap_or_default();
+        return Err(UsageError(format!(
+            "every one of the {} candidates is invalid; the first: {first}",
+            cands.len()
+        ))
+        .into());
+    }
     // Pareto frontier of (cost, latency) among feasible candidates.
     let feas: Vec<usize> = cands
         .iter()

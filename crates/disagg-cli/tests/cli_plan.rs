@@ -135,6 +135,21 @@ fn max_rate_bisection() {
 #[test]
 fn plan_bad_input() {
     bad(&["plan"], &["--max-rate", "--target-rate"]);
+    // A scheduling lever with the fast decode path in disaggregated mode: every candidate is
+    // refused by the same check, which is reported (not an empty plan).
+    bad(
+        &[
+            "plan",
+            "--preset",
+            "link-ib-ndr",
+            "--target-rate",
+            "16",
+            "--batch-policy",
+            "chunked",
+            "--quiet",
+        ],
+        &["every one of the", "--fast", "scheduling levers"],
+    );
     bad(&["plan", "--target-rate", "0"], &["--target-rate"]);
     bad(
         &["plan", "--target-rate", "4", "--prefill-counts", "0-3"],
