@@ -499,8 +499,7 @@ pub fn run(a: PlanArgs, cat: &Catalogue) -> CmdResult {
         return Err(UsageError(format!(
             "every one of the {} candidates is invalid; the first: {first}",
             cands.len()
-        ))
-        .into());
+        )));
     }
     // Pareto frontier of (cost, latency) among feasible candidates.
     let feas: Vec<usize> = cands
