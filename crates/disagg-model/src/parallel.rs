@@ -207,7 +207,7 @@ impl Parallel {
                 "expert_imbalance is the busiest GPU's load over the mean: at least 1".into(),
             );
         }
-        if model.n_layers % self.pp as u64 != 0 {
+        if !model.n_layers.is_multiple_of(self.pp as u64) {
             return err(format!(
                 "{} has {} layers: not divisible into {} stages",
                 model.name, model.n_layers, self.pp
