@@ -174,3 +174,397 @@ fn every_par_and_moe_fixture_entry() {
     }
     assert!(failed.is_empty(), "{} failed: {failed:?}", failed.len());
 }
+
+// ---------------------------------------------------------------------------------------------
+// R1: Python's int / int, correctly rounded (levers-cost.md §1). Expected values are CPython's
+// `a / b` on the same integers.
+
+#[test]
+fn int_div_is_correctly_rounded() {
+    assert_eq!(int_div(0, 5), 0.0);
+    assert_eq!(int_div(7, 2), 3.5);
+    assert_eq!(int_div(1, 3), 0.3333333333333333);
+    assert_eq!(int_div(2, 3), 0.6666666666666666);
+    // 2(tp-1)/tp of the ring all-reduce: 6/4 = 1.5, 14/8 = 1.75.
+    assert_eq!(int_div(6, 4), 1.5);
+    assert_eq!(int_div(14, 8), 1.75);
+    // Above 2^53: 2^53 + 1 is a tie between 2^53 and 2^53 + 2 (to even: 2^53); 2^53 + 3 a tie
+    // between 2^53 + 2 and 2^53 + 4 (to even: 2^53 + 4).
+    assert_eq!(int_div((1 << 53) + 1, 1), 9007199254740992.0);
+    assert_eq!(int_div((1 << 53) + 3, 1), 9007199254740996.0);
+    // Where fl(a) / fl(b) is off by an ulp (CPython: 2.6000999431748698e+17, while
+    // float(a) / float(b) = 2.6000999431748694e+17).
+    let a: i128 = 589182647123425453728;
+    assert_eq!((a as f64) / 2266.0, 2.6000999431748694e+17);
+    assert_eq!(int_div(a, 2266), 2.6000999431748698e+17);
+    let a: i128 = 1027928714820674081584;
+    assert_eq!((a as f64) / 1216.0, 8.453361141617386e+17);
+    assert_eq!(int_div(a, 1216), 8.453361141617385e+17);
+    // A quotient far above 56 bits (the shift goes the other way): (2^100 + 1) / 3.
+    assert_eq!(int_div((1 << 100) + 1, 3), 4.2255020007607644e+29);
+    // Exact quotients stay exact.
+    assert_eq!(int_div(2365414583566336, 4), 591353645891584.0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// §3.3 / §4: the Mixtral shape's derived quantities, the spec's table.
+
+#[test]
+fn mixtral_derived_quantities() {
+    let m = mixtral();
+    let x = Moe::mixtral();
+    // 3 * 4096 * 14336
+    assert_eq!(x.expert_params(&m), 176_160_768);
+    // (2*4096^2 + 2*4096*1024) + 4096*8 = 33,554,432 + 8,388,608 + 32,768
+    assert_eq!(x.fixed_params_per_layer(&m), 41_975_808);
+    assert_eq!(x.params_per_layer(&m), 394_297_344);
+    assert_eq!(x.layer_params(&m), 12_617_515_008);
+    assert_eq!(x.matmul_params(&m), 12_748_587_008);
+    assert_eq!(x.params(&m), 46_702_526_464);
+    // 41,975,808 + 8 * 176,160,768
+    assert_eq!(x.resident_params_per_layer(&m), 1_451_261_952);
+    assert_eq!(x.weight_bytes_total(&m), 93_405_052_928.0);
+    // A shared expert counts in the fixed part and in the active part.
+    let s = Moe {
+        n_shared_experts: 1,
+        ..x
+    };
+    assert_eq!(s.fixed_params_per_layer(&m), 41_975_808 + 176_160_768);
+    assert_eq!(s.params_per_layer(&m), 394_297_344 + 176_160_768);
+}
+
+#[test]
+fn experts_touched_and_weight_bytes_read() {
+    let m = mixtral();
+    let x = Moe::mixtral();
+    for (t, et) in [
+        (0, 0.0),
+        (1, 2.0),
+        (2, 3.5),
+        (4, 5.46875),
+        (8, 7.1990966796875),
+        (64, 7.999999919274481),
+        (8192, 8.0),
+    ] {
+        assert_eq!(x.experts_touched(t), et, "et({t})");
+    }
+    for (t, wbr) in [
+        (1, 25_497_182_208.0),
+        (4, 64_604_897_280.0),
+        (32, 93_134_110_834.45125),
+        (8192, 93_210_017_792.0),
+    ] {
+        assert_eq!(x.weight_bytes_read(&m, t), wbr, "wbr({t})");
+    }
+    // (((2.0 * 32) * 2) * 176,160,768) * 3 = 67,645,734,912
+    assert_eq!(x.expert_flops(&m, 3), 67_645_734_912.0);
+}
+
+#[test]
+fn moe_validation() {
+    assert!(Moe::mixtral().validate().is_ok());
+    let k0 = Moe {
+        top_k: 0,
+        ..Moe::mixtral()
+    };
+    let k9 = Moe {
+        top_k: 9,
+        ..Moe::mixtral()
+    };
+    let k8 = Moe {
+        top_k: 8,
+        ..Moe::mixtral()
+    };
+    assert!(k0.validate().is_err());
+    assert!(k9.validate().is_err());
+    assert!(k8.validate().is_ok());
+    let k1 = Moe {
+        top_k: 1,
+        ..Moe::mixtral()
+    };
+    assert!(k1.validate().is_ok());
+    let c = cat();
+    let dev = c.device("h100").unwrap();
+    assert!(ParallelCost::new(
+        &mixtral(),
+        Some(k9),
+        dev,
+        2,
+        CostOptions::default(),
+        None,
+        &c
+    )
+    .is_err());
+}
+
+// ---------------------------------------------------------------------------------------------
+// §5.3: validation, in order, one-line messages.
+
+fn chk(p: &Parallel, moe: bool, n: u32) -> String {
+    let (m, x) = if moe {
+        (mixtral(), Some(Moe::mixtral()))
+    } else {
+        (cat().model("llama3-70b").unwrap().clone(), None)
+    };
+    match p.check(&m, x.as_ref(), n, "decode", &cat()) {
+        Ok(()) => "ok".into(),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn parallel_check_messages_in_order() {
+    let d = Parallel::default();
+    assert_eq!(
+        d,
+        Parallel {
+            tp: 1,
+            pp: 1,
+            ep: 1,
+            microbatches: None,
+            expert_imbalance: 1.0,
+            scale_up_link: None
+        }
+    );
+    assert_eq!(chk(&d, false, 1), "ok");
+    let at_least = "decode pool: tp, pp and microbatches must be at least 1";
+    assert_eq!(chk(&Parallel { tp: 0, ..d.clone() }, false, 0), at_least);
+    assert_eq!(chk(&Parallel { pp: 0, ..d.clone() }, false, 0), at_least);
+    let mb0 = Parallel {
+        microbatches: Some(0),
+        ..d.clone()
+    };
+    assert_eq!(chk(&mb0, false, 1), at_least);
+    let mb1 = Parallel {
+        microbatches: Some(1),
+        ..d.clone()
+    };
+    assert_eq!(chk(&mb1, false, 1), "ok");
+    let tp2pp2 = Parallel {
+        tp: 2,
+        pp: 2,
+        ..d.clone()
+    };
+    assert_eq!(
+        chk(&tp2pp2, false, 2),
+        "decode pool: parallel tp=2 x pp=2 needs 4 devices per instance (got 2)"
+    );
+    assert_eq!(chk(&tp2pp2, false, 4), "ok");
+    let ep3 = Parallel {
+        tp: 2,
+        ep: 3,
+        ..d.clone()
+    };
+    assert_eq!(
+        chk(&ep3, true, 2),
+        "decode pool: ep must be 1 (experts split by TP) or equal to tp (whole experts per GPU)"
+    );
+    let ep2 = Parallel {
+        tp: 2,
+        ep: 2,
+        ..d.clone()
+    };
+    assert_eq!(
+        chk(&ep2, false, 2),
+        "decode pool: expert parallelism needs a mixture-of-experts model"
+    );
+    assert_eq!(chk(&ep2, true, 2), "ok");
+    let low = Parallel {
+        expert_imbalance: 0.99,
+        ..ep2.clone()
+    };
+    assert_eq!(
+        chk(&low, true, 2),
+        "decode pool: expert_imbalance is the busiest GPU's load over the mean: at least 1"
+    );
+    let one = Parallel {
+        expert_imbalance: 1.0,
+        ..ep2.clone()
+    };
+    assert_eq!(chk(&one, true, 2), "ok");
+    // 80 layers into 3 stages.
+    let pp3 = Parallel { pp: 3, ..d.clone() };
+    assert_eq!(
+        chk(&pp3, false, 3),
+        "decode pool: Llama-3-70B has 80 layers: not divisible into 3 stages"
+    );
+    let bad_link = Parallel {
+        scale_up_link: Some("warp".into()),
+        ..d.clone()
+    };
+    assert_eq!(
+        chk(&bad_link, false, 1),
+        "decode pool: unknown scale-up link 'warp'"
+    );
+    let pcie = Parallel {
+        scale_up_link: Some("pcie5".into()),
+        ..d.clone()
+    };
+    assert_eq!(chk(&pcie, false, 1), "ok");
+    // Order: the device count is checked before ep, ep before the imbalance.
+    let both = Parallel {
+        tp: 2,
+        ep: 3,
+        expert_imbalance: 0.5,
+        ..d.clone()
+    };
+    assert_eq!(
+        chk(&both, false, 3),
+        "decode pool: parallel tp=2 x pp=1 needs 2 devices per instance (got 3)"
+    );
+    assert!(chk(&both, false, 2).contains("ep must be 1"));
+}
+
+#[test]
+fn scale_up_link_defaults_to_the_devices() {
+    let c = cat();
+    let d = Parallel::default();
+    let name = |dev: &str, p: &Parallel| p.link(c.device(dev).unwrap(), &c).unwrap().key.clone();
+    assert_eq!(name("h100", &d), "nvlink4");
+    assert_eq!(name("a100", &d), "nvlink3");
+    assert_eq!(name("b200", &d), "nvlink5");
+    let p = Parallel {
+        scale_up_link: Some("pcie5".into()),
+        ..d
+    };
+    assert_eq!(name("h100", &p), "pcie5");
+}
+
+// ---------------------------------------------------------------------------------------------
+// §5.4 written out on small cases.
+
+fn pc(model: &str, dev: &str, n: u32, p: Option<Parallel>) -> ParallelCost {
+    let c = cat();
+    let (m, x) = model_of(model);
+    ParallelCost::new(
+        &m,
+        x,
+        c.device(dev).unwrap(),
+        n,
+        CostOptions::default(),
+        p,
+        &c,
+    )
+    .unwrap()
+}
+
+#[test]
+fn tp4_decode_worked_example() {
+    // §5.5: Llama-3-70B decode b = 1, ctx 2048, TP4 on 4xH100 (nvlink4: 450e9 B/s, 5e-6 s,
+    // 5 pJ/bit). act = 1 x 8192 x 2.0 = 16384.0; 160 all-reduces of
+    // (1.5 x 16384.0)/450e9 + 6 x 5e-6 each.
+    let p = pc(
+        "llama3-70b",
+        "h100",
+        4,
+        Some(Parallel {
+            tp: 4,
+            ..Parallel::default()
+        }),
+    );
+    let s = p.decode_sum(2048, 1);
+    let one = (1.5 * 16384.0) / 450e9 + 6.0 * 5e-6;
+    assert_eq!(one, 3.0054613333333337e-05);
+    assert_eq!(s.comm_time_s, 1.0 * (160.0 * one + 0.0));
+    assert_eq!(s.comm_time_s, 0.004808738133333334);
+    // 160 x 2 x 3 x 16384 bytes, x 8 bits, x 5 pJ.
+    assert_eq!(
+        s.comm_j,
+        (((160.0 * 2.0 * 3.0 * 16384.0) * 8.0) * 5.0) * 1e-12
+    );
+    assert_eq!(s.step.time_s, 0.018338109548258708);
+    assert_eq!(s.draft_time_s, 0.0);
+    // Without the lever the step is the plain one.
+    let plain = pc("llama3-70b", "h100", 4, None).decode_sum(2048, 1);
+    assert_eq!(plain.step.time_s, 0.013529371414925374);
+    assert_eq!((plain.comm_time_s, plain.comm_j), (0.0, 0.0));
+}
+
+#[test]
+fn empty_pass_and_zero_microbatches() {
+    // Decode of b = 0 rows on PP2 (tp 1): mb = min(pp, max(1, 0)) = 1, act = (0/1)*d*2 = 0.0,
+    // no all-reduce (tp 1), hop = 0/bw + 5e-6, slots = 1 + 2 - 1 = 2: comm_time = 2 x 5e-6;
+    // comm bytes = 2 x 0 + 1 x 0.0 = 0.
+    let pp2 = Parallel {
+        pp: 2,
+        ..Parallel::default()
+    };
+    let s = pc("llama3-8b", "h100", 2, Some(pp2.clone())).decode_sum(100, 0);
+    assert_eq!(s.comm_time_s, 2.0 * 5e-6);
+    assert_eq!(s.comm_j, 0.0);
+    // microbatches = Some(0) falls back to pp, exactly like None.
+    let mb0 = Parallel {
+        microbatches: Some(0),
+        ..pp2.clone()
+    };
+    let a = pc("llama3-8b", "h100", 2, Some(mb0)).prefill(&[1000, 999]);
+    let b = pc("llama3-8b", "h100", 2, Some(pp2)).prefill(&[1000, 999]);
+    assert_eq!(a, b);
+    // mb = 2 micro-batches (of 999.5 tokens each): bytes = 2 x Wb + Ob.
+    let m = cat().model("llama3-8b").unwrap().clone();
+    let wb = m.weight_bytes_streamed() + 1999.0 * m.embedding_row_bytes();
+    assert_eq!(a.step.bytes, (2.0 * wb) + 1999.0 * m.kv_bytes_per_token());
+    // act = (1999/2) * 4096 * 2.0; comm bytes = mb*(pp-1)*act = 2 * act.
+    let act = (999.5 * 4096.0) * 2.0;
+    assert_eq!(a.comm_j, (((2.0 * act) * 8.0) * 5.0) * 1e-12);
+    // slots = 2 + 2 - 1 = 3 hops.
+    assert_eq!(a.comm_time_s, 3.0 * ((act / 450e9) + 5e-6));
+}
+
+#[test]
+fn passes_count_tokens_and_kv_positions() {
+    let p = pc("llama3-8b", "h100", 1, None);
+    let ch = [
+        Chunk {
+            p0: 0,
+            c: 1024,
+            last: true,
+        },
+        Chunk {
+            p0: 512,
+            c: 256,
+            last: false,
+        },
+    ];
+    let q = p.mixed_pass(20000, 10, &ch);
+    // t = 10 + 1024 + 256; k = 20000 + 10 + (0 + 1024) + (512 + 256)
+    assert_eq!((q.t, q.k), (1290, 21802));
+    assert_eq!(q.f, p.base.step_mixed_work(20000, 10, &ch).0);
+    let d = p.decode_pass(300, 3);
+    assert_eq!((d.t, d.k), (3, 303));
+    let f = p.prefill_pass(&[5, 7]);
+    assert_eq!((f.t, f.k), (12, 12));
+    // Dense, no layout: the plain cost model's steps, unchanged.
+    assert_eq!(p.decode_sum(300, 3).step, p.base.decode_sum(300, 3));
+    assert_eq!(p.prefill(&[5, 7]).step, p.base.prefill([5, 7]));
+    assert_eq!(
+        p.step_mixed(20000, 10, &ch).step,
+        p.base.step_mixed(20000, 10, &ch)
+    );
+    // MoE: two more (or fewer) active parameters per token: 2*(L*ppl_moe - L*ppl_dense)*t.
+    let mx = pc("mixtral-8x7b", "h100", 2, None);
+    let dense = mx.base.decode_work(300, 3).0;
+    let m = mixtral();
+    let delta = 2 * (12_617_515_008 - m.layer_params()) * 3;
+    assert_eq!(mx.decode_pass(300, 3).f, dense + delta);
+}
+
+#[test]
+fn moe_capacity_without_a_layout() {
+    // All experts resident: (80e9*2)*0.9 - 93,405,052,928 = 50,594,947,072 free;
+    // // 131,072 B/token = 386,008.
+    assert_eq!(
+        pc("mixtral-8x7b", "h100", 2, None).kv_capacity_tokens(),
+        Ok(386_008)
+    );
+    assert_eq!(
+        pc("mixtral-8x7b", "a100-40g", 2, None)
+            .kv_capacity_tokens()
+            .unwrap_err()
+            .to_string(),
+        "model: Mixtral-8x7B does not fit on 2x A100-SXM-40GB"
+    );
+    // A dense model without a layout is cost-model §3.3.
+    let p = pc("llama3-70b", "h100", 4, None);
+    assert_eq!(p.kv_capacity_tokens(), p.base.kv_capacity_tokens());
+}
