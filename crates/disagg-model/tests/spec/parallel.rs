@@ -251,7 +251,7 @@ fn experts_touched_and_weight_bytes_read() {
     for (t, wbr) in [
         (1, 25_497_182_208.0),
         (4, 64_604_897_280.0),
-        (32, 93_134_110_834.45125),
+        (32, 93_134_110_834.451_25),
         (8192, 93_210_017_792.0),
     ] {
         assert_eq!(x.weight_bytes_read(&m, t), wbr, "wbr({t})");
