@@ -25,8 +25,18 @@ pub fn int_div(a: i128, b: i128) -> f64 {
     // Shift so that the quotient has 55 or 56 bits.
     let s = 56 - (bits(a) - bits(b));
     let (q, r) = if s >= 0 {
-        let num = a << s;
-        (num / b, num % b)
+        // Long division, one quotient bit per step: `a << s` could overflow when `a` and `b`
+        // are both wide, `r << 1` cannot (`r < b < 2^127`).
+        let (mut q, mut r) = (a / b, a % b);
+        for _ in 0..s {
+            q <<= 1;
+            r <<= 1;
+            if r >= b {
+                q |= 1;
+                r -= b;
+            }
+        }
+        (q, r)
     } else {
         let den = b << (-s);
         (a / den, a % den)

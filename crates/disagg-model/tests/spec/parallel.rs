@@ -568,3 +568,73 @@ fn moe_capacity_without_a_layout() {
     let p = pc("llama3-70b", "h100", 4, None);
     assert_eq!(p.kv_capacity_tokens(), p.base.kv_capacity_tokens());
 }
+
+#[test]
+fn int_div_sticky_bit_and_wide_shifts() {
+    // Quotient 2^56 + 8 after the right shift with a zero remainder: a tie, to even = 2^100
+    // (CPython: (2**100 + 2**47) / 1 == 2.0**100). A stray sticky bit would round up.
+    assert_eq!(int_div((1 << 100) + (1 << 47), 1), 2f64.powi(100));
+    // Numerator and denominator both wide: (2^100 + 1) / 2^99 = 2 + 2^-99, rounds to 2.0.
+    assert_eq!(int_div((1 << 100) + 1, 1 << 99), 2.0);
+    // (2^100 + 2^48) / 1: exactly representable, stays.
+    assert_eq!(
+        int_div((1 << 100) + (1 << 48), 1),
+        2f64.powi(100) + 2f64.powi(48)
+    );
+}
+
+#[test]
+fn imbalance_on_a_pipeline_written_out() {
+    // §5.4 steps 1-5 and 16-18 written out for Mixtral on 4xH100, TP2 x PP2, EP2, XI 1.5,
+    // prefill [2048]x4: mb = 2, slots = 3, Feff = fl(F) + expert_flops(T) * 0.5,
+    // slot = stage.step_time_raw(Feff / fl(4), Wb/2 + Ob/4), compute energy scaled by F/Feff.
+    let c = cat();
+    let dev = c.device("h100").unwrap();
+    let (m, x) = (mixtral(), Moe::mixtral());
+    let lay = Parallel {
+        tp: 2,
+        pp: 2,
+        ep: 2,
+        expert_imbalance: 1.5,
+        ..Parallel::default()
+    };
+    let p = ParallelCost::new(&m, Some(x), dev, 4, CostOptions::default(), Some(lay), &c).unwrap();
+    let lens = [2048u64; 4];
+    let s = p.prefill(&lens);
+    let f: i128 = 213_273_043_533_824; // the moe.* prefill fixture's FLOPs
+    assert_eq!(s.step.flops, PyNum::Int(f));
+    let t = 8192u64;
+    let feff = f as f64 + x.expert_flops(&m, t) * (1.5 - 1.0);
+    let wb = x.weight_bytes_read(&m, t);
+    let ob = 8192.0 * m.kv_bytes_per_token();
+    let stage = CostModel::new(
+        &m,
+        dev,
+        2,
+        CostOptions {
+            step_overhead_s: 0.0,
+            ..CostOptions::default()
+        },
+    )
+    .unwrap();
+    let r = stage.step_time_raw(feff / 4.0, (wb / 2.0) + (ob / 4.0));
+    assert_eq!(s.step.time_s, ((3.0 * r.t) + s.comm_time_s) + 0.5e-3);
+    let ec = r.ec * (f as f64 / feff);
+    assert_eq!(s.step.compute_j, 4.0 * ec);
+    assert_eq!(s.step.memory_j, 4.0 * r.em);
+    assert_eq!(s.step.energy_j, 4.0 * (ec + r.em));
+    assert_eq!(s.step.bytes, (2.0 * wb) + ob);
+    // The same layout without imbalance: comm identical, the slot from F / 4 exactly.
+    let lay1 = Parallel {
+        tp: 2,
+        pp: 2,
+        ep: 2,
+        ..Parallel::default()
+    };
+    let p1 =
+        ParallelCost::new(&m, Some(x), dev, 4, CostOptions::default(), Some(lay1), &c).unwrap();
+    let s1 = p1.prefill(&lens);
+    assert_eq!(s1.comm_time_s, s.comm_time_s);
+    assert_eq!(s1.step.time_s, 0.15946689177695497); // fixture moe.mixtral.h100x4.tp2pp2ep2
+    assert!(s.step.time_s > s1.step.time_s);
+}
