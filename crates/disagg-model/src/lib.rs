@@ -9,6 +9,7 @@ pub mod custom;
 pub mod draft;
 pub mod error;
 pub mod handoff;
+pub mod parallel;
 pub mod pymath;
 
 pub use catalogue::{
@@ -21,3 +22,4 @@ pub use handoff::{
     handoff, handoff_shared, layerwise_exposed, layerwise_exposed_after, layerwise_tail, transfer,
     transfer_bytes, Handoff, SendMode, Sharing, Transfer,
 };
+pub use parallel::{int_div, LeverStep, Moe, Parallel, ParallelCost, Pass};

@@ -8,4 +8,5 @@ mod cost;
 mod custom;
 mod handoff;
 mod levers;
+mod parallel;
 mod pymath;

@@ -1,0 +1,548 @@
+//! The Parallel lever (levers-cost.md §5): tensor, pipeline and expert parallelism inside one
+//! instance, and the mixture-of-experts shape it needs (§4). Library code only: nothing here is
+//! wired into the simulator yet.
+//!
+//! [`ParallelCost`] wraps a [`CostModel`] (whose FLOP counts and byte terms stay untouched) and
+//! adds the MoE substitutions of §4 and the step on a parallel instance `_parallel(F, Wb, Ob, T)`
+//! of §5.4, plus the KV capacity with a layout (§5.6).
+
+use crate::catalogue::{Catalogue, Device, Link, ModelSpec};
+use crate::cost::{Chunk, CostModel, CostOptions, PyNum, StepCost};
+use crate::error::Error;
+use crate::pymath::{ipow, py_floordiv};
+
+/// Python's `int / int` for non-negative integers (levers-cost.md §1 R1): the correctly rounded
+/// double of the exact rational `a / b`. The quotient is taken with at least 55 significant bits,
+/// its last bit forced to 1 when anything was discarded (round to odd), and then rounded once to
+/// 53 bits by the `u128 -> f64` conversion: the same result as rounding the exact rational.
+pub fn int_div(a: i128, b: i128) -> f64 {
+    assert!(a >= 0 && b > 0, "int_div needs a >= 0 and b > 0");
+    if a == 0 {
+        return 0.0;
+    }
+    let (a, b) = (a as u128, b as u128);
+    let bits = |x: u128| 128 - x.leading_zeros() as i32;
+    // Shift so that the quotient has 55 or 56 bits.
+    let s = 56 - (bits(a) - bits(b));
+    let (q, r) = if s >= 0 {
+        // Long division, one quotient bit per step: `a << s` could overflow when `a` and `b`
+        // are both wide, `r << 1` cannot (`r < b < 2^127`).
+        let (mut q, mut r) = (a / b, a % b);
+        for _ in 0..s {
+            q <<= 1;
+            r <<= 1;
+            if r >= b {
+                q |= 1;
+                r -= b;
+            }
+        }
+        (q, r)
+    } else {
+        let den = b << (-s);
+        (a / den, a % den)
+    };
+    let q = if r != 0 { q | 1 } else { q };
+    (q as f64) * (2.0f64).powi(-s)
+}
+
+/// The mixture-of-experts shape of a model (levers-cost.md §3.1, §4): `X` routed experts of the
+/// model's `d_ff` each, `k` of them per token, plus `S` always-on shared experts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Moe {
+    /// Routed experts per layer (X).
+    pub n_experts: u64,
+    /// Experts each token runs (k).
+    pub top_k: u64,
+    /// Shared experts every token runs (S).
+    pub n_shared_experts: u64,
+}
+
+impl Moe {
+    /// Mixtral-8x7B: X = 8, k = 2, S = 0 (levers-cost.md §3.2).
+    pub fn mixtral() -> Self {
+        Moe {
+            n_experts: 8,
+            top_k: 2,
+            n_shared_experts: 0,
+        }
+    }
+
+    /// `1 <= k <= X` (levers-cost.md §3.1).
+    pub fn validate(&self) -> Result<(), Error> {
+        if self.top_k < 1 || self.top_k > self.n_experts {
+            return Err(Error::invalid(
+                "top_k",
+                format!("must be between 1 and n_experts ({})", self.n_experts),
+            ));
+        }
+        Ok(())
+    }
+
+    /// `3*d*ff`: one SwiGLU expert's parameters.
+    pub fn expert_params(&self, m: &ModelSpec) -> i128 {
+        3 * m.d_model as i128 * m.d_ff as i128
+    }
+
+    fn attn_params(m: &ModelSpec) -> i128 {
+        let d = m.d_model as i128;
+        2 * d * d + 2 * d * m.kvw()
+    }
+
+    /// `(2*d*d + 2*d*kvw) + d*X + S*expert_params`: attention, router and shared experts.
+    pub fn fixed_params_per_layer(&self, m: &ModelSpec) -> i128 {
+        let d = m.d_model as i128;
+        Self::attn_params(m)
+            + d * self.n_experts as i128
+            + self.n_shared_experts as i128 * self.expert_params(m)
+    }
+
+    /// The active parameters per layer: `(2*d*d + 2*d*kvw) + d*X + (k + S)*(3*d*ff)`.
+    pub fn params_per_layer(&self, m: &ModelSpec) -> i128 {
+        let d = m.d_model as i128;
+        Self::attn_params(m)
+            + d * self.n_experts as i128
+            + (self.top_k + self.n_shared_experts) as i128 * self.expert_params(m)
+    }
+
+    /// `L * params_per_layer` (active).
+    pub fn layer_params(&self, m: &ModelSpec) -> i128 {
+        m.n_layers as i128 * self.params_per_layer(m)
+    }
+
+    /// `layer_params + V*d` (active).
+    pub fn matmul_params(&self, m: &ModelSpec) -> i128 {
+        self.layer_params(m) + m.vocab as i128 * m.d_model as i128
+    }
+
+    /// Every resident parameter: `L*(fixed + X*expert_params) + 2*V*d`.
+    pub fn params(&self, m: &ModelSpec) -> i128 {
+        m.n_layers as i128 * self.resident_params_per_layer(m)
+            + 2 * m.vocab as i128 * m.d_model as i128
+    }
+
+    /// `fixed + X*expert_params`: one layer with all its experts.
+    pub fn resident_params_per_layer(&self, m: &ModelSpec) -> i128 {
+        self.fixed_params_per_layer(m) + self.n_experts as i128 * self.expert_params(m)
+    }
+
+    /// `fl(params) * weight_bytes`.
+    pub fn weight_bytes_total(&self, m: &ModelSpec) -> f64 {
+        self.params(m) as f64 * m.weight_bytes
+    }
+
+    /// Expected experts touched by `t` tokens in one layer: `fl(X) * (1.0 - ipow(1.0 - k/X, t))`.
+    pub fn experts_touched(&self, t: u64) -> f64 {
+        let x = self.n_experts as i128;
+        (x as f64) * (1.0 - ipow(1.0 - int_div(self.top_k as i128, x), t))
+    }
+
+    /// Weight bytes a pass over `t` tokens reads:
+    /// `((fl(L) * (fl(fixed) + et(t) * fl(expert_params)) + fl(V*d)) * wb) + fl(t) * e`.
+    pub fn weight_bytes_read(&self, m: &ModelSpec, t: u64) -> f64 {
+        let per_layer = self.fixed_params_per_layer(m) as f64
+            + self.experts_touched(t) * self.expert_params(m) as f64;
+        ((m.n_layers as f64 * per_layer + (m.vocab as i128 * m.d_model as i128) as f64)
+            * m.weight_bytes)
+            + t as f64 * m.embedding_row_bytes()
+    }
+
+    /// FLOPs of the routed experts over `t` tokens: `(((2.0 * fl(L)) * fl(k)) * fl(expert_params)) * fl(t)`.
+    pub fn expert_flops(&self, m: &ModelSpec, t: u64) -> f64 {
+        (((2.0 * m.n_layers as f64) * self.top_k as f64) * self.expert_params(m) as f64) * t as f64
+    }
+}
+
+/// A parallel layout of an instance (levers-cost.md §5.1): `tp` × `pp` GPUs, `ep` = 1 or `tp`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Parallel {
+    /// Tensor-parallel degree (GPUs per stage).
+    pub tp: u32,
+    /// Pipeline stages.
+    pub pp: u32,
+    /// Expert-parallel degree: 1 (experts split by TP) or `tp` (whole experts per GPU).
+    pub ep: u32,
+    /// Micro-batches per step (`None`: `pp`).
+    pub microbatches: Option<u32>,
+    /// The busiest GPU's expert load over the mean (>= 1.0).
+    pub expert_imbalance: f64,
+    /// The scale-up link (a catalogue link key; `None`: the device's `scale_up`).
+    pub scale_up_link: Option<String>,
+}
+
+impl Default for Parallel {
+    fn default() -> Self {
+        Parallel {
+            tp: 1,
+            pp: 1,
+            ep: 1,
+            microbatches: None,
+            expert_imbalance: 1.0,
+            scale_up_link: None,
+        }
+    }
+}
+
+impl Parallel {
+    /// `Parallel.check(model, n, "<role> pool")` (levers-cost.md §5.3), the eight checks in order.
+    /// Errors read `<role> pool: <message>`.
+    pub fn check(
+        &self,
+        model: &ModelSpec,
+        moe: Option<&Moe>,
+        n: u32,
+        role: &str,
+        catalogue: &Catalogue,
+    ) -> Result<(), Error> {
+        let err = |why: String| Err(Error::invalid(format!("{role} pool"), why));
+        if self.tp < 1 || self.pp < 1 || self.microbatches.is_some_and(|m| m < 1) {
+            return err("tp, pp and microbatches must be at least 1".into());
+        }
+        let devices = self.tp as u64 * self.pp as u64;
+        if devices != n as u64 {
+            return err(format!(
+                "parallel tp={} x pp={} needs {devices} devices per instance (got {n})",
+                self.tp, self.pp
+            ));
+        }
+        if self.ep != 1 && self.ep != self.tp {
+            return err(
+                "ep must be 1 (experts split by TP) or equal to tp (whole experts per GPU)".into(),
+            );
+        }
+        if self.ep > 1 && moe.is_none() {
+            return err("expert parallelism needs a mixture-of-experts model".into());
+        }
+        if self.expert_imbalance < 1.0 {
+            return err(
+                "expert_imbalance is the busiest GPU's load over the mean: at least 1".into(),
+            );
+        }
+        if !model.n_layers.is_multiple_of(self.pp as u64) {
+            return err(format!(
+                "{} has {} layers: not divisible into {} stages",
+                model.name, model.n_layers, self.pp
+            ));
+        }
+        // Check 7 (attention models without CED only) always holds: this crate has neither
+        // Hyena mixers nor CED.
+        if let Some(l) = &self.scale_up_link {
+            if catalogue.link(l).is_err() {
+                return err(format!("unknown scale-up link '{l}'"));
+            }
+        }
+        Ok(())
+    }
+
+    /// The scale-up link: the layout's, else the device's `scale_up`.
+    pub fn link<'a>(&self, device: &Device, catalogue: &'a Catalogue) -> Result<&'a Link, Error> {
+        catalogue.link(self.scale_up_link.as_deref().unwrap_or(&device.scale_up))
+    }
+}
+
+/// A step cost of the lever path: the step plus its scale-up communication (levers-cost.md §5.4
+/// step 18).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LeverStep {
+    /// The step (flops, bytes, time, bound, energy, compute_j, memory_j).
+    pub step: StepCost,
+    /// Seconds of scale-up communication inside the step.
+    pub comm_time_s: f64,
+    /// Scale-up link energy, joules.
+    pub comm_j: f64,
+    /// Draft time (0.0: no draft on this path).
+    pub draft_time_s: f64,
+}
+
+/// One pass: exact FLOPs `f`, tokens `t` and KV positions touched `k`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pass {
+    /// FLOPs (exact, active parameters for an MoE model).
+    pub f: i128,
+    /// Tokens computed.
+    pub t: u64,
+    /// KV positions read and written.
+    pub k: u64,
+}
+
+/// A cost model with an optional MoE shape and an optional parallel layout.
+#[derive(Clone, Debug)]
+pub struct ParallelCost {
+    /// The plain cost model (n_devices = tp × pp with a layout).
+    pub base: CostModel,
+    /// The MoE shape, if the model is a mixture of experts.
+    pub moe: Option<Moe>,
+    /// The layout, if any.
+    pub layout: Option<Parallel>,
+    stage: Option<CostModel>,
+    link: Option<Link>,
+}
+
+impl ParallelCost {
+    /// Builds the cost model; with a layout also its stage model (`n_devices = tp`, no overhead)
+    /// and its scale-up link. The layout is not checked here (as in the reference: call
+    /// [`Parallel::check`]).
+    pub fn new(
+        model: &ModelSpec,
+        moe: Option<Moe>,
+        device: &Device,
+        n_devices: u32,
+        opts: CostOptions,
+        layout: Option<Parallel>,
+        catalogue: &Catalogue,
+    ) -> Result<Self, Error> {
+        if let Some(m) = &moe {
+            m.validate()?;
+        }
+        let base = CostModel::new(model, device, n_devices, opts.clone())?;
+        let (stage, link) = match &layout {
+            Some(p) => {
+                let so = CostOptions {
+                    step_overhead_s: 0.0,
+                    ..opts
+                };
+                (
+                    Some(CostModel::new(model, device, p.tp, so)?),
+                    Some(p.link(device, catalogue)?.clone()),
+                )
+            }
+            None => (None, None),
+        };
+        Ok(ParallelCost {
+            base,
+            moe,
+            layout,
+            stage,
+            link,
+        })
+    }
+
+    fn model(&self) -> &ModelSpec {
+        &self.base.model
+    }
+
+    /// The dense FLOPs `f` of a pass over `t` tokens, moved to the active MoE parameters:
+    /// every token runs `L*(ppl_moe - ppl_dense)` more (or fewer) matmul parameters, twice.
+    fn moe_flops(&self, f: i128, t: u64) -> i128 {
+        match &self.moe {
+            Some(moe) => {
+                let m = self.model();
+                f + 2 * (moe.layer_params(m) - m.layer_params()) * t as i128
+            }
+            None => f,
+        }
+    }
+
+    /// The prefill pass over whole prompts.
+    pub fn prefill_pass(&self, lens: &[u64]) -> Pass {
+        let (f, _) = self.base.prefill_work(lens.iter().copied());
+        let t: u64 = lens.iter().sum();
+        Pass {
+            f: self.moe_flops(f, t),
+            t,
+            k: t,
+        }
+    }
+
+    /// The decode pass: `b` rows over `ctx` cached positions in total.
+    pub fn decode_pass(&self, ctx: u64, b: u64) -> Pass {
+        let (f, _) = self.base.decode_work(ctx, b);
+        Pass {
+            f: self.moe_flops(f, b),
+            t: b,
+            k: ctx + b,
+        }
+    }
+
+    /// The mixed pass: `b` decode rows plus the prefill `chunks`.
+    pub fn mixed_pass(&self, ctx: u64, b: u64, chunks: &[Chunk]) -> Pass {
+        let (f, _) = self.base.step_mixed_work(ctx, b, chunks);
+        let t = b + chunks.iter().map(|c| c.c).sum::<u64>();
+        let k = ctx + b + chunks.iter().map(|c| c.p0 + c.c).sum::<u64>();
+        Pass {
+            f: self.moe_flops(f, t),
+            t,
+            k,
+        }
+    }
+
+    /// Weight bytes a pass over `t` tokens reads: `wbr(t)` (MoE, §4) or `W + fl(t)*e` (dense).
+    pub fn weight_bytes_read(&self, t: u64) -> f64 {
+        let m = self.model();
+        match &self.moe {
+            Some(moe) => moe.weight_bytes_read(m, t),
+            None => m.weight_bytes_streamed() + t as f64 * m.embedding_row_bytes(),
+        }
+    }
+
+    /// The cost of a pass: `_parallel(F, Wb, Ob, T)` with a layout, else the plain step of
+    /// `F` and `Wb + Ob` (comm terms 0.0).
+    pub fn cost(&self, p: Pass) -> LeverStep {
+        let wb = self.weight_bytes_read(p.t);
+        let ob = p.k as f64 * self.base.kv_bytes_per_token();
+        match (&self.layout, &self.stage, &self.link) {
+            (Some(l), Some(s), Some(link)) => self.parallel_step(l, s, link, p.f, wb, ob, p.t),
+            _ => LeverStep {
+                step: self.base.step(p.f, wb + ob),
+                comm_time_s: 0.0,
+                comm_j: 0.0,
+                draft_time_s: 0.0,
+            },
+        }
+    }
+
+    /// `prefill(lens)`.
+    pub fn prefill(&self, lens: &[u64]) -> LeverStep {
+        self.cost(self.prefill_pass(lens))
+    }
+
+    /// `decode_sum(ctx, b)`.
+    pub fn decode_sum(&self, ctx: u64, b: u64) -> LeverStep {
+        self.cost(self.decode_pass(ctx, b))
+    }
+
+    /// `step_mixed(ctx, b, chunks)`.
+    pub fn step_mixed(&self, ctx: u64, b: u64, chunks: &[Chunk]) -> LeverStep {
+        self.cost(self.mixed_pass(ctx, b, chunks))
+    }
+
+    /// levers-cost.md §5.4, steps 1 to 18.
+    #[allow(clippy::too_many_arguments)]
+    fn parallel_step(
+        &self,
+        l: &Parallel,
+        stage: &CostModel,
+        link: &Link,
+        f: i128,
+        wb: f64,
+        ob: f64,
+        t: u64,
+    ) -> LeverStep {
+        let m = self.model();
+        let (tp, pp, ep) = (l.tp as i128, l.pp as i128, l.ep as i128);
+        let ep_moe = self.moe.filter(|_| l.ep > 1);
+        // 1.
+        let mb_cfg = match l.microbatches {
+            Some(x) if x != 0 => x as i128,
+            _ => pp,
+        };
+        let mb = mb_cfg.min((t as i128).max(1));
+        // 2.
+        let feff = match &ep_moe {
+            Some(moe) if l.expert_imbalance != 1.0 => {
+                Some(f as f64 + moe.expert_flops(m, t) * (l.expert_imbalance - 1.0))
+            }
+            _ => None,
+        };
+        // 4.
+        let f_slot = match feff {
+            None => int_div(f, mb * pp),
+            Some(fe) => fe / (mb * pp) as f64,
+        };
+        let b_slot = (wb / pp as f64) + (ob / (mb * pp) as f64);
+        let mut r = stage.step_time_raw(f_slot, b_slot);
+        // 5.
+        if let Some(fe) = feff {
+            r.ec *= f as f64 / fe;
+        }
+        // 6.-8.
+        let (bw, lat) = (link.bandwidth_bps, link.latency_s);
+        let tmb = int_div(t as i128, mb);
+        let act = (tmb * m.d_model as f64) * 2.0;
+        let layers = m.n_layers as i128 / pp;
+        // 9.-11.
+        let mut ct = 0.0;
+        let mut cb = 0.0;
+        if tp > 1 {
+            let n_ar = if ep_moe.is_some() { layers } else { 2 * layers };
+            ct += n_ar as f64
+                * (((int_div(2 * (tp - 1), tp) * act) / bw) + (2 * (tp - 1)) as f64 * lat);
+            cb += ((n_ar * 2) * (tp - 1)) as f64 * act;
+        }
+        if let Some(moe) = &ep_moe {
+            let a2a =
+                ((((2.0 * tmb) * moe.top_k as f64) * m.d_model as f64) * 2.0 * (ep - 1) as f64)
+                    / ep as f64;
+            ct += layers as f64 * ((a2a / bw) + (2 * (ep - 1)) as f64 * lat);
+            cb += layers as f64 * a2a;
+        }
+        // 12.-16.
+        let hop = if pp > 1 { (act / bw) + lat } else { 0.0 };
+        let slots = (mb + pp - 1) as f64;
+        let comm_time = slots * (ct + hop);
+        let comm_bytes = ((mb * pp) as f64 * cb) + ((mb * (pp - 1)) as f64 * act);
+        let time = ((slots * r.t) + comm_time) + self.base.opts.step_overhead_s;
+        // 17.-18.
+        let n = (mb * pp) as f64;
+        LeverStep {
+            step: StepCost {
+                flops: PyNum::Int(f),
+                bytes: (mb as f64 * wb) + ob,
+                time_s: time,
+                bound: r.bound,
+                energy_j: n * (r.ec + r.em),
+                compute_j: n * r.ec,
+                memory_j: n * r.em,
+            },
+            comm_time_s: comm_time,
+            comm_j: ((comm_bytes * 8.0) * link.pj_per_bit) * 1e-12,
+            draft_time_s: 0.0,
+        }
+    }
+
+    /// KV capacity in tokens: §5.6 with a layout, else cost-model.md §3.3 with the MoE
+    /// `weight_bytes_total` (all experts) for an MoE model.
+    pub fn kv_capacity_tokens(&self) -> Result<u64, Error> {
+        let m = self.model();
+        let dev = &self.base.device;
+        let Some(l) = &self.layout else {
+            let Some(moe) = &self.moe else {
+                return self.base.kv_capacity_tokens();
+            };
+            let free = ((dev.mem_capacity * self.base.n_devices as f64) * self.base.opts.mem_util)
+                - moe.weight_bytes_total(m);
+            if free <= 0.0 {
+                return Err(Error::invalid(
+                    "model",
+                    format!(
+                        "{} does not fit on {}x {}",
+                        m.name, self.base.n_devices, dev.name
+                    ),
+                ));
+            }
+            return Ok(py_floordiv(free, self.base.kv_bytes_per_token()) as u64);
+        };
+        let (tp, pp) = (l.tp, l.pp);
+        let room = dev.mem_capacity * self.base.opts.mem_util;
+        let unit = self.base.kv_bytes_per_token() / pp as f64;
+        let pl = match &self.moe {
+            Some(moe) => moe.resident_params_per_layer(m),
+            None => m.params_per_layer(),
+        };
+        let layers = m.n_layers as i128 / pp as i128;
+        let vd = m.vocab as i128 * m.d_model as i128;
+        let mut cap: Option<u64> = None;
+        for s in 0..pp {
+            let p_s = layers * pl + if s == 0 { vd } else { 0 } + if s == pp - 1 { vd } else { 0 };
+            let w = p_s as f64 * m.weight_bytes;
+            if w / tp as f64 > room {
+                return Err(Error::invalid(
+                    "model",
+                    format!(
+                        "{} does not fit: {:.1} GB of weights per GPU in stage {s} of {tp} x {pp} \
+                         {} ({:.1} GB usable)",
+                        m.name,
+                        w / tp as f64 / 1e9,
+                        dev.name,
+                        room / 1e9
+                    ),
+                ));
+            }
+            let c = py_floordiv(room * tp as f64 - w, unit) as u64;
+            cap = Some(match cap {
+                Some(x) if x <= c => x,
+                _ => c,
+            });
+        }
+        Ok(cap.unwrap_or(0))
+    }
+}
