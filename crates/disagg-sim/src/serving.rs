@@ -1083,10 +1083,7 @@ impl<'a, O: Observer> Sim<'a, O> {
             self.obs.end(0.0);
             return;
         }
-        let first = self.open.first().copied().unwrap_or(0);
-        let a0 = self.reqs[first as usize].arrival;
-        self.q
-            .schedule_in(if a0 > 0.0 { a0 } else { 0.0 }, Ev::Arrival(first));
+        first_arrival(&mut self.q, &self.reqs, &self.open);
         if self.sampling {
             self.take_sample();
             self.q.schedule_in(self.cfg.sample_dt_s, Ev::Sample);
@@ -1981,6 +1978,15 @@ impl<'a, O: Observer> Sim<'a, O> {
         }
         self.coloc_body(c);
     }
+}
+
+/// Schedules the first arrival: the first open-loop request (the first root with closed-loop
+/// turns) at `max(0.0, arrival)` (§3.2).
+#[inline]
+pub(crate) fn first_arrival(q: &mut EventQueue<Ev>, reqs: &[Req], open: &[u32]) {
+    let first = open.first().copied().unwrap_or(0);
+    let a0 = reqs[first as usize].arrival;
+    q.schedule_in(if a0 > 0.0 { a0 } else { 0.0 }, Ev::Arrival(first));
 }
 
 /// Schedules the open-loop arrival after request `i` (every request in rid order, or with

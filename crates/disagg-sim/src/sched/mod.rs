@@ -425,10 +425,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
             self.obs.end(0.0);
             return;
         }
-        let first = self.open.first().copied().unwrap_or(0);
-        let a0 = self.reqs[first as usize].arrival;
-        self.q
-            .schedule_in(if a0 > 0.0 { a0 } else { 0.0 }, Ev::Arrival(first));
+        crate::serving::first_arrival(&mut self.q, &self.reqs, &self.open);
         if self.sampling {
             self.take_sample();
             self.q.schedule_in(self.cfg.sample_dt_s, Ev::Sample);
