@@ -193,9 +193,11 @@ impl<'a, O: Observer> SchedSim<'a, O> {
     /// (prompt chunks) (§5.6).
     fn start_step(&mut self, i: usize, ctx: u64) {
         let now = self.q.now();
+        // One buffer for every step's chunk list (no allocation per step).
+        let mut chunks: Vec<Chunk> = std::mem::take(&mut self.chunk_buf);
+        chunks.clear();
         let inst = &self.insts[i];
         let b = inst.rows.len() as u64;
-        let mut chunks: Vec<Chunk> = Vec::with_capacity(inst.part.len());
         let mut computed = 0u64;
         let mut recomputed = 0u64;
         for &(r, c) in &inst.part {
@@ -232,6 +234,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
                 cost = cm.endpoint_pass(cost, tr, handed);
             }
         }
+        self.chunk_buf = chunks;
         // Occupancy over the running list before the step (§5.6 step 2).
         let mut tok = 0u64;
         let mut al = 0u64;

@@ -231,6 +231,8 @@ pub(crate) struct SchedSim<'a, O: Observer> {
     sampling: bool,
     sample_every_interval: bool,
     samples: Vec<InstanceSample>,
+    /// Scratch: the chunk list of the step being costed.
+    chunk_buf: Vec<disagg_model::Chunk>,
     /// `--reserve-kv-on transfer`: hand-offs reserve decode memory and pick their decode instance
     /// when they can be held ([`SchedSim::serve_handoffs`]), instead of routing first.
     reserve_on_transfer: bool,
@@ -382,6 +384,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
             sampling,
             sample_every_interval,
             samples: vec![InstanceSample::default(); n_inst],
+            chunk_buf: Vec::new(),
             reserve_on_transfer: cfg.mode == Mode::Disagg
                 && cfg.handoff.reserve_kv_on == ReserveKvOn::Transfer,
             handoff_wait: VecDeque::new(),
