@@ -7,6 +7,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
+use crate::parallel::Moe;
+use crate::variants::{Ced, DecodeStyle, FftMixing, Mixer, TransformEngine};
 
 /// 1e9: gigabytes (or giga-anything) as the reference spells it.
 pub const GB: f64 = 1e9;
@@ -74,6 +76,15 @@ pub struct ModelSpec {
     /// so). Not part of the reference's model; `None` means no limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_tokens: Option<u64>,
+    /// Mixture of experts (levers-cost.md §4): every layer's MLP is routed experts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub moe: Option<Moe>,
+    /// An FFT-mixing model (Hyena, hybrid, block-circulant; levers-cost.md §9).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fft: Option<FftMixing>,
+    /// A causal encoder-decoder (levers-cost.md §8).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ced: Option<Ced>,
 }
 
 impl ModelSpec {
@@ -93,7 +104,40 @@ impl ModelSpec {
             kv_bytes: 2.0,
             prefill_lm_head: LmHead::All,
             context_tokens: None,
+            moe: None,
+            fft: None,
+            ced: None,
         }
+    }
+
+    fn with_moe(mut self, moe: Moe) -> Self {
+        self.moe = Some(moe);
+        self
+    }
+
+    fn with_fft(mut self, fft: FftMixing) -> Self {
+        self.fft = Some(fft);
+        self
+    }
+
+    fn with_ced(mut self, e: u64) -> Self {
+        self.ced = Some(Ced::new(e));
+        self
+    }
+
+    /// A copy under a new key and name.
+    fn renamed(&self, key: &str, name: &str) -> Self {
+        ModelSpec {
+            key: key.into(),
+            name: name.into(),
+            ..self.clone()
+        }
+    }
+
+    /// Whether every layer is attention (no Hyena mixer): the models parallelism, quantisation and
+    /// MoE apply to (with no CED, too).
+    pub fn is_attention(&self) -> bool {
+        self.fft.is_none()
     }
 
     fn with_context(mut self, tokens: u64) -> Self {
@@ -109,28 +153,55 @@ impl ModelSpec {
     pub fn kvw(&self) -> i128 {
         self.n_kv_heads as i128 * self.hd() as i128
     }
-    /// Parameters of one layer: `(2*d*d + 2*d*kvw) + 3*d*ff`.
+    /// Parameters of one dense layer: `(2*d*d + 2*d*kvw) + 3*d*ff`; for an MoE model the active
+    /// ones, `(2*d*d + 2*d*kvw) + d*X + (k + S)*(3*d*ff)`.
     pub fn params_per_layer(&self) -> i128 {
+        if let Some(moe) = &self.moe {
+            return moe.params_per_layer(self);
+        }
         let d = self.d_model as i128;
         (2 * d * d + 2 * d * self.kvw()) + 3 * d * self.d_ff as i128
     }
-    /// All layers' parameters.
+    /// Parameters one layer keeps resident: every expert for MoE (`fixed + X*expert_params`),
+    /// else [`ModelSpec::params_per_layer`].
+    pub fn resident_params_per_layer(&self) -> i128 {
+        match &self.moe {
+            Some(moe) => moe.resident_params_per_layer(self),
+            None => self.params_per_layer(),
+        }
+    }
+    /// All layers' (active) parameters; an FFT-mixing model sums its attention and Hyena layers.
     pub fn layer_params(&self) -> i128 {
+        if let Some(fft) = &self.fft {
+            let n_attn = fft.n_attn(self.n_layers) as i128;
+            let n_hy = self.n_layers as i128 - n_attn;
+            return n_attn * self.params_per_layer()
+                + n_hy * fft.hyena_params_per_layer(self.d_model, self.d_ff);
+        }
         self.n_layers as i128 * self.params_per_layer()
     }
-    /// Resident parameters: layers plus the embedding and the LM head (`2*V*d`).
-    pub fn params(&self) -> i128 {
-        self.layer_params() + 2 * self.vocab as i128 * self.d_model as i128
+    /// `V*d`: the embedding (or the LM head).
+    pub fn vocab_params(&self) -> i128 {
+        self.vocab as i128 * self.d_model as i128
     }
-    /// Parameters read by every forward pass: layers plus the LM head.
+    /// Resident parameters: layers plus the embedding and the LM head (`2*V*d`); every expert of
+    /// an MoE model.
+    pub fn params(&self) -> i128 {
+        match &self.moe {
+            Some(moe) => moe.params(self),
+            None => self.layer_params() + 2 * self.vocab_params(),
+        }
+    }
+    /// Parameters read by every forward pass: layers plus the LM head (active ones for MoE).
     pub fn matmul_params(&self) -> i128 {
-        self.layer_params() + self.vocab as i128 * self.d_model as i128
+        self.layer_params() + self.vocab_params()
     }
     /// Resident weight bytes (capacity).
     pub fn weight_bytes_total(&self) -> f64 {
         self.params() as f64 * self.weight_bytes
     }
-    /// Weight bytes streamed by every forward pass.
+    /// Weight bytes streamed by every forward pass (never used for an MoE model, whose passes read
+    /// the experts they touch: [`crate::Moe::weight_bytes_read`]).
     pub fn weight_bytes_streamed(&self) -> f64 {
         self.matmul_params() as f64 * self.weight_bytes
     }
@@ -138,13 +209,33 @@ impl ModelSpec {
     pub fn embedding_row_bytes(&self) -> f64 {
         self.d_model as f64 * self.weight_bytes
     }
-    /// KV bytes per token: `(2 * L * Hkv * hd) * kv_bytes`.
+    /// KV bytes per token: `(2 * L * Hkv * hd) * kv_bytes`; an FFT-mixing model caches
+    /// `2*n_attn*Hkv*hd + n_hy*N*d` values (direct decode) or its attention layers' only
+    /// (distilled).
     pub fn kv_bytes_per_token(&self) -> f64 {
-        (2 * self.n_layers as i128 * self.n_kv_heads as i128 * self.hd() as i128) as f64
-            * self.kv_bytes
+        let per_layer = 2 * self.n_kv_heads as i128 * self.hd() as i128;
+        match &self.fft {
+            None => (self.n_layers as i128 * per_layer) as f64 * self.kv_bytes,
+            Some(fft) => {
+                let n_attn = fft.n_attn(self.n_layers) as i128;
+                ((n_attn * per_layer) + fft.conv_values(self.n_layers, self.d_model)) as f64
+                    * self.kv_bytes
+            }
+        }
     }
-    /// Bytes of a prompt's whole KV cache: `P * kv_bytes_per_token`.
+    /// Bytes of a distilled Hyena state per sequence (0.0 for every other model).
+    pub fn state_bytes_per_seq(&self) -> f64 {
+        self.fft
+            .as_ref()
+            .map_or(0.0, |f| f.state_bytes_per_seq(self.n_layers, self.d_model))
+    }
+    /// Bytes of a prompt's hand-off: `P * kv_bytes_per_token`, or the distilled state of a
+    /// distilled Hyena model whatever the prompt.
     pub fn handoff_bytes(&self, prompt_tokens: u64) -> f64 {
+        let state = self.state_bytes_per_seq();
+        if state != 0.0 {
+            return state;
+        }
         prompt_tokens as f64 * self.kv_bytes_per_token()
     }
 
@@ -206,6 +297,34 @@ impl ModelSpec {
                 "must be at most 16",
             ));
         }
+        self.validate_variants()
+    }
+
+    /// The construction checks of levers-cost.md §3.1 for the FFT-mixing, CED and MoE parts, in
+    /// the reference's order.
+    fn validate_variants(&self) -> Result<(), Error> {
+        let key = &self.key;
+        if let Some(f) = &self.fft {
+            f.validate(key)?;
+        }
+        if let Some(c) = &self.ced {
+            if self.fft.is_some() {
+                return Err(Error::invalid(
+                    format!("model '{key}' ced_encoder_layers"),
+                    "CED is modelled for attention models only",
+                ));
+            }
+            c.validate(key, self.n_layers)?;
+        }
+        if let Some(m) = &self.moe {
+            if self.fft.is_some() || self.ced.is_some() {
+                return Err(Error::invalid(
+                    format!("model '{key}' n_experts"),
+                    "mixture of experts is modelled for attention models without CED only",
+                ));
+            }
+            m.validate()?;
+        }
         Ok(())
     }
 }
@@ -241,6 +360,22 @@ pub struct Device {
     /// Scale-up link key (informational; used only by the tensor-parallel lever).
     #[serde(default)]
     pub scale_up: String,
+    /// Efficiency of FFT work on the digital units relative to dense FLOPs (1.0): an FFT-mixing
+    /// model's transform and spectral FLOPs take `1 / fft_efficiency` of their count in time and
+    /// energy (levers-cost.md §9.3).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub fft_efficiency: f64,
+    /// An optical Fourier-transform engine beside the GPU (levers-cost.md §10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<TransformEngine>,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+fn is_one(x: &f64) -> bool {
+    *x == 1.0
 }
 
 impl Device {
@@ -267,6 +402,10 @@ impl Device {
         crate::error::non_negative(&format!("device '{k}' idle_w"), self.idle_w)?;
         crate::error::non_negative(&format!("device '{k}' pj_per_flop"), self.pj_per_flop)?;
         crate::error::non_negative(&format!("device '{k}' pj_per_byte"), self.pj_per_byte)?;
+        crate::error::positive(&format!("device '{k}' fft_efficiency"), self.fft_efficiency)?;
+        if let Some(e) = &self.engine {
+            e.validate(k)?;
+        }
         if self.idle_w >= self.tdp_w {
             return Err(Error::invalid(
                 format!("device '{k}' idle_w"),
@@ -508,6 +647,8 @@ fn h100_like(key: &str, name: &str, mem_bw: f64, mem_cap: f64) -> Device {
         pj_per_byte: 60.0,
         native_formats: vec![("fp8".into(), 2.0), ("int8".into(), 2.0)],
         scale_up: "nvlink4".into(),
+        fft_efficiency: 1.0,
+        engine: None,
     }
 }
 
@@ -526,6 +667,8 @@ fn a100_like(key: &str, name: &str, mem_bw: f64, mem_cap: f64) -> Device {
         pj_per_byte: 70.0,
         native_formats: vec![("int8".into(), 2.0)],
         scale_up: "nvlink3".into(),
+        fft_efficiency: 1.0,
+        engine: None,
     }
 }
 
@@ -547,6 +690,51 @@ impl Catalogue {
             ModelSpec::preset("llama3.2-1b", "Llama-3.2-1B", 16, 2048, 32, 8, 8192, 128256)
                 .with_context(131072),
         ];
+        // The reference's other models (levers-cost.md §3.2): Mixtral with its experts, and the
+        // FFT-mixing and CED variants of the Llama-3 shapes.
+        let l8 = models[0].clone();
+        let l70 = models[1].clone();
+        let hyena = FftMixing::new(Mixer::Hyena);
+        let extra = [
+            ModelSpec::preset(
+                "mixtral-8x7b",
+                "Mixtral-8x7B",
+                32,
+                4096,
+                32,
+                8,
+                14336,
+                32000,
+            )
+            .with_context(32768)
+            .with_moe(Moe::mixtral()),
+            l8.renamed("llama3-8b-hyena", "Llama-3-8B-shape Hyena-2")
+                .with_fft(hyena.clone()),
+            l8.renamed(
+                "llama3-8b-hyena-dist",
+                "Llama-3-8B-shape Hyena-2 (distilled decode)",
+            )
+            .with_fft(FftMixing {
+                decode_style: DecodeStyle::Distilled,
+                ..hyena.clone()
+            }),
+            l8.renamed("llama3-8b-hybrid", "Llama-3-8B-shape hybrid 1:3")
+                .with_fft(FftMixing::new(Mixer::Hybrid)),
+            l8.renamed(
+                "llama3-8b-hyena-circ",
+                "Llama-3-8B-shape Hyena-2 + block-circulant 256",
+            )
+            .with_fft(FftMixing {
+                circulant_block: 256,
+                ..hyena
+            }),
+            l8.renamed("llama3-8b-ced", "Llama-3-8B-shape CED 16+16")
+                .with_ced(16),
+            l70.renamed("llama3-70b-ced", "Llama-3-70B-shape CED 40+40")
+                .with_ced(40),
+        ];
+        let mut models = models;
+        models.extend(extra);
         let devices = vec![
             h100_like("h100", "H100-SXM", 3.35 * TB, 80.0 * GB),
             a100_like("a100", "A100-SXM", 2.039 * TB, 80.0 * GB),
@@ -566,6 +754,8 @@ impl Catalogue {
                 pj_per_byte: 45.0,
                 native_formats: vec![("fp8".into(), 2.0), ("fp4".into(), 4.0)],
                 scale_up: "nvlink5".into(),
+                fft_efficiency: 1.0,
+                engine: None,
             },
             Device {
                 key: "optical".into(),
@@ -581,6 +771,27 @@ impl Catalogue {
                 pj_per_byte: 60.0,
                 native_formats: vec![],
                 scale_up: "nvlink4".into(),
+                fft_efficiency: 1.0,
+                engine: None,
+            },
+            // The host GPU with an optical Fourier-transform engine (levers-cost.md §10.1).
+            Device {
+                engine: Some(TransformEngine::default()),
+                ..h100_like(
+                    "optical-fft",
+                    "Optical-FFT + H100-class",
+                    3.35 * TB,
+                    80.0 * GB,
+                )
+            },
+            Device {
+                engine: Some(TransformEngine::default()),
+                ..a100_like(
+                    "optical-fft-small",
+                    "Optical-FFT + A100-class",
+                    2.039 * TB,
+                    80.0 * GB,
+                )
             },
         ];
         let links = vec![

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::catalogue::{Device, KvTransit, LmHead, ModelSpec};
 use crate::draft::Draft;
 use crate::error::Error;
+use crate::parallel::Moe;
 use crate::pymath::{cbrt_py, py_floordiv};
 
 /// A number as Python holds it: an exact integer until it meets a float.
@@ -121,6 +122,19 @@ pub struct CostOptions {
     pub dvfs: bool,
     /// Lowest clock fraction (0.4).
     pub s_min: f64,
+    /// Rate multiple of the compute format's native units over BF16 (1.0; 2.0 for FP8/INT8
+    /// W8A8, 4.0 for FP4 on B200; levers-cost.md §6.2). Multiplies the FLOP rate and divides the
+    /// energy per FLOP.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub compute_speedup: f64,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+fn is_one(x: &f64) -> bool {
+    *x == 1.0
 }
 
 impl Default for CostOptions {
@@ -132,6 +146,7 @@ impl Default for CostOptions {
             enforce_tdp: true,
             dvfs: false,
             s_min: 0.4,
+            compute_speedup: 1.0,
         }
     }
 }
@@ -161,6 +176,7 @@ pub struct CostModel {
     weight_bytes_streamed: f64,
     embedding_row_bytes: f64,
     kv_bytes_per_token: f64,
+    moe: Option<Moe>,
 }
 
 impl CostModel {
@@ -180,7 +196,8 @@ impl CostModel {
             ));
         }
         let n = n_devices as f64;
-        let compute_speedup = 1.0;
+        let compute_speedup = opts.compute_speedup;
+        crate::error::positive("compute speed-up", compute_speedup)?;
         let flops_rate = ((device.peak_flops * device.flops_eff) * n) * compute_speedup;
         let byte_rate = (device.mem_bw * device.bw_eff) * n;
         let j_f = (device.pj_per_flop * 1e-12) / compute_speedup;
@@ -230,6 +247,7 @@ impl CostModel {
             weight_bytes_streamed: model.weight_bytes_streamed(),
             embedding_row_bytes: model.embedding_row_bytes(),
             kv_bytes_per_token: model.kv_bytes_per_token(),
+            moe: model.moe,
         })
     }
 
@@ -252,6 +270,16 @@ impl CostModel {
     /// KV bytes per token of the model.
     pub fn kv_bytes_per_token(&self) -> f64 {
         self.kv_bytes_per_token
+    }
+
+    /// Weight bytes a pass over `t` tokens reads: `W + fl(t)*e` for a dense model, the experts
+    /// touched `wbr(t)` for MoE (levers-cost.md §4).
+    #[inline]
+    pub fn weight_read(&self, t: u64) -> f64 {
+        match &self.moe {
+            None => self.weight_bytes_streamed + t as f64 * self.embedding_row_bytes,
+            Some(m) => m.weight_bytes_read(&self.model, t),
+        }
     }
 
     /// KV capacity of the instance in tokens (cost-model.md §3.3).
@@ -342,9 +370,7 @@ impl CostModel {
             LmHead::Last => 2 * self.layer_params * total + 2 * self.lm_head_params * count,
         };
         f += attn;
-        let tf = total as f64;
-        let b = (self.weight_bytes_streamed + tf * self.embedding_row_bytes)
-            + tf * self.kv_bytes_per_token;
+        let b = self.weight_read(total as u64) + total as f64 * self.kv_bytes_per_token;
         (f, b)
     }
 
@@ -360,8 +386,7 @@ impl CostModel {
     pub fn decode_work(&self, ctx: u64, b: u64) -> (i128, f64) {
         let (ctx, bi) = (ctx as i128, b as i128);
         let f = 2 * self.matmul_params * bi + self.decode_attn_coef * (ctx + bi);
-        let by = (self.weight_bytes_streamed + b as f64 * self.embedding_row_bytes)
-            + (ctx + bi) as f64 * self.kv_bytes_per_token;
+        let by = self.weight_read(b) + (ctx + bi) as f64 * self.kv_bytes_per_token;
         (f, by)
     }
 
@@ -431,8 +456,7 @@ impl CostModel {
 
     /// The bytes of a pass over `t` tokens touching `k` KV positions: `(W + T*e) + K*k`.
     fn pass_bytes(&self, t: i128, k: i128) -> f64 {
-        (self.weight_bytes_streamed + t as f64 * self.embedding_row_bytes)
-            + k as f64 * self.kv_bytes_per_token
+        self.weight_read(t as u64) + k as f64 * self.kv_bytes_per_token
     }
 
     /// FLOPs (exact) and bytes of a mixed step (levers-scheduling.md §7.1): `b` decode rows over

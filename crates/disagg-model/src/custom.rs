@@ -10,6 +10,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::catalogue::{Catalogue, Device, Link, LmHead, ModelSpec, GB, TB};
 use crate::error::Error;
+use crate::parallel::Moe;
+use crate::variants::{ActFormat, Ced, DecodeStyle, FftMixing, Mixer, ReplayOn};
 
 /// A model shape. Field names are the file's keys.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -41,6 +43,34 @@ pub struct CustomModel {
     pub prefill_lm_head: Option<String>,
     /// Longest prompt, tokens.
     pub context_tokens: Option<u64>,
+    /// Mixture of experts: routed experts per layer (0: dense).
+    pub n_experts: Option<u64>,
+    /// Experts each token runs.
+    pub top_k: Option<u64>,
+    /// Always-on shared experts.
+    pub n_shared_experts: Option<u64>,
+    /// `attention`, `hyena` or `hybrid`.
+    pub mixer: Option<String>,
+    /// Hybrid: every how many layers one is attention (4).
+    pub attn_every: Option<u64>,
+    /// Hyena: long convolutions per layer (2).
+    pub hyena_order: Option<u64>,
+    /// Hyena: short convolution taps (3).
+    pub short_taps: Option<u64>,
+    /// Hyena: block-circulant block size (0: dense weights).
+    pub circulant_block: Option<u64>,
+    /// Hyena: `direct` or `distilled`.
+    pub decode_style: Option<String>,
+    /// Hyena distilled: state values per channel (16).
+    pub distill_state: Option<u64>,
+    /// Optical engine output format: `bf16`, `int8` or `fp8`.
+    pub act_format: Option<String>,
+    /// CED: encoder layers (0: not a CED model).
+    pub ced_encoder_layers: Option<u64>,
+    /// CED: prompt tokens replayed through the decoder (128).
+    pub ced_replay: Option<u64>,
+    /// CED: `prefill` or `decode`.
+    pub ced_replay_on: Option<String>,
 }
 
 /// An accelerator.
@@ -69,6 +99,8 @@ pub struct CustomDevice {
     pub pj_per_flop: Option<f64>,
     /// pJ per HBM byte (default 60).
     pub pj_per_byte: Option<f64>,
+    /// Efficiency of FFT work relative to dense FLOPs (default 1.0).
+    pub fft_efficiency: Option<f64>,
 }
 
 /// A KV link.
@@ -188,8 +220,115 @@ impl CustomModel {
             context_tokens: self
                 .context_tokens
                 .or(base.as_ref().and_then(|b| b.context_tokens)),
+            moe: None,
+            fft: None,
+            ced: None,
         };
+        let m = self.variants(key, m, base.as_ref())?;
         m.validate()?;
+        Ok(m)
+    }
+
+    /// The MoE, FFT-mixing and CED parts: the base's, with any field given here replacing it.
+    fn variants(
+        &self,
+        key: &str,
+        mut m: ModelSpec,
+        base: Option<&ModelSpec>,
+    ) -> Result<ModelSpec, Error> {
+        let bad =
+            |what: &str, why: String| Err(Error::invalid(format!("model '{key}' {what}"), why));
+        // Mixture of experts.
+        let bm = base.and_then(|b| b.moe);
+        let x = self.n_experts.or(bm.map(|b| b.n_experts)).unwrap_or(0);
+        m.moe = if x == 0 {
+            if self.top_k.is_some() || self.n_shared_experts.is_some() {
+                return bad(
+                    "top_k",
+                    "needs n_experts (the routed experts per layer)".into(),
+                );
+            }
+            None
+        } else {
+            Some(Moe {
+                n_experts: x,
+                top_k: self.top_k.or(bm.map(|b| b.top_k)).unwrap_or(0),
+                n_shared_experts: self
+                    .n_shared_experts
+                    .or(bm.map(|b| b.n_shared_experts))
+                    .unwrap_or(0),
+            })
+        };
+        // FFT mixing.
+        let bf = base.and_then(|b| b.fft.clone());
+        let mixer = match self.mixer.as_deref() {
+            None => bf.as_ref().map(|f| f.mixer),
+            Some("attention") => None,
+            Some(s) => Some(Mixer::parse(s)?),
+        };
+        let hyena_fields = [
+            ("attn_every", self.attn_every.is_some()),
+            ("hyena_order", self.hyena_order.is_some()),
+            ("short_taps", self.short_taps.is_some()),
+            ("circulant_block", self.circulant_block.is_some()),
+            ("decode_style", self.decode_style.is_some()),
+            ("distill_state", self.distill_state.is_some()),
+            ("act_format", self.act_format.is_some()),
+        ];
+        m.fft = match mixer {
+            None => {
+                if let Some((f, _)) = hyena_fields.iter().find(|(_, given)| *given) {
+                    return bad(f, "needs mixer = \"hyena\" or \"hybrid\"".into());
+                }
+                None
+            }
+            Some(mixer) => {
+                let d = bf
+                    .filter(|f| f.mixer == mixer)
+                    .unwrap_or(FftMixing::new(mixer));
+                Some(FftMixing {
+                    mixer,
+                    attn_every: self.attn_every.unwrap_or(d.attn_every),
+                    order: self.hyena_order.unwrap_or(d.order),
+                    short_taps: self.short_taps.unwrap_or(d.short_taps),
+                    circulant_block: self.circulant_block.unwrap_or(d.circulant_block),
+                    decode_style: match &self.decode_style {
+                        Some(s) => DecodeStyle::parse(s)?,
+                        None => d.decode_style,
+                    },
+                    distill_state: self.distill_state.unwrap_or(d.distill_state),
+                    act_format: match &self.act_format {
+                        Some(s) => ActFormat::parse(s)?,
+                        None => d.act_format,
+                    },
+                })
+            }
+        };
+        // CED.
+        let bc = base.and_then(|b| b.ced);
+        let e = self
+            .ced_encoder_layers
+            .or(bc.map(|c| c.encoder_layers))
+            .unwrap_or(0);
+        m.ced = if e == 0 {
+            if self.ced_replay.is_some() || self.ced_replay_on.is_some() {
+                return bad(
+                    "ced_replay",
+                    "needs ced_encoder_layers (a CED model)".into(),
+                );
+            }
+            None
+        } else {
+            let d = bc.unwrap_or(Ced::new(e));
+            Some(Ced {
+                encoder_layers: e,
+                replay: self.ced_replay.unwrap_or(d.replay),
+                replay_on: match &self.ced_replay_on {
+                    Some(s) => ReplayOn::parse(s)?,
+                    None => d.replay_on,
+                },
+            })
+        };
         Ok(m)
     }
 
@@ -259,6 +398,11 @@ impl CustomDevice {
                 .as_ref()
                 .map(|b| b.scale_up.clone())
                 .unwrap_or_default(),
+            fft_efficiency: self
+                .fft_efficiency
+                .or(base.as_ref().map(|b| b.fft_efficiency))
+                .unwrap_or(1.0),
+            engine: base.as_ref().and_then(|b| b.engine.clone()),
         };
         d.validate()?;
         Ok(d)

@@ -11,6 +11,7 @@ pub mod error;
 pub mod handoff;
 pub mod parallel;
 pub mod pymath;
+pub mod variants;
 
 pub use catalogue::{
     Catalogue, CompressAt, Device, KvCompression, KvTransit, Link, LmHead, ModelSpec, GB, TB,
@@ -23,3 +24,6 @@ pub use handoff::{
     transfer_bytes, Handoff, SendMode, Sharing, Transfer,
 };
 pub use parallel::{int_div, LeverStep, Moe, Parallel, ParallelCost, Pass};
+pub use variants::{
+    ActFormat, Ced, DecodeStyle, Detection, FftMixing, Mixer, ReplayOn, TransformEngine,
+};

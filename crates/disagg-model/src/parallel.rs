@@ -1,6 +1,5 @@
 //! The Parallel lever (levers-cost.md §5): tensor, pipeline and expert parallelism inside one
-//! instance, and the mixture-of-experts shape it needs (§4). Library code only: nothing here is
-//! wired into the simulator yet.
+//! instance, and the mixture-of-experts shape it needs (§4).
 //!
 //! [`ParallelCost`] wraps a [`CostModel`] (whose FLOP counts and byte terms stay untouched) and
 //! adds the MoE substitutions of §4 and the step on a parallel instance `_parallel(F, Wb, Ob, T)`
@@ -47,7 +46,7 @@ pub fn int_div(a: i128, b: i128) -> f64 {
 
 /// The mixture-of-experts shape of a model (levers-cost.md §3.1, §4): `X` routed experts of the
 /// model's `d_ff` each, `k` of them per token, plus `S` always-on shared experts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Moe {
     /// Routed experts per layer (X).
     pub n_experts: u64,
@@ -188,7 +187,6 @@ impl Parallel {
     pub fn check(
         &self,
         model: &ModelSpec,
-        moe: Option<&Moe>,
         n: u32,
         role: &str,
         catalogue: &Catalogue,
@@ -209,7 +207,7 @@ impl Parallel {
                 "ep must be 1 (experts split by TP) or equal to tp (whole experts per GPU)".into(),
             );
         }
-        if self.ep > 1 && moe.is_none() {
+        if self.ep > 1 && model.moe.is_none() {
             return err("expert parallelism needs a mixture-of-experts model".into());
         }
         if self.expert_imbalance < 1.0 {
@@ -223,8 +221,9 @@ impl Parallel {
                 model.name, model.n_layers, self.pp
             ));
         }
-        // Check 7 (attention models without CED only) always holds: this crate has neither
-        // Hyena mixers nor CED.
+        if !model.is_attention() || model.ced.is_some() {
+            return err("parallelism is modelled for attention models without CED only".into());
+        }
         if let Some(l) = &self.scale_up_link {
             if catalogue.link(l).is_err() {
                 return err(format!("unknown scale-up link '{l}'"));
@@ -269,8 +268,6 @@ pub struct Pass {
 pub struct ParallelCost {
     /// The plain cost model (n_devices = tp × pp with a layout).
     pub base: CostModel,
-    /// The MoE shape, if the model is a mixture of experts.
-    pub moe: Option<Moe>,
     /// The layout, if any.
     pub layout: Option<Parallel>,
     stage: Option<CostModel>,
@@ -283,16 +280,12 @@ impl ParallelCost {
     /// [`Parallel::check`]).
     pub fn new(
         model: &ModelSpec,
-        moe: Option<Moe>,
         device: &Device,
         n_devices: u32,
         opts: CostOptions,
         layout: Option<Parallel>,
         catalogue: &Catalogue,
     ) -> Result<Self, Error> {
-        if let Some(m) = &moe {
-            m.validate()?;
-        }
         let base = CostModel::new(model, device, n_devices, opts.clone())?;
         let (stage, link) = match &layout {
             Some(p) => {
@@ -309,7 +302,6 @@ impl ParallelCost {
         };
         Ok(ParallelCost {
             base,
-            moe,
             layout,
             stage,
             link,
@@ -320,34 +312,18 @@ impl ParallelCost {
         &self.base.model
     }
 
-    /// The dense FLOPs `f` of a pass over `t` tokens, moved to the active MoE parameters:
-    /// every token runs `L*(ppl_moe - ppl_dense)` more (or fewer) matmul parameters, twice.
-    fn moe_flops(&self, f: i128, t: u64) -> i128 {
-        match &self.moe {
-            Some(moe) => {
-                let m = self.model();
-                f + 2 * (moe.layer_params(m) - m.layer_params()) * t as i128
-            }
-            None => f,
-        }
-    }
-
     /// The prefill pass over whole prompts.
     pub fn prefill_pass(&self, lens: &[u64]) -> Pass {
         let (f, _) = self.base.prefill_work(lens.iter().copied());
         let t: u64 = lens.iter().sum();
-        Pass {
-            f: self.moe_flops(f, t),
-            t,
-            k: t,
-        }
+        Pass { f, t, k: t }
     }
 
     /// The decode pass: `b` rows over `ctx` cached positions in total.
     pub fn decode_pass(&self, ctx: u64, b: u64) -> Pass {
         let (f, _) = self.base.decode_work(ctx, b);
         Pass {
-            f: self.moe_flops(f, b),
+            f,
             t: b,
             k: ctx + b,
         }
@@ -358,20 +334,12 @@ impl ParallelCost {
         let (f, _) = self.base.step_mixed_work(ctx, b, chunks);
         let t = b + chunks.iter().map(|c| c.c).sum::<u64>();
         let k = ctx + b + chunks.iter().map(|c| c.p0 + c.c).sum::<u64>();
-        Pass {
-            f: self.moe_flops(f, t),
-            t,
-            k,
-        }
+        Pass { f, t, k }
     }
 
     /// Weight bytes a pass over `t` tokens reads: `wbr(t)` (MoE, §4) or `W + fl(t)*e` (dense).
     pub fn weight_bytes_read(&self, t: u64) -> f64 {
-        let m = self.model();
-        match &self.moe {
-            Some(moe) => moe.weight_bytes_read(m, t),
-            None => m.weight_bytes_streamed() + t as f64 * m.embedding_row_bytes(),
-        }
+        self.base.weight_read(t)
     }
 
     /// The cost of a pass: `_parallel(F, Wb, Ob, T)` with a layout, else the plain step of
@@ -419,7 +387,7 @@ impl ParallelCost {
     ) -> LeverStep {
         let m = self.model();
         let (tp, pp, ep) = (l.tp as i128, l.pp as i128, l.ep as i128);
-        let ep_moe = self.moe.filter(|_| l.ep > 1);
+        let ep_moe = m.moe.filter(|_| l.ep > 1);
         // 1.
         let mb_cfg = match l.microbatches {
             Some(x) if x != 0 => x as i128,
@@ -495,29 +463,12 @@ impl ParallelCost {
         let m = self.model();
         let dev = &self.base.device;
         let Some(l) = &self.layout else {
-            let Some(moe) = &self.moe else {
-                return self.base.kv_capacity_tokens();
-            };
-            let free = ((dev.mem_capacity * self.base.n_devices as f64) * self.base.opts.mem_util)
-                - moe.weight_bytes_total(m);
-            if free <= 0.0 {
-                return Err(Error::invalid(
-                    "model",
-                    format!(
-                        "{} does not fit on {}x {}",
-                        m.name, self.base.n_devices, dev.name
-                    ),
-                ));
-            }
-            return Ok(py_floordiv(free, self.base.kv_bytes_per_token()) as u64);
+            return self.base.kv_capacity_tokens();
         };
         let (tp, pp) = (l.tp, l.pp);
         let room = dev.mem_capacity * self.base.opts.mem_util;
         let unit = self.base.kv_bytes_per_token() / pp as f64;
-        let pl = match &self.moe {
-            Some(moe) => moe.resident_params_per_layer(m),
-            None => m.params_per_layer(),
-        };
+        let pl = m.resident_params_per_layer();
         let layers = m.n_layers as i128 / pp as i128;
         let vd = m.vocab as i128 * m.d_model as i128;
         let mut cap: Option<u64> = None;

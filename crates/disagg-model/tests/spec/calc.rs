@@ -56,14 +56,16 @@ fn unknown_names_are_named_by_option() {
     assert_eq!(
         err(&m),
         "model: unknown model 'gpt-9'; valid: llama3-8b, llama3-70b, mistral-7b, yi-34b, \
-         opt-13b, llama3.2-1b"
+         opt-13b, llama3.2-1b, mixtral-8x7b, llama3-8b-hyena, \
+         llama3-8b-hyena-dist, llama3-8b-hybrid, llama3-8b-hyena-circ, llama3-8b-ced, llama3-70b-ced"
     );
     assert_eq!(
         eval(&m).unwrap_err(),
         Error::Invalid {
             what: "model".into(),
             why: "unknown model 'gpt-9'; valid: llama3-8b, llama3-70b, mistral-7b, yi-34b, \
-                  opt-13b, llama3.2-1b"
+                  opt-13b, llama3.2-1b, mixtral-8x7b, llama3-8b-hyena, \
+         llama3-8b-hyena-dist, llama3-8b-hybrid, llama3-8b-hyena-circ, llama3-8b-ced, llama3-70b-ced"
                 .into()
         }
     );

@@ -60,7 +60,8 @@ fn model_presets() {
         ),
     ];
     let c = cat();
-    assert_eq!(c.models.len(), rows.len());
+    // The dense shapes first; the reference's other models follow (levers-cost.md §3.2).
+    assert_eq!(c.models.len(), rows.len() + 7);
     for (i, (k, n, l, d, h, hkv, ff, v, ctx)) in rows.into_iter().enumerate() {
         let m = c.model(k).unwrap();
         assert_eq!(c.models[i].key, k, "catalogue order");
@@ -126,6 +127,9 @@ fn model_formulas_by_hand() {
         kv_bytes: 0.5,
         prefill_lm_head: LmHead::Last,
         context_tokens: None,
+        moe: None,
+        fft: None,
+        ced: None,
     };
     assert!(odd.validate().is_ok());
     assert_eq!(odd.hd(), 5);
@@ -389,7 +393,36 @@ fn device_presets() {
         ),
     ];
     let c = cat();
-    assert_eq!(c.devices.len(), rows.len());
+    // The two transform-engine devices follow (levers-cost.md §10.1): their host GPU's every
+    // field, with an engine at the reference's defaults.
+    assert_eq!(c.devices.len(), rows.len() + 2);
+    for (k, host, n) in [
+        ("optical-fft", "h100", "Optical-FFT + H100-class"),
+        ("optical-fft-small", "a100", "Optical-FFT + A100-class"),
+    ] {
+        let d = c.device(k).unwrap();
+        let e = d.engine.clone().unwrap();
+        assert_eq!(d.name, n);
+        assert_eq!(
+            (e.samples_per_s, e.enob, e.fom_dac_fj, e.fom_adc_fj),
+            (1e12, 8, 10.0, 20.0)
+        );
+        assert_eq!(
+            (e.laser_w, e.tuning_w, e.mask_values),
+            (10.0, 10.0, 2_000_000)
+        );
+        assert_eq!(
+            (e.mask_rate_hz, e.detection, e.overlap),
+            (1031.0, Detection::Coherent, false)
+        );
+        let plain = Device {
+            key: host.into(),
+            name: c.device(host).unwrap().name.clone(),
+            engine: None,
+            ..d.clone()
+        };
+        assert_eq!(&plain, c.device(host).unwrap());
+    }
     for (i, (k, n, pf, bw, cap, fe, be, tdp, idle, pjf, pjb, nf, su)) in
         rows.into_iter().enumerate()
     {
@@ -701,11 +734,12 @@ fn lookups_and_additions() {
     assert_eq!(c.compression("kivi2").unwrap().ops_per_value, 4.0);
     assert_eq!(
         c.model("x").unwrap_err().to_string(),
-        "unknown model 'x'; valid: llama3-8b, llama3-70b, mistral-7b, yi-34b, opt-13b, llama3.2-1b"
+        "unknown model 'x'; valid: llama3-8b, llama3-70b, mistral-7b, yi-34b, opt-13b, llama3.2-1b, mixtral-8x7b, llama3-8b-hyena, llama3-8b-hyena-dist, llama3-8b-hybrid, llama3-8b-hyena-circ, llama3-8b-ced, llama3-70b-ced"
     );
     assert_eq!(
         c.device("x").unwrap_err().to_string(),
-        "unknown device 'x'; valid: h100, a100, a100-40g, h200, b200, optical"
+        "unknown device 'x'; valid: h100, a100, a100-40g, h200, b200, optical, optical-fft, \
+         optical-fft-small"
     );
     assert_eq!(
         c.link("x").unwrap_err().to_string(),
@@ -735,12 +769,12 @@ fn lookups_and_additions() {
     let mut m = c.model("mistral-7b").unwrap().clone();
     m.n_layers = 7;
     c.put_model(m.clone()).unwrap();
-    assert_eq!(c.models.len(), 6);
+    assert_eq!(c.models.len(), 13);
     assert_eq!(c.models[2].n_layers, 7);
     m.key = "new".into();
     c.put_model(m).unwrap();
-    assert_eq!(c.models.len(), 7);
-    assert_eq!(c.models[6].key, "new");
+    assert_eq!(c.models.len(), 14);
+    assert_eq!(c.models[13].key, "new");
     assert_eq!(c.model("new").unwrap().n_layers, 7);
     let mut bad = c.models[0].clone();
     bad.vocab = 0;
@@ -750,11 +784,11 @@ fn lookups_and_additions() {
     let mut d = c.device("a100").unwrap().clone();
     d.tdp_w = 450.0;
     c.put_device(d.clone()).unwrap();
-    assert_eq!(c.devices.len(), 6);
+    assert_eq!(c.devices.len(), 8);
     assert_eq!(c.devices[1].tdp_w, 450.0);
     d.key = "mine".into();
     c.put_device(d.clone()).unwrap();
-    assert_eq!(c.devices.len(), 7);
+    assert_eq!(c.devices.len(), 9);
     assert_eq!(c.device("mine").unwrap().tdp_w, 450.0);
     d.idle_w = 1000.0;
     assert!(c.put_device(d).is_err());

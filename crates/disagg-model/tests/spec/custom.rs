@@ -463,10 +463,10 @@ fn catalogue_files() {
     // preset's 32); its name is its key.
     assert_eq!(c.model("zz").unwrap().n_layers, 16);
     assert_eq!(c.model("zz").unwrap().name, "zz");
-    assert_eq!(c.models.len(), 7);
+    assert_eq!(c.models.len(), 14);
     assert_eq!(c.device("h100").unwrap().tdp_w, 650.0);
     assert_eq!(c.device("chip").unwrap().tdp_w, 1000.0);
-    assert_eq!(c.devices.len(), 7);
+    assert_eq!(c.devices.len(), 9);
     assert_eq!(c.link("eth-25g").unwrap().channels, 2);
     assert_eq!(c.link("wire").unwrap().bandwidth_bps, 1e9);
     assert_eq!(c.links.len(), 10);

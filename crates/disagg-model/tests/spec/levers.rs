@@ -424,7 +424,8 @@ fn draft_errors() {
     assert_eq!(
         e.to_string(),
         "unknown draft model 'tiny'; valid: mtp, llama3-8b, llama3-70b, mistral-7b, yi-34b, \
-         opt-13b, llama3.2-1b"
+         opt-13b, llama3.2-1b, mixtral-8x7b, llama3-8b-hyena, \
+         llama3-8b-hyena-dist, llama3-8b-hybrid, llama3-8b-hyena-circ, llama3-8b-ced, llama3-70b-ced"
     );
     let e = Draft::new(&model("opt-13b"), "llama3.2-1b", &cat()).unwrap_err();
     assert_eq!(
@@ -448,6 +449,7 @@ fn draft_cost_model_options() {
         enforce_tdp: false,
         dvfs: true,
         s_min: 0.3,
+        compute_speedup: 1.0,
     };
     let dc = d.cost_model(&dev, 2, &opts).unwrap();
     assert_eq!(
@@ -459,6 +461,7 @@ fn draft_cost_model_options() {
             enforce_tdp: false,
             dvfs: true,
             s_min: 0.3,
+            compute_speedup: 1.0,
         }
     );
     assert_eq!(dc.model, d.model);

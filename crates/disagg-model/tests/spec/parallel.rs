@@ -9,22 +9,15 @@ fn cat() -> Catalogue {
     Catalogue::builtin()
 }
 
-/// Mixtral-8x7B from levers-cost.md §3.2: L 32, d 4096, H 32, Hkv 8, ff 14336, V 32000 (not in
-/// the built-in catalogue yet).
+/// Mixtral-8x7B from the built-in catalogue (levers-cost.md §3.2).
 fn mixtral() -> ModelSpec {
-    let mut m = cat().model("llama3-8b").unwrap().clone();
-    m.key = "mixtral-8x7b".into();
-    m.name = "Mixtral-8x7B".into();
-    m.vocab = 32000;
-    m
+    cat().model("mixtral-8x7b").unwrap().clone()
 }
 
 fn model_of(key: &str) -> (ModelSpec, Option<Moe>) {
-    if key == "mixtral-8x7b" {
-        (mixtral(), Some(Moe::mixtral()))
-    } else {
-        (cat().model(key).unwrap().clone(), None)
-    }
+    let m = cat().model(key).unwrap().clone();
+    let moe = m.moe;
+    (m, moe)
 }
 
 fn layout_of(v: &Value) -> Option<Parallel> {
@@ -41,7 +34,7 @@ fn layout_of(v: &Value) -> Option<Parallel> {
 
 fn build(cm: &Value) -> ParallelCost {
     let c = cat();
-    let (m, moe) = model_of(cm["model"].as_str().unwrap());
+    let (m, _) = model_of(cm["model"].as_str().unwrap());
     let dev = c.device(cm["device"].as_str().unwrap()).unwrap();
     let n = cm["n_devices"].as_u64().unwrap() as u32;
     let opts = CostOptions {
@@ -51,9 +44,9 @@ fn build(cm: &Value) -> ParallelCost {
     };
     let layout = layout_of(cm);
     if let Some(l) = &layout {
-        l.check(&m, moe.as_ref(), n, "prefill", &c).unwrap();
+        l.check(&m, n, "prefill", &c).unwrap();
     }
-    ParallelCost::new(&m, moe, dev, n, opts, layout, &c).unwrap()
+    ParallelCost::new(&m, dev, n, opts, layout, &c).unwrap()
 }
 
 fn entries() -> Vec<Value> {
@@ -286,8 +279,10 @@ fn moe_validation() {
     let c = cat();
     let dev = c.device("h100").unwrap();
     assert!(ParallelCost::new(
-        &mixtral(),
-        Some(k9),
+        &ModelSpec {
+            moe: Some(k9),
+            ..mixtral()
+        },
         dev,
         2,
         CostOptions::default(),
@@ -301,12 +296,12 @@ fn moe_validation() {
 // §5.3: validation, in order, one-line messages.
 
 fn chk(p: &Parallel, moe: bool, n: u32) -> String {
-    let (m, x) = if moe {
-        (mixtral(), Some(Moe::mixtral()))
+    let m = if moe {
+        mixtral()
     } else {
-        (cat().model("llama3-70b").unwrap().clone(), None)
+        cat().model("llama3-70b").unwrap().clone()
     };
-    match p.check(&m, x.as_ref(), n, "decode", &cat()) {
+    match p.check(&m, n, "decode", &cat()) {
         Ok(()) => "ok".into(),
         Err(e) => e.to_string(),
     }
@@ -435,17 +430,8 @@ fn scale_up_link_defaults_to_the_devices() {
 
 fn pc(model: &str, dev: &str, n: u32, p: Option<Parallel>) -> ParallelCost {
     let c = cat();
-    let (m, x) = model_of(model);
-    ParallelCost::new(
-        &m,
-        x,
-        c.device(dev).unwrap(),
-        n,
-        CostOptions::default(),
-        p,
-        &c,
-    )
-    .unwrap()
+    let (m, _) = model_of(model);
+    ParallelCost::new(&m, c.device(dev).unwrap(), n, CostOptions::default(), p, &c).unwrap()
 }
 
 #[test]
@@ -543,9 +529,17 @@ fn passes_count_tokens_and_kv_positions() {
     );
     // MoE: two more (or fewer) active parameters per token: 2*(L*ppl_moe - L*ppl_dense)*t.
     let mx = pc("mixtral-8x7b", "h100", 2, None);
-    let dense = mx.base.decode_work(300, 3).0;
     let m = mixtral();
-    let delta = 2 * (12_617_515_008 - m.layer_params()) * 3;
+    let dense_m = ModelSpec {
+        moe: None,
+        ..m.clone()
+    };
+    let h100 = cat().device("h100").unwrap().clone();
+    let dense = CostModel::new(&dense_m, &h100, 2, CostOptions::default())
+        .unwrap()
+        .decode_work(300, 3)
+        .0;
+    let delta = 2 * (12_617_515_008 - dense_m.layer_params()) * 3;
     assert_eq!(mx.decode_pass(300, 3).f, dense + delta);
 }
 
@@ -598,7 +592,7 @@ fn imbalance_on_a_pipeline_written_out() {
         expert_imbalance: 1.5,
         ..Parallel::default()
     };
-    let p = ParallelCost::new(&m, Some(x), dev, 4, CostOptions::default(), Some(lay), &c).unwrap();
+    let p = ParallelCost::new(&m, dev, 4, CostOptions::default(), Some(lay), &c).unwrap();
     let lens = [2048u64; 4];
     let s = p.prefill(&lens);
     let f: i128 = 213_273_043_533_824; // the moe.* prefill fixture's FLOPs
@@ -631,8 +625,7 @@ fn imbalance_on_a_pipeline_written_out() {
         ep: 2,
         ..Parallel::default()
     };
-    let p1 =
-        ParallelCost::new(&m, Some(x), dev, 4, CostOptions::default(), Some(lay1), &c).unwrap();
+    let p1 = ParallelCost::new(&m, dev, 4, CostOptions::default(), Some(lay1), &c).unwrap();
     let s1 = p1.prefill(&lens);
     assert_eq!(s1.comm_time_s, s.comm_time_s);
     assert_eq!(s1.step.time_s, 0.15946689177695497); // fixture moe.mixtral.h100x4.tp2pp2ep2
