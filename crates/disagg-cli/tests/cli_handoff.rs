@@ -311,8 +311,8 @@ fn list_text_and_json() {
         assert!(t.contains(s), "{s}");
     }
     let v = ok_json(&["list", "--json"]);
-    assert_eq!(v["models"].as_array().unwrap().len(), 6);
-    assert_eq!(v["devices"].as_array().unwrap().len(), 6);
+    assert_eq!(v["models"].as_array().unwrap().len(), 13);
+    assert_eq!(v["devices"].as_array().unwrap().len(), 8);
     assert_eq!(v["links"].as_array().unwrap().len(), 9);
     assert_eq!(v["compression"].as_array().unwrap().len(), 7);
     let m = ok_json(&["list", "models", "--json"]);

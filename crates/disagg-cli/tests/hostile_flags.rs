@@ -836,7 +836,26 @@ fn scheduling_lever_keys_in_scenario_files_read_as_the_flags() {
         ),
         (
             "speculative = \"mtp\"\nfast = true\n",
-            &["--fast", "scheduling levers"],
+            &["--fast", "speculative decoding"],
+        ),
+        // The cost levers' keys, the same way (levers-cost.md §2.3).
+        ("tp = 4\nfast = true\n", &["--fast", "parallelism"]),
+        (
+            "weight_format = \"fp8\"\nfast = true\n",
+            &["--fast", "quantisation"],
+        ),
+        (
+            "weight_format = \"fp6\"\n",
+            &["--weight-format", "'fp6'", "bf16, fp8, int8, int4, fp4"],
+        ),
+        (
+            "kv_format = \"int2\"\n",
+            &["--kv-format", "'int2'", "bf16, fp8, int8, int4, fp4"],
+        ),
+        ("tp = 2000\n", &["--tp", "0 to 1024"]),
+        (
+            "expert_imbalance = -1\n",
+            &["--expert-imbalance", "[0, 1000]"],
         ),
         (
             "prefix_caching = true\nkv_policy = \"paged\"\npreemption = \"swap\"\n",

@@ -7,10 +7,11 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::catalogue::Catalogue;
 use crate::catalogue::{Device, KvTransit, LmHead, ModelSpec};
 use crate::draft::Draft;
 use crate::error::Error;
-use crate::parallel::Moe;
+use crate::parallel::{Layout, Moe, Parallel};
 use crate::pymath::{cbrt_py, py_floordiv};
 
 /// A number as Python holds it: an exact integer until it meets a float.
@@ -92,6 +93,11 @@ pub struct StepCost {
     pub compute_j: f64,
     /// Memory energy, joules.
     pub memory_j: f64,
+    /// Seconds of scale-up communication inside the step (0.0 without a parallel layout;
+    /// levers-cost.md §5.4).
+    pub comm_time_s: f64,
+    /// Scale-up link energy of the step, joules (0.0 without a parallel layout).
+    pub comm_j: f64,
 }
 
 /// The raw result of the three roofs, before the step overhead.
@@ -177,6 +183,7 @@ pub struct CostModel {
     embedding_row_bytes: f64,
     kv_bytes_per_token: f64,
     moe: Option<Moe>,
+    layout: Option<Box<Layout>>,
 }
 
 impl CostModel {
@@ -248,6 +255,7 @@ impl CostModel {
             embedding_row_bytes: model.embedding_row_bytes(),
             kv_bytes_per_token: model.kv_bytes_per_token(),
             moe: model.moe,
+            layout: None,
         })
     }
 
@@ -284,6 +292,9 @@ impl CostModel {
 
     /// KV capacity of the instance in tokens (cost-model.md §3.3).
     pub fn kv_capacity_tokens(&self) -> Result<u64, Error> {
+        if self.layout.is_some() {
+            return self.kv_capacity_levers(None);
+        }
         let free = ((self.device.mem_capacity * self.n_devices as f64) * self.opts.mem_util)
             - self.model.weight_bytes_total();
         if free <= 0.0 {
@@ -351,11 +362,50 @@ impl CostModel {
             energy_j: r.ec + r.em,
             compute_j: r.ec,
             memory_j: r.em,
+            comm_time_s: 0.0,
+            comm_j: 0.0,
         }
+    }
+
+    /// The cost of a pass of `f` FLOPs over `t` tokens touching `k` KV positions: weight bytes
+    /// `Wb = weight_read(t)`, other bytes `Ob = fl(k) * kvb`; `step(F, Wb + Ob)`, or
+    /// `_parallel(F, Wb, Ob, T)` with a layout (levers-cost.md §5.4).
+    #[inline]
+    pub fn pass(&self, f: i128, t: u64, k: u64) -> StepCost {
+        let wb = self.weight_read(t);
+        let ob = k as f64 * self.kv_bytes_per_token;
+        match &self.layout {
+            None => self.step(f, wb + ob),
+            Some(l) => l.step(self, f, wb, ob, t),
+        }
+    }
+
+    /// This cost model on a parallel layout (levers-cost.md §5): its stage model (`tp` devices,
+    /// no overhead) and scale-up link are built here; the layout is not checked (call
+    /// [`Parallel::check`] first, as the reference does).
+    pub fn with_layout(mut self, par: Parallel, catalogue: &Catalogue) -> Result<Self, Error> {
+        self.layout = Some(Box::new(Layout::new(&self, par, catalogue)?));
+        Ok(self)
+    }
+
+    /// The parallel layout, if any.
+    pub fn layout(&self) -> Option<&Parallel> {
+        self.layout.as_deref().map(|l| &l.par)
+    }
+
+    /// The name of the layout's scale-up link (`None` without a layout).
+    pub fn scale_up_link_name(&self) -> Option<String> {
+        self.layout.as_deref().map(|l| l.link_name().to_string())
     }
 
     /// FLOPs and bytes of a prefill batch of whole prompts (cost-model.md §3.6).
     pub fn prefill_work(&self, lens: impl IntoIterator<Item = u64>) -> (i128, f64) {
+        let (f, t) = self.prefill_flops(lens);
+        (f, self.weight_read(t) + t as f64 * self.kv_bytes_per_token)
+    }
+
+    /// FLOPs (exact) and tokens of a prefill batch of whole prompts (cost-model.md §3.6).
+    pub fn prefill_flops(&self, lens: impl IntoIterator<Item = u64>) -> (i128, u64) {
         let mut total: i128 = 0;
         let mut attn: i128 = 0;
         let mut count: i128 = 0;
@@ -370,14 +420,13 @@ impl CostModel {
             LmHead::Last => 2 * self.layer_params * total + 2 * self.lm_head_params * count,
         };
         f += attn;
-        let b = self.weight_read(total as u64) + total as f64 * self.kv_bytes_per_token;
-        (f, b)
+        (f, total as u64)
     }
 
     /// The cost of a prefill step over whole prompts.
     pub fn prefill(&self, lens: impl IntoIterator<Item = u64>) -> StepCost {
-        let (f, b) = self.prefill_work(lens);
-        self.step(f, b)
+        let (f, t) = self.prefill_flops(lens);
+        self.pass(f, t, t)
     }
 
     /// FLOPs and bytes of a decode step: `ctx` is the total cached context over a batch of `b`
@@ -393,8 +442,9 @@ impl CostModel {
     /// The cost of a decode step (`decode_sum`).
     #[inline]
     pub fn decode_sum(&self, ctx: u64, b: u64) -> StepCost {
-        let (f, by) = self.decode_work(ctx, b);
-        self.step(f, by)
+        let f =
+            2 * self.matmul_params * b as i128 + self.decode_attn_coef * (ctx as i128 + b as i128);
+        self.pass(f, b, ctx + b)
     }
 
     /// Adds the endpoint compression pass for the prompts handed off by a prefill batch
@@ -433,6 +483,8 @@ impl CostModel {
             energy_j: (cost.energy_j + ec) + em,
             compute_j: cost.compute_j + ec,
             memory_j: cost.memory_j + em,
+            comm_time_s: cost.comm_time_s,
+            comm_j: cost.comm_j,
         }
     }
 
@@ -459,72 +511,110 @@ impl CostModel {
         self.weight_read(t as u64) + k as f64 * self.kv_bytes_per_token
     }
 
-    /// FLOPs (exact) and bytes of a mixed step (levers-scheduling.md §7.1): `b` decode rows over
-    /// `ctx` cached positions in total, plus the prefill `chunks` in order.
-    pub fn step_mixed_work(&self, ctx: u64, b: u64, chunks: &[Chunk]) -> (i128, f64) {
+    /// FLOPs (exact), tokens and KV positions of a mixed step (levers-scheduling.md §7.1): `b`
+    /// decode rows over `ctx` cached positions in total, plus the prefill `chunks` in order.
+    pub fn step_mixed_pass(&self, ctx: u64, b: u64, chunks: &[Chunk]) -> (i128, u64, u64) {
         let (ctx, b) = (ctx as i128, b as i128);
         let mut f = 2 * self.matmul_params * b + self.decode_attn_coef * (ctx + b);
         let mut t = b;
         let mut k = ctx + b;
         self.add_chunks(chunks, &mut f, &mut t, &mut k);
-        (f, self.pass_bytes(t, k))
+        (f, t as u64, k as u64)
     }
 
-    /// The cost of a mixed step: `step(F, B)` of [`CostModel::step_mixed_work`].
+    /// FLOPs (exact) and bytes of a mixed step.
+    pub fn step_mixed_work(&self, ctx: u64, b: u64, chunks: &[Chunk]) -> (i128, f64) {
+        let (f, t, k) = self.step_mixed_pass(ctx, b, chunks);
+        (f, self.pass_bytes(t as i128, k as i128))
+    }
+
+    /// The cost of a mixed step: the pass of [`CostModel::step_mixed_pass`].
     pub fn step_mixed(&self, ctx: u64, b: u64, chunks: &[Chunk]) -> StepCost {
-        let (f, by) = self.step_mixed_work(ctx, b, chunks);
-        self.step(f, by)
+        let (f, t, k) = self.step_mixed_pass(ctx, b, chunks);
+        self.pass(f, t, k)
     }
 
-    /// FLOPs (exact) and bytes of a speculative verify pass (levers-scheduling.md §10.2): `b`
-    /// rows of `c` positions each (`c = gamma + 1`) after `ctx` cached positions in total, plus
-    /// the prefill `chunks` exactly as in a mixed step.
-    pub fn step_spec_work(&self, ctx: u64, b: u64, c: u64, chunks: &[Chunk]) -> (i128, f64) {
+    /// FLOPs (exact), tokens and KV positions of a speculative verify pass
+    /// (levers-scheduling.md §10.2, levers-cost.md §7.3): `b` rows of `c` positions each
+    /// (`c = gamma + 1`) after `ctx` cached positions in total, plus the prefill `chunks` exactly
+    /// as in a mixed step.
+    pub fn step_spec_pass(&self, ctx: u64, b: u64, c: u64, chunks: &[Chunk]) -> (i128, u64, u64) {
         let (ctx, b, c) = (ctx as i128, b as i128, c as i128);
         let mut f = (2 * self.matmul_params * b) * c
             + (self.prefill_attn_coef * c) * (2 * ctx + b * (c + 1));
         let mut t = b * c;
         let mut k = ctx + b * c;
         self.add_chunks(chunks, &mut f, &mut t, &mut k);
-        (f, self.pass_bytes(t, k))
+        (f, t as u64, k as u64)
     }
 
-    /// The cost of a verify pass: `step(F, B)` of [`CostModel::step_spec_work`].
+    /// FLOPs (exact) and bytes of a verify pass.
+    pub fn step_spec_work(&self, ctx: u64, b: u64, c: u64, chunks: &[Chunk]) -> (i128, f64) {
+        let (f, t, k) = self.step_spec_pass(ctx, b, c, chunks);
+        (f, self.pass_bytes(t as i128, k as i128))
+    }
+
+    /// The cost of a verify pass: the pass of [`CostModel::step_spec_pass`].
     pub fn step_spec(&self, ctx: u64, b: u64, c: u64, chunks: &[Chunk]) -> StepCost {
-        let (f, by) = self.step_spec_work(ctx, b, c, chunks);
-        self.step(f, by)
+        let (f, t, k) = self.step_spec_pass(ctx, b, c, chunks);
+        self.pass(f, t, k)
     }
 
     /// KV capacity in tokens with a speculative draft resident (levers-scheduling.md §10.1,
-    /// levers-cost.md §5.6 with `tp` = devices per instance, `pp` = 1): `room = cap * mem_util`
-    /// per GPU, `unit = kv_bytes_per_token + draft KV bytes per token`, `w = (params * wb) +
-    /// draft resident bytes`, capacity `int((room * tp - w) //py unit)`. The rounding differs from
-    /// [`CostModel::kv_capacity_tokens`] (`(cap * n) * mem_util` there). Errors (the only check,
-    /// strict `>`) when the weights per GPU exceed the room.
+    /// levers-cost.md §5.6, §7.5).
     pub fn kv_capacity_tokens_with_draft(&self, draft: &Draft) -> Result<u64, Error> {
+        self.kv_capacity_levers(Some(draft))
+    }
+
+    /// `_kv_capacity_levers` (levers-cost.md §5.6), used with a layout or a draft: per GPU
+    /// `room = cap * mem_util`; `(tp, pp)` the layout's, else `(n, 1)`; `unit = kvb / pp (+ the
+    /// draft's kvb)`; stage s holds `L/pp` layers (all experts), the first also the embedding
+    /// and the last the LM head, plus the draft's resident bytes; capacity
+    /// `min_s int((room * tp - w_s) //py unit)`. The rounding differs from
+    /// [`CostModel::kv_capacity_tokens`] (`(cap * n) * mem_util` there). The only error (strict
+    /// `>`): a stage's weights per GPU exceed the room.
+    fn kv_capacity_levers(&self, draft: Option<&Draft>) -> Result<u64, Error> {
+        let m = &self.model;
+        let (tp, pp) = match self.layout() {
+            Some(l) => (l.tp, l.pp),
+            None => (self.n_devices, 1),
+        };
         let room = self.device.mem_capacity * self.opts.mem_util;
-        let tp = self.n_devices as f64;
-        // `kv_bytes_per_token / pp` with pp = 1 is exact, so it is left out.
-        let unit = self.kv_bytes_per_token + draft.kv_bytes_per_token();
-        // pp = 1: the one stage holds every layer, the embedding and the LM head (`params`).
-        let w = (self.model.params() as f64 * self.model.weight_bytes) + draft.resident_bytes;
-        if w / tp > room {
-            return Err(Error::invalid(
-                "model",
-                format!(
-                    "{} does not fit: {:.1} GB of weights per GPU in stage 0 of {} x 1 {} \
-                     ({:.1} GB usable)",
-                    self.model.name,
-                    w / tp / 1e9,
-                    self.n_devices,
-                    self.device.name,
-                    room / 1e9
-                ),
-            ));
+        let mut unit = self.kv_bytes_per_token / pp as f64;
+        let mut resident = 0.0;
+        if let Some(d) = draft {
+            unit += d.kv_bytes_per_token();
+            resident = d.resident_bytes;
         }
-        // `as u64` truncates like Python's `int()`; a quotient that rounding left just below zero
-        // (weights filling the room to the last byte) saturates to 0.
-        Ok(py_floordiv(room * tp - w, unit) as u64)
+        let pl = m.resident_params_per_layer();
+        let layers = m.n_layers as i128 / pp as i128;
+        let vd = m.vocab_params();
+        let mut cap: Option<u64> = None;
+        for s in 0..pp {
+            let p_s = layers * pl + if s == 0 { vd } else { 0 } + if s == pp - 1 { vd } else { 0 };
+            let w = (p_s as f64 * m.weight_bytes) + resident;
+            if w / tp as f64 > room {
+                return Err(Error::invalid(
+                    "model",
+                    format!(
+                        "{} does not fit: {:.1} GB of weights per GPU in stage {s} of {tp} x {pp} \
+                         {} ({:.1} GB usable)",
+                        m.name,
+                        w / tp as f64 / 1e9,
+                        self.device.name,
+                        room / 1e9
+                    ),
+                ));
+            }
+            // `as u64` truncates like Python's `int()`; a quotient that rounding left just below
+            // zero (weights filling the room to the last byte) saturates to 0.
+            let c = py_floordiv(room * tp as f64 - w, unit) as u64;
+            cap = Some(match cap {
+                Some(x) if x <= c => x,
+                _ => c,
+            });
+        }
+        Ok(cap.unwrap_or(0))
     }
 }
 

@@ -32,7 +32,7 @@ impl Draft {
                 n_layers: 1,
                 ..target.clone()
             };
-            let resident_bytes = target.params_per_layer() as f64 * target.weight_bytes;
+            let resident_bytes = target.resident_params_per_layer() as f64 * target.weight_bytes;
             return Ok(Draft {
                 key: name.to_string(),
                 model,
@@ -138,6 +138,8 @@ pub fn spec_cost(
         energy_j: ec + em,
         compute_j: ec,
         memory_j: em,
+        comm_time_s: t.comm_time_s,
+        comm_j: t.comm_j,
     };
     (cost, dt)
 }

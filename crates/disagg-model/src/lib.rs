@@ -11,6 +11,7 @@ pub mod error;
 pub mod handoff;
 pub mod parallel;
 pub mod pymath;
+pub mod quant;
 pub mod variants;
 
 pub use catalogue::{
@@ -24,6 +25,7 @@ pub use handoff::{
     transfer_bytes, Handoff, SendMode, Sharing, Transfer,
 };
 pub use parallel::{int_div, LeverStep, Moe, Parallel, ParallelCost, Pass};
+pub use quant::{Formats, QuantFormat};
 pub use variants::{
     ActFormat, Ced, DecodeStyle, Detection, FftMixing, Mixer, ReplayOn, TransformEngine,
 };

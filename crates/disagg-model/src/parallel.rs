@@ -8,7 +8,7 @@
 use crate::catalogue::{Catalogue, Device, Link, ModelSpec};
 use crate::cost::{Chunk, CostModel, CostOptions, PyNum, StepCost};
 use crate::error::Error;
-use crate::pymath::{ipow, py_floordiv};
+use crate::pymath::ipow;
 
 /// Python's `int / int` for non-negative integers (levers-cost.md §1 R1): the correctly rounded
 /// double of the exact rational `a / b`. The quotient is taken with at least 55 significant bits,
@@ -242,7 +242,7 @@ impl Parallel {
 /// step 18).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct LeverStep {
-    /// The step (flops, bytes, time, bound, energy, compute_j, memory_j).
+    /// The step (flops, bytes, time, bound, energy, compute_j, memory_j, comm).
     pub step: StepCost,
     /// Seconds of scale-up communication inside the step.
     pub comm_time_s: f64,
@@ -250,6 +250,17 @@ pub struct LeverStep {
     pub comm_j: f64,
     /// Draft time (0.0: no draft on this path).
     pub draft_time_s: f64,
+}
+
+impl From<StepCost> for LeverStep {
+    fn from(step: StepCost) -> Self {
+        LeverStep {
+            step,
+            comm_time_s: step.comm_time_s,
+            comm_j: step.comm_j,
+            draft_time_s: 0.0,
+        }
+    }
 }
 
 /// One pass: exact FLOPs `f`, tokens `t` and KV positions touched `k`.
@@ -263,129 +274,41 @@ pub struct Pass {
     pub k: u64,
 }
 
-/// A cost model with an optional MoE shape and an optional parallel layout.
-#[derive(Clone, Debug)]
-pub struct ParallelCost {
-    /// The plain cost model (n_devices = tp × pp with a layout).
-    pub base: CostModel,
-    /// The layout, if any.
-    pub layout: Option<Parallel>,
-    stage: Option<CostModel>,
-    link: Option<Link>,
+/// A cost model's parallel layout with what its steps need: the stage model (`tp` devices, no
+/// overhead) and the scale-up link.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Layout {
+    /// The layout.
+    pub par: Parallel,
+    stage: CostModel,
+    link: Link,
 }
 
-impl ParallelCost {
-    /// Builds the cost model; with a layout also its stage model (`n_devices = tp`, no overhead)
-    /// and its scale-up link. The layout is not checked here (as in the reference: call
-    /// [`Parallel::check`]).
-    pub fn new(
-        model: &ModelSpec,
-        device: &Device,
-        n_devices: u32,
-        opts: CostOptions,
-        layout: Option<Parallel>,
+impl Layout {
+    /// The layout of `base` (whose model, device and options the stage keeps).
+    pub(crate) fn new(
+        base: &CostModel,
+        par: Parallel,
         catalogue: &Catalogue,
     ) -> Result<Self, Error> {
-        let base = CostModel::new(model, device, n_devices, opts.clone())?;
-        let (stage, link) = match &layout {
-            Some(p) => {
-                let so = CostOptions {
-                    step_overhead_s: 0.0,
-                    ..opts
-                };
-                (
-                    Some(CostModel::new(model, device, p.tp, so)?),
-                    Some(p.link(device, catalogue)?.clone()),
-                )
-            }
-            None => (None, None),
+        let so = CostOptions {
+            step_overhead_s: 0.0,
+            ..base.opts.clone()
         };
-        Ok(ParallelCost {
-            base,
-            layout,
-            stage,
-            link,
-        })
+        let stage = CostModel::new(&base.model, &base.device, par.tp, so)?;
+        let link = par.link(&base.device, catalogue)?.clone();
+        Ok(Layout { par, stage, link })
     }
 
-    fn model(&self) -> &ModelSpec {
-        &self.base.model
-    }
-
-    /// The prefill pass over whole prompts.
-    pub fn prefill_pass(&self, lens: &[u64]) -> Pass {
-        let (f, _) = self.base.prefill_work(lens.iter().copied());
-        let t: u64 = lens.iter().sum();
-        Pass { f, t, k: t }
-    }
-
-    /// The decode pass: `b` rows over `ctx` cached positions in total.
-    pub fn decode_pass(&self, ctx: u64, b: u64) -> Pass {
-        let (f, _) = self.base.decode_work(ctx, b);
-        Pass {
-            f,
-            t: b,
-            k: ctx + b,
-        }
-    }
-
-    /// The mixed pass: `b` decode rows plus the prefill `chunks`.
-    pub fn mixed_pass(&self, ctx: u64, b: u64, chunks: &[Chunk]) -> Pass {
-        let (f, _) = self.base.step_mixed_work(ctx, b, chunks);
-        let t = b + chunks.iter().map(|c| c.c).sum::<u64>();
-        let k = ctx + b + chunks.iter().map(|c| c.p0 + c.c).sum::<u64>();
-        Pass { f, t, k }
-    }
-
-    /// Weight bytes a pass over `t` tokens reads: `wbr(t)` (MoE, §4) or `W + fl(t)*e` (dense).
-    pub fn weight_bytes_read(&self, t: u64) -> f64 {
-        self.base.weight_read(t)
-    }
-
-    /// The cost of a pass: `_parallel(F, Wb, Ob, T)` with a layout, else the plain step of
-    /// `F` and `Wb + Ob` (comm terms 0.0).
-    pub fn cost(&self, p: Pass) -> LeverStep {
-        let wb = self.weight_bytes_read(p.t);
-        let ob = p.k as f64 * self.base.kv_bytes_per_token();
-        match (&self.layout, &self.stage, &self.link) {
-            (Some(l), Some(s), Some(link)) => self.parallel_step(l, s, link, p.f, wb, ob, p.t),
-            _ => LeverStep {
-                step: self.base.step(p.f, wb + ob),
-                comm_time_s: 0.0,
-                comm_j: 0.0,
-                draft_time_s: 0.0,
-            },
-        }
-    }
-
-    /// `prefill(lens)`.
-    pub fn prefill(&self, lens: &[u64]) -> LeverStep {
-        self.cost(self.prefill_pass(lens))
-    }
-
-    /// `decode_sum(ctx, b)`.
-    pub fn decode_sum(&self, ctx: u64, b: u64) -> LeverStep {
-        self.cost(self.decode_pass(ctx, b))
-    }
-
-    /// `step_mixed(ctx, b, chunks)`.
-    pub fn step_mixed(&self, ctx: u64, b: u64, chunks: &[Chunk]) -> LeverStep {
-        self.cost(self.mixed_pass(ctx, b, chunks))
+    /// The scale-up link's display name.
+    pub fn link_name(&self) -> &str {
+        &self.link.name
     }
 
     /// levers-cost.md §5.4, steps 1 to 18.
-    #[allow(clippy::too_many_arguments)]
-    fn parallel_step(
-        &self,
-        l: &Parallel,
-        stage: &CostModel,
-        link: &Link,
-        f: i128,
-        wb: f64,
-        ob: f64,
-        t: u64,
-    ) -> LeverStep {
-        let m = self.model();
+    pub(crate) fn step(&self, base: &CostModel, f: i128, wb: f64, ob: f64, t: u64) -> StepCost {
+        let (l, stage, link) = (&self.par, &self.stage, &self.link);
+        let m = &base.model;
         let (tp, pp, ep) = (l.tp as i128, l.pp as i128, l.ep as i128);
         let ep_moe = m.moe.filter(|_| l.ep > 1);
         // 1.
@@ -438,62 +361,101 @@ impl ParallelCost {
         let slots = (mb + pp - 1) as f64;
         let comm_time = slots * (ct + hop);
         let comm_bytes = ((mb * pp) as f64 * cb) + ((mb * (pp - 1)) as f64 * act);
-        let time = ((slots * r.t) + comm_time) + self.base.opts.step_overhead_s;
+        let time = ((slots * r.t) + comm_time) + base.opts.step_overhead_s;
         // 17.-18.
         let n = (mb * pp) as f64;
-        LeverStep {
-            step: StepCost {
-                flops: PyNum::Int(f),
-                bytes: (mb as f64 * wb) + ob,
-                time_s: time,
-                bound: r.bound,
-                energy_j: n * (r.ec + r.em),
-                compute_j: n * r.ec,
-                memory_j: n * r.em,
-            },
+        StepCost {
+            flops: PyNum::Int(f),
+            bytes: (mb as f64 * wb) + ob,
+            time_s: time,
+            bound: r.bound,
+            energy_j: n * (r.ec + r.em),
+            compute_j: n * r.ec,
+            memory_j: n * r.em,
             comm_time_s: comm_time,
             comm_j: ((comm_bytes * 8.0) * link.pj_per_bit) * 1e-12,
-            draft_time_s: 0.0,
+        }
+    }
+}
+
+/// A cost model with an optional parallel layout (the step functions return [`LeverStep`]s).
+#[derive(Clone, Debug)]
+pub struct ParallelCost {
+    /// The cost model (with the layout, if any).
+    pub base: CostModel,
+    /// The layout, if any.
+    pub layout: Option<Parallel>,
+}
+
+impl ParallelCost {
+    /// Builds the cost model with its layout. The layout is not checked here (as in the
+    /// reference: call [`Parallel::check`]).
+    pub fn new(
+        model: &ModelSpec,
+        device: &Device,
+        n_devices: u32,
+        opts: CostOptions,
+        layout: Option<Parallel>,
+        catalogue: &Catalogue,
+    ) -> Result<Self, Error> {
+        let mut base = CostModel::new(model, device, n_devices, opts)?;
+        if let Some(l) = &layout {
+            base = base.with_layout(l.clone(), catalogue)?;
+        }
+        Ok(ParallelCost { base, layout })
+    }
+
+    /// The prefill pass over whole prompts.
+    pub fn prefill_pass(&self, lens: &[u64]) -> Pass {
+        let (f, t) = self.base.prefill_flops(lens.iter().copied());
+        Pass { f, t, k: t }
+    }
+
+    /// The decode pass: `b` rows over `ctx` cached positions in total.
+    pub fn decode_pass(&self, ctx: u64, b: u64) -> Pass {
+        let (f, _) = self.base.decode_work(ctx, b);
+        Pass {
+            f,
+            t: b,
+            k: ctx + b,
         }
     }
 
-    /// KV capacity in tokens: §5.6 with a layout, else cost-model.md §3.3 with the MoE
-    /// `weight_bytes_total` (all experts) for an MoE model.
+    /// The mixed pass: `b` decode rows plus the prefill `chunks`.
+    pub fn mixed_pass(&self, ctx: u64, b: u64, chunks: &[Chunk]) -> Pass {
+        let (f, t, k) = self.base.step_mixed_pass(ctx, b, chunks);
+        Pass { f, t, k }
+    }
+
+    /// Weight bytes a pass over `t` tokens reads: `wbr(t)` (MoE, §4) or `W + fl(t)*e` (dense).
+    pub fn weight_bytes_read(&self, t: u64) -> f64 {
+        self.base.weight_read(t)
+    }
+
+    /// The cost of a pass: `_parallel(F, Wb, Ob, T)` with a layout, else the plain step of
+    /// `F` and `Wb + Ob` (comm terms 0.0).
+    pub fn cost(&self, p: Pass) -> LeverStep {
+        self.base.pass(p.f, p.t, p.k).into()
+    }
+
+    /// `prefill(lens)`.
+    pub fn prefill(&self, lens: &[u64]) -> LeverStep {
+        self.cost(self.prefill_pass(lens))
+    }
+
+    /// `decode_sum(ctx, b)`.
+    pub fn decode_sum(&self, ctx: u64, b: u64) -> LeverStep {
+        self.cost(self.decode_pass(ctx, b))
+    }
+
+    /// `step_mixed(ctx, b, chunks)`.
+    pub fn step_mixed(&self, ctx: u64, b: u64, chunks: &[Chunk]) -> LeverStep {
+        self.cost(self.mixed_pass(ctx, b, chunks))
+    }
+
+    /// KV capacity in tokens: §5.6 with a layout, else cost-model.md §3.3 (with the MoE
+    /// `weight_bytes_total`, all experts, for an MoE model).
     pub fn kv_capacity_tokens(&self) -> Result<u64, Error> {
-        let m = self.model();
-        let dev = &self.base.device;
-        let Some(l) = &self.layout else {
-            return self.base.kv_capacity_tokens();
-        };
-        let (tp, pp) = (l.tp, l.pp);
-        let room = dev.mem_capacity * self.base.opts.mem_util;
-        let unit = self.base.kv_bytes_per_token() / pp as f64;
-        let pl = m.resident_params_per_layer();
-        let layers = m.n_layers as i128 / pp as i128;
-        let vd = m.vocab as i128 * m.d_model as i128;
-        let mut cap: Option<u64> = None;
-        for s in 0..pp {
-            let p_s = layers * pl + if s == 0 { vd } else { 0 } + if s == pp - 1 { vd } else { 0 };
-            let w = p_s as f64 * m.weight_bytes;
-            if w / tp as f64 > room {
-                return Err(Error::invalid(
-                    "model",
-                    format!(
-                        "{} does not fit: {:.1} GB of weights per GPU in stage {s} of {tp} x {pp} \
-                         {} ({:.1} GB usable)",
-                        m.name,
-                        w / tp as f64 / 1e9,
-                        dev.name,
-                        room / 1e9
-                    ),
-                ));
-            }
-            let c = py_floordiv(room * tp as f64 - w, unit) as u64;
-            cap = Some(match cap {
-                Some(x) if x <= c => x,
-                _ => c,
-            });
-        }
-        Ok(cap.unwrap_or(0))
+        self.base.kv_capacity_tokens()
     }
 }

@@ -120,6 +120,55 @@ pub struct Energy {
     /// `swap / total` (with `swap_j`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub swap_frac: Option<f64>,
+    /// Scale-up link energy of the parallel layouts, J (only when a pool has a layout;
+    /// levers-cost.md §5.7).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scale_up_j: Option<f64>,
+    /// `scale_up / total` (with `scale_up_j`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scale_up_frac: Option<f64>,
+}
+
+/// One pool role's parallel layout and what its scale-up traffic cost (levers-cost.md §5.7).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ParallelSummary {
+    /// `prefill`, `decode` or `colocated`.
+    pub role: Role,
+    /// Tensor-parallel degree.
+    pub tp: u32,
+    /// Pipeline stages.
+    pub pp: u32,
+    /// Expert-parallel degree.
+    pub ep: u32,
+    /// Micro-batches as configured (`pp` if not given; not the per-step clamp).
+    pub microbatches: u32,
+    /// The busiest GPU's expert load over the mean.
+    pub expert_imbalance: f64,
+    /// The scale-up link's name.
+    pub link: String,
+    /// Busy time of the role's instances, s.
+    pub busy_s: f64,
+    /// Scale-up communication time inside their steps, s.
+    pub comm_s: f64,
+    /// Scale-up link energy, J.
+    pub comm_j: f64,
+    /// `comm_s / busy_s` (0 when idle).
+    pub comm_frac: f64,
+}
+
+/// The formats of a quantised run (levers-cost.md §6.2 item 6).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FormatsSummary {
+    /// Weight format.
+    pub weights: disagg_model::QuantFormat,
+    /// KV cache format.
+    pub kv: disagg_model::QuantFormat,
+    /// Compute format.
+    pub compute: disagg_model::QuantFormat,
+    /// Bytes per weight.
+    pub weight_bytes: f64,
+    /// Bytes per KV value.
+    pub kv_bytes: f64,
 }
 
 /// One instance's figures.
@@ -342,6 +391,13 @@ pub struct Summary {
     /// The scheduling levers' figures (levers-scheduling.md §11; only when they are on).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scheduler: Option<crate::sched::SchedulerSummary>,
+    /// Each role's parallel layout (only when a pool has one; empty for a colocated run with
+    /// only pool layouts).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parallel: Option<Vec<ParallelSummary>>,
+    /// The formats (only when quantised).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub formats: Option<FormatsSummary>,
 }
 
 impl Req {
@@ -667,6 +723,16 @@ fn summarise(res: &RunResult) -> Summary {
     if let Some(sj) = swap_j {
         total += sj;
     }
+    let scale_up_j = cfg.scenario.any_layout().then(|| {
+        let mut c = 0.0;
+        for i in &res.instances {
+            c += i.stats.comm_j;
+        }
+        c
+    });
+    if let Some(c) = scale_up_j {
+        total += c;
+    }
     let energy = Energy {
         total_j: total,
         static_j,
@@ -681,6 +747,8 @@ fn summarise(res: &RunResult) -> Summary {
         transit_frac: transit.then(|| res.link.transit_j / total),
         swap_j,
         swap_frac: swap_j.map(|sj| sj / total),
+        scale_up_j,
+        scale_up_frac: scale_up_j.map(|c| c / total),
     };
 
     let handoffs: Vec<f64> = reqs
@@ -838,7 +906,56 @@ fn summarise(res: &RunResult) -> Summary {
             );
             b
         }),
+        parallel: parallel_summary(res),
+        formats: formats_summary(cfg),
     }
+}
+
+/// The `parallel` block (levers-cost.md §5.7): one entry per pool with a layout, in instance
+/// order, its sums looping from 0.0 over the role's instances in order.
+fn parallel_summary(res: &RunResult) -> Option<Vec<ParallelSummary>> {
+    let cfg = &res.cfg;
+    if !cfg.scenario.any_layout() {
+        return None;
+    }
+    let mut out = Vec::new();
+    for (k, pool) in cfg.pools.iter().enumerate() {
+        let Some(l) = pool.cost.layout() else {
+            continue;
+        };
+        let (mut busy, mut comm, mut cj) = (0.0, 0.0, 0.0);
+        for i in res.instances.iter().filter(|i| i.pool == k) {
+            busy += i.stats.busy_s;
+            comm += i.stats.comm_s;
+            cj += i.stats.comm_j;
+        }
+        out.push(ParallelSummary {
+            role: pool.role,
+            tp: l.tp,
+            pp: l.pp,
+            ep: l.ep,
+            microbatches: l.microbatches.unwrap_or(l.pp),
+            expert_imbalance: l.expert_imbalance,
+            link: pool.cost.scale_up_link_name().unwrap_or_default(),
+            busy_s: busy,
+            comm_s: comm,
+            comm_j: cj,
+            comm_frac: if busy != 0.0 { comm / busy } else { 0.0 },
+        });
+    }
+    Some(out)
+}
+
+/// The `formats` block (levers-cost.md §6.2 item 6), when any format is not BF16.
+fn formats_summary(cfg: &SimConfig) -> Option<FormatsSummary> {
+    let f = cfg.scenario.formats();
+    f.is_quantised().then_some(FormatsSummary {
+        weights: f.weight,
+        kv: f.kv,
+        compute: f.compute,
+        weight_bytes: cfg.model.weight_bytes,
+        kv_bytes: cfg.model.kv_bytes,
+    })
 }
 
 /// `statistics.median` of `prefill_start - arrival` over the measured requests (NaN if none).
@@ -1119,6 +1236,9 @@ mod tests {
             compute_j: cj,
             memory_j: mj,
             peak_power_w: peak,
+            // Scale-up energy without a layout is never added (the run below has none).
+            comm_s: 1.0,
+            comm_j: 2.0,
         };
         r.instances = vec![
             inst(
@@ -1328,6 +1448,8 @@ mod tests {
                 transit_frac: None,
                 swap_j: None,
                 swap_frac: None,
+                scale_up_j: None,
+                scale_up_frac: None,
             }
         );
         assert_eq!(s.j_per_token, total / 57.0);

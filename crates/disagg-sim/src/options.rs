@@ -10,7 +10,7 @@
 //! entry by key. Scenario files and the web API read a [`Scenario`] with serde, whose names are
 //! the same keys and the same enum names.
 
-use disagg_model::{CompressAt, Error, LmHead, SendMode};
+use disagg_model::{CompressAt, Error, LmHead, QuantFormat, SendMode};
 use disagg_trace::TraceFormat;
 
 use crate::levers::{BatchPolicy, DecodeRouter, KvPolicy, Preemption, SwapIn};
@@ -227,6 +227,9 @@ choice!(SendMode, "--send", &SendMode::NAMES, |s| SendMode::parse(s)
 choice!(CompressAt, "--kv-compress-at", &CompressAt::NAMES, |s| {
     CompressAt::parse(s).ok()
 });
+choice!(QuantFormat, "--weight-format", &QuantFormat::NAMES, |s| {
+    QuantFormat::parse(s).ok()
+});
 choice!(LmHead, "--prefill-lm-head", &["all", "last"], |s| {
     LmHead::parse(s).ok()
 });
@@ -241,6 +244,20 @@ impl OptValue for TraceFormat {
 
 impl Choice for TraceFormat {
     const FLAG: &'static str = "--trace-format";
+}
+
+/// Reads `--kv-format` from a scenario file or the web API (errors name that flag).
+pub fn kv_format_by_name<'de, D: serde::Deserializer<'de>>(d: D) -> Result<QuantFormat, D::Error> {
+    let name = <String as serde::Deserialize>::deserialize(d)?;
+    read_name_as("--kv-format", &name)
+}
+
+/// Reads `--compute-format` from a scenario file or the web API (errors name that flag).
+pub fn compute_format_by_name<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<QuantFormat, D::Error> {
+    let name = <String as serde::Deserialize>::deserialize(d)?;
+    read_name_as("--compute-format", &name)
 }
 
 /// Reads a [`Choice`] field of [`Scenario`] (serde `deserialize_with`): a name, read as its flag
@@ -258,7 +275,12 @@ where
 /// `name` read as [`Choice`] `T`'s flag reads it. The error quotes the name with its control
 /// characters escaped (`'a\nb'`): a file's message stays on one line whoever prints it.
 fn read_name<T: Choice, E: serde::de::Error>(name: &str) -> Result<T, E> {
-    T::from_raw(T::FLAG, name).map_err(|e| {
+    read_name_as(T::FLAG, name)
+}
+
+/// `name` read as option type `T` given to `flag` (for a type several flags share).
+fn read_name_as<T: OptValue, E: serde::de::Error>(flag: &'static str, name: &str) -> Result<T, E> {
+    T::from_raw(flag, name).map_err(|e| {
         let e = match e {
             Error::UnknownName { kind, name, valid } => Error::UnknownName {
                 kind,
@@ -288,6 +310,8 @@ const SCENARIO: &str = "Scenario";
 const HARDWARE: &str = "Model and hardware";
 const POOLS: &str = "Pools and link";
 const BEYOND: &str = "Beyond the reference";
+/// The heading of the cost levers (levers-cost.md §5, §6).
+pub const PARALLEL: &str = "Parallelism and formats";
 /// The heading of the scheduling levers (levers-scheduling.md §2.2).
 pub const LEVERS: &str = "Scheduling and KV memory";
 const WORKLOAD: &str = "Workload";
@@ -440,6 +464,37 @@ options! {
     prefix_from_trace: bool, "--prefix-from-trace", LEVERS, None, None,
         "Beyond the reference: on a Mooncake trace, each request's hash_ids (512-token block \
          hashes) become its prefix chain (needs --prefix-caching)";
+    tp: Option<u32>, "--tp", PARALLEL, Some("N"), Some("1"),
+        "Tensor-parallel degree of every pool's instances (devices per instance must equal \
+         tp x pp; ring all-reduces on the scale-up link)";
+    pp: Option<u32>, "--pp", PARALLEL, Some("N"), Some("1"),
+        "Pipeline stages per instance (GPipe micro-batches, one activation hop per stage)";
+    ep: Option<u32>, "--ep", PARALLEL, Some("N"), Some("1"),
+        "Expert parallelism of an MoE model: 1 (experts split by TP) or tp (whole experts per \
+         GPU, all-to-all dispatch)";
+    microbatches: Option<u32>, "--microbatches", PARALLEL, Some("N"), Some("pp"),
+        "Micro-batches per step on a pipeline";
+    expert_imbalance: Option<f64>, "--expert-imbalance", PARALLEL, Some("X"), Some("1.0"),
+        "The busiest GPU's expert load over the mean (with --ep)";
+    scale_up_link: Option<String>, "--scale-up-link", PARALLEL, Some("LINK"),
+        Some("the device's"),
+        "Link of the tensor/pipeline/expert traffic inside an instance (a link key)";
+    prefill_tp: Option<u32>, "--prefill-tp", PARALLEL, Some("N"), None,
+        "The prefill pool's own tensor-parallel degree (does not inherit --tp/--pp)";
+    prefill_pp: Option<u32>, "--prefill-pp", PARALLEL, Some("N"), None,
+        "The prefill pool's own pipeline stages";
+    decode_tp: Option<u32>, "--decode-tp", PARALLEL, Some("N"), None,
+        "The decode pool's own tensor-parallel degree (does not inherit --tp/--pp)";
+    decode_pp: Option<u32>, "--decode-pp", PARALLEL, Some("N"), None,
+        "The decode pool's own pipeline stages";
+    weight_format: QuantFormat, "--weight-format", PARALLEL, Some("FORMAT"), Some("bf16"),
+        "Weight format: bf16, fp8, int8, int4 (FP16 scale per 128) or fp4 (MXFP4); accuracy is \
+         not simulated";
+    kv_format: QuantFormat, "--kv-format", PARALLEL, Some("FORMAT"), Some("bf16"),
+        "KV cache format (also the hand-off's bytes): bf16, fp8, int8, int4 or fp4";
+    compute_format: QuantFormat, "--compute-format", PARALLEL, Some("FORMAT"), Some("bf16"),
+        "Matmul format: bf16 (weight-only quantisation) or the weight format (W8A8, W4A4: the \
+         device's native units)";
     workload: Option<String>, "--workload", WORKLOAD, Some("NAME"), None,
         "A named workload: chat, coding-agent, offline-batch, long-rag, voice (its lengths, \
          sessions and SLOs; a shared prefix is sent and computed like any prompt: no prefix \
@@ -618,6 +673,9 @@ mod tests {
                 "decode_router" => choice("prefix"),
                 "swap_in" => choice("next-step"),
                 "trace_format" => choice("mooncake"),
+                "weight_format" => choice("fp8"),
+                "kv_format" => choice("int4"),
+                "compute_format" => choice("fp4"),
                 other => panic!("no sample for choice option {other}"),
             },
         }

@@ -120,6 +120,8 @@ const MAX_BLOCK: u64 = 65_536;
 const MAX_LENGTH: u64 = 10_000_000;
 /// Largest `--max-decode-batch` (1M sequences: beyond any KV memory).
 const MAX_BATCH: u64 = 1_000_000;
+/// Largest `--microbatches` (a step is split into at most its tokens anyway).
+const MAX_MICROBATCHES: u64 = 1_000_000;
 /// Largest `gamma` (drafts of a few tokens are the practice; 64 bounds the verify pass).
 const MAX_GAMMA: u64 = 64;
 
@@ -159,6 +161,15 @@ ranges! {
     "--gamma", Some("gamma"), SCENARIO, int(1, MAX_GAMMA), "tokens", "drafted tokens per verify pass";
     "--alpha", Some("alpha"), SCENARIO, closed(0.0, 1.0), "", "acceptance probability of each drafted token";
     "--spec-seed", Some("spec_seed"), SCENARIO, int(0, u64::MAX), "", "seed of the acceptance draws";
+    "--tp", Some("tp"), SCENARIO, int(0, MAX_DEVICES as u64), "devices", "tensor-parallel degree (0: 1)";
+    "--pp", Some("pp"), SCENARIO, int(0, MAX_DEVICES as u64), "stages", "pipeline stages (0: 1)";
+    "--ep", Some("ep"), SCENARIO, int(0, MAX_DEVICES as u64), "devices", "expert-parallel degree (0: 1)";
+    "--microbatches", Some("microbatches"), SCENARIO, int(0, MAX_MICROBATCHES), "micro-batches", "micro-batches per pipelined step";
+    "--expert-imbalance", Some("expert_imbalance"), SCENARIO, closed(0.0, 1000.0), "", "busiest GPU's expert load over the mean (0: 1)";
+    "--prefill-tp", Some("prefill_tp"), SCENARIO, int(0, MAX_DEVICES as u64), "devices", "the prefill pool's tensor-parallel degree";
+    "--prefill-pp", Some("prefill_pp"), SCENARIO, int(0, MAX_DEVICES as u64), "stages", "the prefill pool's pipeline stages";
+    "--decode-tp", Some("decode_tp"), SCENARIO, int(0, MAX_DEVICES as u64), "devices", "the decode pool's tensor-parallel degree";
+    "--decode-pp", Some("decode_pp"), SCENARIO, int(0, MAX_DEVICES as u64), "stages", "the decode pool's pipeline stages";
     "--max-context", Some("max_context"), SCENARIO, int(1, 100_000_000), "tokens", "clip replayed prompts to this length";
     "--time-scale", Some("time_scale"), TRACE, closed(1e-6, 1e6), "", "multiplier of a trace's inter-arrival gaps";
     "--start", Some("trace_start"), TRACE, closed(0.0, 1e9), "s", "start of the replayed window after the first arrival";
@@ -464,6 +475,15 @@ mod defaults {
             max_requests: Some(1),
             max_context: Some(1),
             max_num_batched_tokens: Some(8192),
+            tp: Some(2),
+            pp: Some(2),
+            ep: Some(2),
+            microbatches: Some(3),
+            expert_imbalance: Some(1.5),
+            prefill_tp: Some(2),
+            prefill_pp: Some(1),
+            decode_tp: Some(1),
+            decode_pp: Some(2),
             ttft_slo: Some(1.0),
             tpot_slo: Some(0.025),
             layers: Some(2),

@@ -3,8 +3,8 @@
 
 use disagg_model::custom::{CustomDevice, CustomLink, CustomModel, Overlay};
 use disagg_model::{
-    Catalogue, CompressAt, CostModel, CostOptions, Device, Error, KvTransit, Link, LmHead,
-    ModelSpec, SendMode,
+    Catalogue, CompressAt, CostModel, CostOptions, Device, Error, Formats, KvTransit, Link, LmHead,
+    ModelSpec, Parallel, QuantFormat, SendMode,
 };
 use disagg_trace::TraceFormat;
 use serde::{Deserialize, Serialize};
@@ -48,6 +48,19 @@ pub const QUIET_DEFAULT_KEYS: &[&str] = &[
     "prefix_handoff",
     "decode_router",
     "prefix_from_trace",
+    "tp",
+    "pp",
+    "ep",
+    "microbatches",
+    "expert_imbalance",
+    "scale_up_link",
+    "prefill_tp",
+    "prefill_pp",
+    "decode_tp",
+    "decode_pp",
+    "weight_format",
+    "kv_format",
+    "compute_format",
     "speculative",
     "gamma",
     "alpha",
@@ -217,6 +230,36 @@ pub struct Scenario {
     /// `--prefix-from-trace` (beyond the reference): a Mooncake trace's `hash_ids` become the
     /// requests' prefix chains.
     pub prefix_from_trace: bool,
+    /// `--tp`: tensor-parallel degree of every pool's instances (levers-cost.md §5.2; 0 or
+    /// absent: 1). Any of `tp`, `pp`, `ep`, `microbatches` builds the global layout.
+    pub tp: Option<u32>,
+    /// `--pp`: pipeline stages (0 or absent: 1).
+    pub pp: Option<u32>,
+    /// `--ep`: expert-parallel degree, 1 or `tp` (MoE models; 0 or absent: 1).
+    pub ep: Option<u32>,
+    /// `--microbatches`: micro-batches per step (absent: `pp`).
+    pub microbatches: Option<u32>,
+    /// `--expert-imbalance`: the busiest GPU's expert load over the mean (0 or absent: 1.0).
+    pub expert_imbalance: Option<f64>,
+    /// `--scale-up-link`: the link of the tensor/pipeline/expert traffic (absent: the device's).
+    pub scale_up_link: Option<String>,
+    /// `--prefill-tp`: the prefill pool's own layout (does not inherit `--tp`/`--pp`).
+    pub prefill_tp: Option<u32>,
+    /// `--prefill-pp`.
+    pub prefill_pp: Option<u32>,
+    /// `--decode-tp`: the decode pool's own layout.
+    pub decode_tp: Option<u32>,
+    /// `--decode-pp`.
+    pub decode_pp: Option<u32>,
+    /// `--weight-format`: bf16, fp8, int8, int4 or fp4 (levers-cost.md §6).
+    #[serde(deserialize_with = "crate::options::by_name")]
+    pub weight_format: QuantFormat,
+    /// `--kv-format`: the KV cache's (and so the hand-off's) format.
+    #[serde(deserialize_with = "crate::options::kv_format_by_name")]
+    pub kv_format: QuantFormat,
+    /// `--compute-format`: bf16 (weight-only) or the weight format (W8A8, W4A4).
+    #[serde(deserialize_with = "crate::options::compute_format_by_name")]
+    pub compute_format: QuantFormat,
     /// `--workload`: a named workload (`chat`, `coding-agent`, `offline-batch`, `long-rag`,
     /// `voice`): its length distributions and sessions replace `prompt`/`output`/`turns`/...; its
     /// SLOs apply where `ttft_slo`/`tpot_slo` are not given.
@@ -364,6 +407,19 @@ impl Default for Scenario {
             prefix_handoff: false,
             decode_router: DecodeRouter::LeastLoaded,
             prefix_from_trace: false,
+            tp: None,
+            pp: None,
+            ep: None,
+            microbatches: None,
+            expert_imbalance: None,
+            scale_up_link: None,
+            prefill_tp: None,
+            prefill_pp: None,
+            decode_tp: None,
+            decode_pp: None,
+            weight_format: QuantFormat::Bf16,
+            kv_format: QuantFormat::Bf16,
+            compute_format: QuantFormat::Bf16,
             workload: None,
             turns: 1,
             think: 0.0,
@@ -1063,14 +1119,22 @@ impl Scenario {
         let link = self.resolve_link(cat)?;
         self.check_instances()?;
         let kv_transit = self.kv_transit(cat, &model)?;
+        // The reference's CLI refuses an unknown host link (a choice) before any validation.
+        cat.link(&self.host_link)
+            .map_err(|e| rename(e, HOST_LINK_FLAG))?;
+        self.check_cost_levers(&model, kv_transit.is_some())?;
         let handoff = self.resolve_handoff()?;
         let levers = self.resolve_levers(cat, kv_transit.is_some())?;
-        let mut pools = self.pools(&model, &devices)?;
+        // The analytic bounds keep the model as given (levers-cost.md §14.3 item 5); everything
+        // else sees the quantised copy (§2.2 step 2).
+        let plain_model = model;
+        let model = self.formats().apply(&plain_model);
+        let mut pools = self.pools(&model, &devices, cat)?;
         if let Some(spec) = levers.as_ref().and_then(|l| l.speculative.as_ref()) {
             attach_draft(&mut pools, &model, &spec.draft, cat)?;
         }
         let base_cost = CostModel::new(
-            &model,
+            &plain_model,
             &devices.all,
             self.devices_per_instance,
             CostOptions {
@@ -1118,7 +1182,114 @@ impl Scenario {
         if let Some(h) = self.prefill_lm_head {
             model.prefill_lm_head = h;
         }
+        if model.fft.is_some() || model.ced.is_some() {
+            return Err(Error::invalid(
+                "--model",
+                format!(
+                    "{}: FFT-mixing and CED models are in the catalogue but not simulated yet \
+                     (`disagg list models` shows their shapes)",
+                    model.key
+                ),
+            ));
+        }
         Ok(model)
+    }
+
+    /// The weight, KV and compute formats (levers-cost.md §6).
+    pub fn formats(&self) -> Formats {
+        Formats {
+            weight: self.weight_format,
+            kv: self.kv_format,
+            compute: self.compute_format,
+        }
+    }
+
+    /// A layout from degrees `tp` and `pp` with the global `ep`, micro-batches, imbalance and
+    /// scale-up link. Python's `or`: an absent or zero degree (or imbalance) is the default;
+    /// zero micro-batches are kept (and refused by the check).
+    fn layout(&self, tp: Option<u32>, pp: Option<u32>) -> Parallel {
+        let or1 = |v: Option<u32>| v.filter(|&x| x != 0).unwrap_or(1);
+        Parallel {
+            tp: or1(tp),
+            pp: or1(pp),
+            ep: or1(self.ep),
+            microbatches: self.microbatches,
+            expert_imbalance: self.expert_imbalance.filter(|&x| x != 0.0).unwrap_or(1.0),
+            scale_up_link: self.scale_up_link.clone(),
+        }
+    }
+
+    /// The global layout (`--tp`, `--pp`, `--ep` or `--microbatches` given; levers-cost.md §5.2).
+    fn global_layout(&self) -> Option<Parallel> {
+        let any = self.tp.is_some()
+            || self.pp.is_some()
+            || self.ep.is_some()
+            || self.microbatches.is_some();
+        any.then(|| self.layout(self.tp, self.pp))
+    }
+
+    /// A pool's own layout (`--<pool>-tp` or `--<pool>-pp` given; no inheritance of `--tp`).
+    fn pool_layout(&self, tp: Option<u32>, pp: Option<u32>) -> Option<Parallel> {
+        (tp.is_some() || pp.is_some()).then(|| self.layout(tp, pp))
+    }
+
+    /// `parallel_for(role)`: the pool's own layout, else the global one (colocated: global only).
+    pub fn layout_for(&self, role: Role) -> Option<Parallel> {
+        let own = match role {
+            Role::Prefill => self.pool_layout(self.prefill_tp, self.prefill_pp),
+            Role::Decode => self.pool_layout(self.decode_tp, self.decode_pp),
+            Role::Colocated => None,
+        };
+        own.or_else(|| self.global_layout())
+    }
+
+    /// Whether any layout is set (global or per pool; pool flags count in colocated mode too).
+    pub fn any_layout(&self) -> bool {
+        self.global_layout().is_some()
+            || self.pool_layout(self.prefill_tp, self.prefill_pp).is_some()
+            || self.pool_layout(self.decode_tp, self.decode_pp).is_some()
+    }
+
+    /// `check_levers_2` (levers-cost.md §2.3), when a format is not BF16, speculative decoding is
+    /// on, the model is MoE or a layout is set: items 2 to 6 in order (item 1, the format names,
+    /// is the options' parser's; the draft's name and vocabulary are checked where it is built).
+    fn check_cost_levers(&self, model: &ModelSpec, kv_transit: bool) -> Result<(), Error> {
+        let formats = self.formats();
+        let on = formats.is_quantised()
+            || self.speculative.is_some()
+            || model.moe.is_some()
+            || self.any_layout();
+        if !on {
+            return Ok(());
+        }
+        formats.check(model)?;
+        if self.kv_format != QuantFormat::Bf16 && kv_transit {
+            return Err(Error::invalid(
+                "--kv-format",
+                "KV hand-off compression assumes a BF16 KV cache: not with kv_format != 'bf16'",
+            ));
+        }
+        if self.fast && self.mode == Mode::Disagg {
+            return Err(Error::invalid(
+                "--fast",
+                "fast_forward is the plain decode instance's fast path: not with parallelism, \
+                 quantisation, speculative decoding or mixture-of-experts models",
+            ));
+        }
+        if self.speculative.is_some() {
+            let layouts = [
+                self.global_layout(),
+                self.pool_layout(self.prefill_tp, self.prefill_pp),
+                self.pool_layout(self.decode_tp, self.decode_pp),
+            ];
+            if layouts.iter().flatten().any(|l| l.pp > 1) {
+                return Err(Error::invalid(
+                    "--speculative",
+                    "speculative decoding with pipeline parallelism is not modelled",
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Step 2: the devices of every pool, each with the `device_*` overrides applied (errors
@@ -1386,9 +1557,14 @@ impl Scenario {
 
     /// Step 8: the pools with their cost models and KV capacities: `[prefill, decode]` (each
     /// with its own device, device count and power cap where given) or `[colocated]`.
-    fn pools(&self, model: &ModelSpec, devices: &PoolDevices) -> Result<Vec<Pool>, Error> {
+    fn pools(
+        &self,
+        model: &ModelSpec,
+        devices: &PoolDevices,
+        cat: &Catalogue,
+    ) -> Result<Vec<Pool>, Error> {
         let pool = |role, instances: u32, dev: &Device, n, cap, cap_flag| {
-            self.pool(model, role, instances as usize, dev, n, cap, cap_flag)
+            self.pool(model, role, instances as usize, dev, n, cap, cap_flag, cat)
         };
         Ok(match self.mode {
             Mode::Disagg => {
@@ -1439,19 +1615,26 @@ impl Scenario {
         n: u32,
         cap: Option<f64>,
         cap_flag: &'static str,
+        cat: &Catalogue,
     ) -> Result<Pool, Error> {
+        let formats = self.formats();
         let opts = CostOptions {
             power_cap_w: cap,
             dvfs: self.dvfs,
+            compute_speedup: formats.compute_speedup(dev, role.as_str())?,
             ..CostOptions::default()
         };
-        let cost = CostModel::new(model, dev, n, opts).map_err(|e| match e {
+        let mut cost = CostModel::new(model, dev, n, opts).map_err(|e| match e {
             Error::Invalid { what, why } if what.contains("power cap") => Error::Invalid {
                 what: cap_flag.to_string(),
                 why,
             },
             other => other,
         })?;
+        if let Some(layout) = self.layout_for(role) {
+            layout.check(model, n, role.as_str(), cat)?;
+            cost = cost.with_layout(layout, cat)?;
+        }
         let kv = cost.kv_capacity_tokens().map_err(|e| match e {
             Error::Invalid { why, .. } => Error::Invalid {
                 what: "--model".into(),

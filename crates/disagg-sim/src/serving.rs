@@ -102,6 +102,10 @@ pub struct InstanceStats {
     pub memory_j: f64,
     /// Highest `idle_w + dynamic J / step time` over any step, W.
     pub peak_power_w: f64,
+    /// Scale-up communication time inside the steps, s (parallel layouts; levers-cost.md §5.7).
+    pub comm_s: f64,
+    /// Scale-up link energy, J.
+    pub comm_j: f64,
 }
 
 impl InstanceStats {
@@ -138,6 +142,7 @@ impl InstanceStats {
 
     #[inline(always)]
     pub(crate) fn account_cost(&mut self, c: &StepCost, batch: u64, idle_w: f64) {
+        self.account_comm(c);
         let f = match c.flops {
             PyNum::Int(i) => i as f64,
             PyNum::Float(x) => x,
@@ -152,6 +157,15 @@ impl InstanceStats {
             c.bound,
             idle_w,
         );
+    }
+}
+
+impl InstanceStats {
+    /// Adds a step's scale-up communication time and energy (levers-cost.md §5.7).
+    #[inline(always)]
+    pub(crate) fn account_comm(&mut self, c: &StepCost) {
+        self.comm_s += c.comm_time_s;
+        self.comm_j += c.comm_j;
     }
 }
 
@@ -258,6 +272,8 @@ pub(crate) const NO_COST: StepCost = StepCost {
     energy_j: 0.0,
     compute_j: 0.0,
     memory_j: 0.0,
+    comm_time_s: 0.0,
+    comm_j: 0.0,
 };
 
 /// A prefill instance (§2.2).

@@ -206,11 +206,15 @@ fn the_fast_path_is_refused_in_disaggregated_mode_only() {
     ] {
         let mut flags = on.to_vec();
         flags.push("--fast");
-        assert_eq!(
-            err(&flags),
-            "--fast: the plain decode instance's fast path: not with the scheduling levers",
-            "{flags:?}"
-        );
+        // Speculative decoding is also a cost lever, whose checks (levers-cost.md §2.3) run
+        // before the scheduling levers' (§2.2 step 1 before step 4), with their own message.
+        let want = if on[0] == "--speculative" {
+            "--fast: fast_forward is the plain decode instance's fast path: not with \
+             parallelism, quantisation, speculative decoding or mixture-of-experts models"
+        } else {
+            "--fast: the plain decode instance's fast path: not with the scheduling levers"
+        };
+        assert_eq!(err(&flags), want, "{flags:?}");
         // Colocated: accepted (there is no colocated fast path), the levers resolved.
         flags.extend(["--mode", "colocated"]);
         let c = build(&flags).unwrap_or_else(|e| panic!("{flags:?}: {e}"));
@@ -364,7 +368,7 @@ fn validation_follows_the_specs_order() {
         "--link-sharing",
         "fair",
     ];
-    assert!(err(&all).starts_with("--fast: "));
+    assert!(err(&all).starts_with("--fast: fast_forward is"));
     assert!(err(&all[1..]).starts_with("--speculative: "));
     assert!(err(&all[5..]).starts_with("--prefix-caching: "));
     assert!(err(&all[6..]).starts_with("--link-sharing: "));

@@ -595,6 +595,8 @@ fn endpoint_pass_by_hand() {
         energy_j: 3.0,
         compute_j: 1.0,
         memory_j: 2.0,
+        comm_time_s: 0.25,
+        comm_j: 0.125,
     };
     // A stage that does work but keeps the size (ratio 1, 4 ops per value): ops = 4 * 65536000 =
     // 262144000; nb = 2 * 131072000 = 262144000 B. tc = 2.62144e-7 s, tm = 2.62144e-4 s.

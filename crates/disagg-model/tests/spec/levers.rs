@@ -717,6 +717,8 @@ fn speculative_step_order_of_parts() {
                 energy_j: ec + em,
                 compute_j: ec,
                 memory_j: em,
+                comm_time_s: 0.0,
+                comm_j: 0.0,
             };
             assert_eq!(s, want, "{name} gamma {gamma} ctx {ctx} b {b} {chunks:?}");
             assert_eq!(got_dt.to_bits(), dt.to_bits());

@@ -296,6 +296,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
                 c.bound,
                 inst.idle_w,
             );
+            inst.stats.account_comm(&c);
             inst.acc.draft_s += inst.cur_draft;
             inst.step_end.push(now);
             let prompt_tokens: u64 = part.iter().map(|&(_, c)| c).sum();

@@ -164,8 +164,12 @@ pub fn check_summary(g: &Value, s: &Summary) {
         s.hotspot.resource
     );
     assert_eq!(hs, sm["hotspot"].as_str().unwrap());
+    check_full(&g["summary_full"], s);
+}
 
-    let full = &g["summary_full"];
+/// Every number of the reference's full `--json` summary that the core simulator has (the
+/// levers' own blocks are checked by their tests).
+pub fn check_full(full: &Value, s: &Summary) {
     assert_eq!(full["mode"].as_str().unwrap(), s.mode.as_str());
     let lat = &full["latency_s"];
     check_dist(&s.ttft_s, &lat["ttft"], "full.ttft");
@@ -296,6 +300,17 @@ pub fn check_summary(g: &Value, s: &Summary) {
         (None, None) => {}
         other => panic!("swap fraction presence differs: {other:?}"),
     }
+    match (s.energy.scale_up_frac, b.get("scale_up")) {
+        (Some(x), Some(w)) => eq(x, w, "scale_up frac"),
+        (None, None) => {}
+        other => panic!("scale_up fraction presence differs: {other:?}"),
+    }
+    let keys: Vec<&str> = b.as_object().unwrap().keys().map(|k| k.as_str()).collect();
+    let mut want = vec!["static", "compute", "memory", "link"];
+    want.extend(s.energy.transit_frac.map(|_| "transit"));
+    want.extend(s.energy.swap_frac.map(|_| "swap"));
+    want.extend(s.energy.scale_up_frac.map(|_| "scale_up"));
+    assert_eq!(keys, want, "breakdown keys");
     eq(s.horizon_s, &full["sim_time_s"], "sim_time_s");
     let rq = &full["requests"];
     assert_eq!(s.requests.completed, rq["completed"].as_u64().unwrap());

@@ -1,0 +1,215 @@
+//! The quantisation lever (levers-cost.md §6): weight, KV-cache and compute formats.
+//!
+//! A non-BF16 weight or KV format replaces the model by a copy with `weight_bytes` / `kv_bytes`
+//! of the format (everywhere: every pool, capacity, hand-off bytes, the speculative draft); a
+//! compute format other than BF16 runs the matmuls on the device's native low-precision units
+//! (`compute_speedup`). Accuracy is not simulated.
+
+use serde::{Deserialize, Serialize};
+
+use crate::catalogue::{Device, ModelSpec};
+use crate::error::Error;
+
+/// A number format of weights, KV cache or compute (`QUANT_FORMATS`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default, Hash)]
+#[serde(rename_all = "lowercase")]
+pub enum QuantFormat {
+    /// BF16, 2 bytes (the default: no quantisation).
+    #[default]
+    Bf16,
+    /// FP8 (E4M3), 1 byte.
+    Fp8,
+    /// INT8, 1 byte.
+    Int8,
+    /// INT4 with an FP16 scale per 128 values: 0.5 + 2/128 bytes.
+    Int4,
+    /// MXFP4: 4-bit values with an 8-bit scale per 32: 0.5 + 1/32 bytes.
+    Fp4,
+}
+
+impl QuantFormat {
+    /// Every name, in the reference's order.
+    pub const NAMES: [&'static str; 5] = ["bf16", "fp8", "int8", "int4", "fp4"];
+
+    /// Parses a format name.
+    pub fn parse(s: &str) -> Result<Self, Error> {
+        match s {
+            "bf16" => Ok(QuantFormat::Bf16),
+            "fp8" => Ok(QuantFormat::Fp8),
+            "int8" => Ok(QuantFormat::Int8),
+            "int4" => Ok(QuantFormat::Int4),
+            "fp4" => Ok(QuantFormat::Fp4),
+            _ => Err(Error::unknown("format", s, Self::NAMES)),
+        }
+    }
+
+    /// The name.
+    pub fn as_str(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
+
+    /// Bytes per value, block scales included (levers-cost.md §6.1): 2.0, 1.0, 1.0,
+    /// `0.5 + 2/128`, `0.5 + 1/32`.
+    pub fn bytes(self) -> f64 {
+        match self {
+            QuantFormat::Bf16 => 2.0,
+            QuantFormat::Fp8 | QuantFormat::Int8 => 1.0,
+            QuantFormat::Int4 => 0.5 + 2.0 / 128.0,
+            QuantFormat::Fp4 => 0.5 + 1.0 / 32.0,
+        }
+    }
+}
+
+/// The three formats of a run (`--weight-format`, `--kv-format`, `--compute-format`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Formats {
+    /// Weights.
+    pub weight: QuantFormat,
+    /// KV cache (and so the hand-off).
+    pub kv: QuantFormat,
+    /// The matmuls: BF16 (weight-only quantisation: dequantised before the multiply) or the
+    /// weight format (W8A8, W4A4).
+    pub compute: QuantFormat,
+}
+
+impl Formats {
+    /// Any format other than BF16.
+    pub fn is_quantised(&self) -> bool {
+        *self != Formats::default()
+    }
+
+    /// The checks of levers-cost.md §2.3 items 2 and 3 that concern the formats alone, in order:
+    /// the compute format is BF16 or the weight format; formats need an attention model without
+    /// CED.
+    pub fn check(&self, model: &ModelSpec) -> Result<(), Error> {
+        if self.compute != QuantFormat::Bf16 && self.compute != self.weight {
+            return Err(Error::invalid(
+                "--compute-format",
+                "compute_format is 'bf16' (weight-only: dequantised before the multiply) or the \
+                 weight format itself (W8A8, W4A4)",
+            ));
+        }
+        if self.is_quantised() && (!model.is_attention() || model.ced.is_some()) {
+            return Err(Error::invalid(
+                "--weight-format",
+                "weight and KV formats are modelled for attention models without CED only",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The model with the weight and KV formats' bytes per value (levers-cost.md §6.2 item 1);
+    /// unchanged when both are BF16.
+    pub fn apply(&self, model: &ModelSpec) -> ModelSpec {
+        if self.weight == QuantFormat::Bf16 && self.kv == QuantFormat::Bf16 {
+            return model.clone();
+        }
+        ModelSpec {
+            weight_bytes: self.weight.bytes(),
+            kv_bytes: self.kv.bytes(),
+            ..model.clone()
+        }
+    }
+
+    /// The compute speed-up on `device` (levers-cost.md §2.4 item 1): 1.0 for BF16, else the
+    /// device's native multiple for the compute format; an error naming the role's pool when
+    /// the device has no such units.
+    pub fn compute_speedup(&self, device: &Device, role: &str) -> Result<f64, Error> {
+        if self.compute == QuantFormat::Bf16 {
+            return Ok(1.0);
+        }
+        let cf = self.compute.as_str();
+        device
+            .native_formats
+            .iter()
+            .find(|(f, _)| f == cf)
+            .map(|&(_, s)| s)
+            .ok_or_else(|| {
+                Error::invalid(
+                    format!("{role} pool"),
+                    format!(
+                        "{} has no {cf} units (use compute_format='bf16' for weight-only {})",
+                        device.name,
+                        self.weight.as_str()
+                    ),
+                )
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalogue::Catalogue;
+
+    #[test]
+    fn bytes_per_value() {
+        // 0.5 + 2/128 = 0.515625 and 0.5 + 1/32 = 0.53125 are exact binary fractions.
+        let b: Vec<f64> = QuantFormat::NAMES
+            .iter()
+            .map(|n| QuantFormat::parse(n).unwrap().bytes())
+            .collect();
+        assert_eq!(b, [2.0, 1.0, 1.0, 0.515625, 0.53125]);
+        for n in QuantFormat::NAMES {
+            assert_eq!(QuantFormat::parse(n).unwrap().as_str(), n);
+        }
+        assert_eq!(
+            QuantFormat::parse("fp16").unwrap_err().to_string(),
+            "unknown format 'fp16'; valid: bf16, fp8, int8, int4, fp4"
+        );
+    }
+
+    #[test]
+    fn speedups_and_checks() {
+        let c = Catalogue::builtin();
+        let f = |w: &str, k: &str, cf: &str| Formats {
+            weight: QuantFormat::parse(w).unwrap(),
+            kv: QuantFormat::parse(k).unwrap(),
+            compute: QuantFormat::parse(cf).unwrap(),
+        };
+        let h100 = c.device("h100").unwrap();
+        let a100 = c.device("a100").unwrap();
+        let b200 = c.device("b200").unwrap();
+        assert_eq!(
+            f("fp8", "bf16", "fp8").compute_speedup(h100, "decode"),
+            Ok(2.0)
+        );
+        assert_eq!(
+            f("fp4", "bf16", "fp4").compute_speedup(b200, "decode"),
+            Ok(4.0)
+        );
+        assert_eq!(
+            f("fp8", "bf16", "bf16").compute_speedup(a100, "decode"),
+            Ok(1.0)
+        );
+        assert_eq!(
+            f("fp8", "bf16", "fp8")
+                .compute_speedup(a100, "decode")
+                .unwrap_err()
+                .to_string(),
+            "decode pool: A100-SXM has no fp8 units (use compute_format='bf16' for weight-only fp8)"
+        );
+        assert!(f("int4", "bf16", "int4")
+            .compute_speedup(b200, "prefill")
+            .is_err());
+        let m = c.model("llama3-8b").unwrap();
+        assert!(f("fp8", "fp8", "fp8").check(m).is_ok());
+        assert!(f("int4", "bf16", "bf16").check(m).is_ok());
+        assert!(f("fp8", "bf16", "int8").check(m).is_err());
+        assert!(f("bf16", "bf16", "fp8").check(m).is_err());
+        assert!(f("bf16", "fp8", "bf16")
+            .check(c.model("llama3-8b-hyena").unwrap())
+            .is_err());
+        assert!(f("bf16", "fp8", "bf16")
+            .check(c.model("llama3-8b-ced").unwrap())
+            .is_err());
+        assert!(Formats::default()
+            .check(c.model("llama3-8b-ced").unwrap())
+            .is_ok());
+        let q = f("int4", "fp8", "bf16").apply(m);
+        assert_eq!((q.weight_bytes, q.kv_bytes), (0.515625, 1.0));
+        assert_eq!(&Formats::default().apply(m), m);
+        assert!(!Formats::default().is_quantised());
+        assert!(f("bf16", "int8", "bf16").is_quantised());
+    }
+}
