@@ -14,6 +14,8 @@ pub enum What {
     Devices,
     Links,
     Compression,
+    /// Weight, KV and compute formats (the quantisation lever).
+    Formats,
     // The valid range of every numeric flag and scenario key (a Markdown table, the README's
     // "Valid ranges"; not part of `disagg list` without a name).
     Ranges,
@@ -43,6 +45,44 @@ fn models_json(cat: &Catalogue) -> Value {
             })
             .collect(),
     )
+}
+
+/// What kind of model: dense, MoE, FFT-mixing or CED, with its defining numbers.
+fn model_kind(m: &disagg_model::ModelSpec) -> String {
+    if let Some(x) = &m.moe {
+        let shared = if x.n_shared_experts > 0 {
+            format!(" + {} shared", x.n_shared_experts)
+        } else {
+            String::new()
+        };
+        return format!("MoE: {} experts, top-{}{shared}", x.n_experts, x.top_k);
+    }
+    if let Some(f) = &m.fft {
+        let mut k = match f.mixer {
+            disagg_model::Mixer::Hyena => format!("Hyena-{}", f.order),
+            disagg_model::Mixer::Hybrid => format!(
+                "hybrid: attention every {} layers, Hyena-{} between",
+                f.attn_every, f.order
+            ),
+        };
+        if f.circulant_block > 0 {
+            k.push_str(&format!(", block-circulant {}", f.circulant_block));
+        }
+        if f.decode_style == disagg_model::DecodeStyle::Distilled {
+            k.push_str(&format!(", distilled state {}", f.distill_state));
+        }
+        return k;
+    }
+    if let Some(c) = &m.ced {
+        return format!(
+            "CED: {} encoder + {} decoder layers, replay {} on {}",
+            c.encoder_layers,
+            m.n_layers - c.encoder_layers,
+            c.replay,
+            c.replay_on.as_str()
+        );
+    }
+    "dense".into()
 }
 
 fn devices_json(cat: &Catalogue) -> Value {
@@ -86,6 +126,16 @@ pub fn run(a: ListArgs, cat: &Catalogue) -> CmdResult {
                 serde_json::to_value(&cat.links).expect("json"),
             );
         }
+        if want(What::Formats) {
+            let v: Vec<Value> = disagg_model::QuantFormat::NAMES
+                .iter()
+                .map(|q| {
+                    let f = disagg_model::QuantFormat::parse(q).expect("a format");
+                    json!({"key": q, "bytes_per_value": f.bytes()})
+                })
+                .collect();
+            o.insert("formats".into(), Value::Array(v));
+        }
         if want(What::Compression) {
             o.insert(
                 "compression".into(),
@@ -116,8 +166,22 @@ pub fn run(a: ListArgs, cat: &Catalogue) -> CmdResult {
     };
     if want(What::Models) {
         sep()?;
+        let kw = cat
+            .models
+            .iter()
+            .map(|m| m.key.len())
+            .max()
+            .unwrap_or(5)
+            .max(5);
+        let nw = cat
+            .models
+            .iter()
+            .map(|m| m.name.len())
+            .max()
+            .unwrap_or(4)
+            .max(4);
         outln!(
-            "{:<13} {:<14} {:>6} {:>7} {:>6} {:>8} {:>8} {:>7} {:>8} {:>9} {:>10} {:>11}",
+            "{:<kw$} {:<nw$} {:>6} {:>7} {:>6} {:>8} {:>8} {:>7} {:>8} {:>9} {:>10} {:>11}  kind",
             "model",
             "name",
             "layers",
@@ -133,7 +197,7 @@ pub fn run(a: ListArgs, cat: &Catalogue) -> CmdResult {
         );
         for m in &cat.models {
             outln!(
-                "{:<13} {:<14} {:>6} {:>7} {:>6} {:>8} {:>8} {:>7} {:>8} {:>8}B {:>6} KiB {:>8} GB",
+                "{:<kw$} {:<nw$} {:>6} {:>7} {:>6} {:>8} {:>8} {:>7} {:>8} {:>8}B {:>6} KiB {:>8} GB  {}",
                 m.key,
                 m.name,
                 m.n_layers,
@@ -146,13 +210,51 @@ pub fn run(a: ListArgs, cat: &Catalogue) -> CmdResult {
                 format!("{:.2}", m.params() as f64 / 1e9),
                 m.kv_bytes_per_token() / 1024.0,
                 format!("{:.2}", m.weight_bytes_total() / 1e9),
+                model_kind(m),
             );
         }
     }
-    if want(What::Devices) {
+    if want(What::Formats) {
         sep()?;
         outln!(
-            "{:<10} {:<25} {:>9} {:>8} {:>7} {:>5} {:>5} {:>6} {:>6} {:>7} {:>7} {:>7}",
+            "{:<7} {:>14}  native units (rate x BF16)",
+            "format",
+            "bytes/value"
+        );
+        for q in disagg_model::QuantFormat::NAMES {
+            let f = disagg_model::QuantFormat::parse(q).expect("a format");
+            let units: Vec<String> = cat
+                .devices
+                .iter()
+                .filter_map(|d| {
+                    d.native_formats
+                        .iter()
+                        .find(|(n, _)| n == q)
+                        .map(|(_, x)| format!("{} x{x}", d.key))
+                })
+                .collect();
+            let units = if q == "bf16" {
+                "every device".to_string()
+            } else if units.is_empty() {
+                "none (weight-only: --compute-format bf16)".to_string()
+            } else {
+                units.join(", ")
+            };
+            outln!("{:<7} {:>14}  {units}", q, f.bytes());
+        }
+        outln!("(--weight-format, --kv-format, --compute-format; accuracy is not simulated)");
+    }
+    if want(What::Devices) {
+        sep()?;
+        let kw = cat
+            .devices
+            .iter()
+            .map(|d| d.key.len())
+            .max()
+            .unwrap_or(6)
+            .max(10);
+        outln!(
+            "{:<kw$} {:<25} {:>9} {:>8} {:>7} {:>5} {:>5} {:>6} {:>6} {:>7} {:>7} {:>7}",
             "device",
             "name",
             "BF16",
@@ -167,7 +269,7 @@ pub fn run(a: ListArgs, cat: &Catalogue) -> CmdResult {
             "ridge"
         );
         outln!(
-            "{:<10} {:<25} {:>9} {:>8} {:>7} {:>5} {:>5} {:>6} {:>6} {:>7} {:>7} {:>7}",
+            "{:<kw$} {:<25} {:>9} {:>8} {:>7} {:>5} {:>5} {:>6} {:>6} {:>7} {:>7} {:>7}",
             "",
             "",
             "TFLOP/s",
@@ -183,7 +285,7 @@ pub fn run(a: ListArgs, cat: &Catalogue) -> CmdResult {
         );
         for d in &cat.devices {
             outln!(
-                "{:<10} {:<25} {:>9} {:>8} {:>7} {:>5} {:>5} {:>6} {:>6} {:>7} {:>7} {:>7.1}",
+                "{:<kw$} {:<25} {:>9} {:>8} {:>7} {:>5} {:>5} {:>6} {:>6} {:>7} {:>7} {:>7.1}",
                 d.key,
                 d.name,
                 d.peak_flops / 1e12,
@@ -197,6 +299,18 @@ pub fn run(a: ListArgs, cat: &Catalogue) -> CmdResult {
                 d.pj_per_byte,
                 d.ridge_point()
             );
+            if let Some(e) = &d.engine {
+                outln!(
+                    "{:<kw$}   + optical transform engine: {:e} samples/s, ENOB {}, {} W static, \
+                     mask {} values at {} Hz",
+                    "",
+                    e.samples_per_s,
+                    e.enob,
+                    e.static_w(),
+                    e.mask_values,
+                    e.mask_rate_hz
+                );
+            }
         }
     }
     if want(What::Links) {

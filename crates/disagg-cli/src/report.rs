@@ -259,6 +259,9 @@ pub fn text(s: &Summary) -> String {
     if let Some(t) = e.transit_frac {
         parts.push(format!("transit {}", pct0(t)));
     }
+    if let Some(t) = e.scale_up_frac {
+        parts.push(format!("scale-up {}", pct0(t)));
+    }
     let _ = writeln!(
         o,
         "power        avg {} W   {} J/token   {} tok/J   energy: {}",
@@ -344,6 +347,40 @@ pub fn text(s: &Summary) -> String {
     }
     let _ = writeln!(o, "{line}");
     o.push_str(&scheduler_block(s));
+    o.push_str(&cost_levers_block(s));
+    o
+}
+
+/// The parallel layouts' and the formats' lines (levers-cost.md §5.7, §6.2), as the reference
+/// prints them; empty without those levers.
+pub fn cost_levers_block(s: &Summary) -> String {
+    let mut o = String::new();
+    if let Some(p) = &s.parallel {
+        let parts: Vec<String> = p
+            .iter()
+            .map(|r| {
+                format!(
+                    "{} tp {} pp {} ep {} on {}: {:.0}% of busy time on the link",
+                    r.role.as_str(),
+                    r.tp,
+                    r.pp,
+                    r.ep,
+                    r.link,
+                    100.0 * r.comm_frac
+                )
+            })
+            .collect();
+        let _ = writeln!(o, "parallel     {}", parts.join("  "));
+    }
+    if let Some(f) = &s.formats {
+        let _ = writeln!(
+            o,
+            "formats      weights {}, KV {}, compute {} (accuracy not simulated)",
+            f.weights.as_str(),
+            f.kv.as_str(),
+            f.compute.as_str()
+        );
+    }
     o
 }
 
