@@ -82,30 +82,28 @@ fn ranged_args(mut cmd: clap::Command, top: &str) -> clap::Command {
     for s in subs {
         cmd = cmd.mut_subcommand(&s, |c| ranged_args(c, top));
     }
-    let ids: Vec<(String, String)> = cmd
-        .get_arguments()
-        .filter_map(|a| Some((a.get_id().to_string(), format!("--{}", a.get_long()?))))
-        .collect();
-    for (id, flag) in ids {
-        let Some(r) = disagg_sim::ranges::for_command(top, &flag) else {
-            continue;
+    // One pass over the arguments in place (`mut_arg` per argument removes and re-inserts it:
+    // quadratic in the number of flags, most of a short run's start-up).
+    cmd.mut_args(|a| {
+        let Some(flag) = a.get_long().map(|l| format!("--{l}")) else {
+            return a;
         };
-        cmd = cmd.mut_arg(&id, |a| {
-            let Some(p) = range_parser(r, a.get_value_parser()) else {
-                // A list of numbers (`--prefill-counts`, `--price KEY=USD`): checked by its
-                // command, against the same table.
-                return a.allow_hyphen_values(true);
-            };
-            let multi = a.get_num_args().is_some_and(|n| n.max_values() > 1);
-            let a = a.value_parser(p);
-            if multi {
-                a.allow_negative_numbers(true)
-            } else {
-                a.allow_hyphen_values(true)
-            }
-        });
-    }
-    cmd
+        let Some(r) = disagg_sim::ranges::for_command(top, &flag) else {
+            return a;
+        };
+        let Some(p) = range_parser(r, a.get_value_parser()) else {
+            // A list of numbers (`--prefill-counts`, `--price KEY=USD`): checked by its
+            // command, against the same table.
+            return a.allow_hyphen_values(true);
+        };
+        let multi = a.get_num_args().is_some_and(|n| n.max_values() > 1);
+        let a = a.value_parser(p);
+        if multi {
+            a.allow_negative_numbers(true)
+        } else {
+            a.allow_hyphen_values(true)
+        }
+    })
 }
 
 fn range_parser(

@@ -41,7 +41,7 @@ impl PyNum {
     #[inline]
     pub fn to_f64(self) -> f64 {
         match self {
-            PyNum::Int(a) => a as f64,
+            PyNum::Int(a) => crate::pymath::fl(a),
             PyNum::Float(a) => a,
         }
     }
@@ -353,7 +353,7 @@ impl CostModel {
 
     /// A step of `flops` and `bytes` (cost-model.md §3.5): the roofs plus the fixed overhead.
     pub fn step(&self, flops: i128, bytes: f64) -> StepCost {
-        let r = self.step_time_raw(flops as f64, bytes);
+        let r = self.step_time_raw(crate::pymath::fl(flops), bytes);
         StepCost {
             flops: PyNum::Int(flops),
             bytes,

@@ -107,28 +107,28 @@ pub fn spec_cost(
     } else {
         target.step_mixed(0, 0, chunks)
     };
-    let mut parts = Vec::new();
-    if !chunks.is_empty() {
-        parts.push(draft.step_mixed(0, 0, chunks));
-    }
-    if b > 0 {
-        for j in 0..gamma {
-            parts.push(draft.decode_sum(ctx + j * b, b));
-        }
-    }
     let mut time = t.time_s;
     let mut flops = t.flops;
     let mut bytes = t.bytes;
     let mut ec = t.compute_j;
     let mut em = t.memory_j;
     let mut dt = 0.0;
-    for x in &parts {
+    // The draft's parts in order, each added as it is computed (no list per step).
+    let mut add = |x: StepCost| {
         time += x.time_s;
         flops = flops + x.flops;
         bytes += x.bytes;
         ec += x.compute_j;
         em += x.memory_j;
         dt += x.time_s;
+    };
+    if !chunks.is_empty() {
+        add(draft.step_mixed(0, 0, chunks));
+    }
+    if b > 0 {
+        for j in 0..gamma {
+            add(draft.decode_sum(ctx + j * b, b));
+        }
     }
     let cost = StepCost {
         flops,

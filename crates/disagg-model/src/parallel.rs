@@ -8,7 +8,7 @@
 use crate::catalogue::{Catalogue, Device, Link, ModelSpec};
 use crate::cost::{Chunk, CostModel, CostOptions, PyNum, StepCost};
 use crate::error::Error;
-use crate::pymath::ipow;
+use crate::pymath::{fl, ipow};
 
 /// Python's `int / int` for non-negative integers (levers-cost.md §1 R1): the correctly rounded
 /// double of the exact rational `a / b`. The quotient is taken with at least 55 significant bits,
@@ -18,6 +18,11 @@ pub fn int_div(a: i128, b: i128) -> f64 {
     assert!(a >= 0 && b > 0, "int_div needs a >= 0 and b > 0");
     if a == 0 {
         return 0.0;
+    }
+    // Both exactly representable: one IEEE division is the correctly rounded quotient.
+    const EXACT: i128 = 1 << 53;
+    if a <= EXACT && b <= EXACT {
+        return (a as i64) as f64 / (b as i64) as f64;
     }
     let (a, b) = (a as u128, b as u128);
     let bits = |x: u128| 128 - x.leading_zeros() as i32;
@@ -309,44 +314,45 @@ impl Layout {
     pub(crate) fn step(&self, base: &CostModel, f: i128, wb: f64, ob: f64, t: u64) -> StepCost {
         let (l, stage, link) = (&self.par, &self.stage, &self.link);
         let m = &base.model;
-        let (tp, pp, ep) = (l.tp as i128, l.pp as i128, l.ep as i128);
+        let (tp, pp, ep) = (l.tp as i64, l.pp as i64, l.ep as i64);
         let ep_moe = m.moe.filter(|_| l.ep > 1);
         // 1.
         let mb_cfg = match l.microbatches {
-            Some(x) if x != 0 => x as i128,
+            Some(x) if x != 0 => x as i64,
             _ => pp,
         };
-        let mb = mb_cfg.min((t as i128).max(1));
+        let mb = mb_cfg.min((t as i64).max(1));
         // 2.
         let feff = match &ep_moe {
             Some(moe) if l.expert_imbalance != 1.0 => {
-                Some(f as f64 + moe.expert_flops(m, t) * (l.expert_imbalance - 1.0))
+                Some(fl(f) + moe.expert_flops(m, t) * (l.expert_imbalance - 1.0))
             }
             _ => None,
         };
         // 4.
         let f_slot = match feff {
-            None => int_div(f, mb * pp),
+            None => int_div(f, (mb * pp) as i128),
             Some(fe) => fe / (mb * pp) as f64,
         };
         let b_slot = (wb / pp as f64) + (ob / (mb * pp) as f64);
         let mut r = stage.step_time_raw(f_slot, b_slot);
         // 5.
         if let Some(fe) = feff {
-            r.ec *= f as f64 / fe;
+            r.ec *= fl(f) / fe;
         }
         // 6.-8.
         let (bw, lat) = (link.bandwidth_bps, link.latency_s);
-        let tmb = int_div(t as i128, mb);
+        let tmb = int_div(t as i128, mb as i128);
         let act = (tmb * m.d_model as f64) * 2.0;
-        let layers = m.n_layers as i128 / pp;
+        let layers = m.n_layers as i64 / pp;
         // 9.-11.
         let mut ct = 0.0;
         let mut cb = 0.0;
         if tp > 1 {
             let n_ar = if ep_moe.is_some() { layers } else { 2 * layers };
             ct += n_ar as f64
-                * (((int_div(2 * (tp - 1), tp) * act) / bw) + (2 * (tp - 1)) as f64 * lat);
+                * (((int_div((2 * (tp - 1)) as i128, tp as i128) * act) / bw)
+                    + (2 * (tp - 1)) as f64 * lat);
             cb += ((n_ar * 2) * (tp - 1)) as f64 * act;
         }
         if let Some(moe) = &ep_moe {

@@ -325,6 +325,17 @@ pub fn neumaier_sum(xs: impl IntoIterator<Item = f64>) -> f64 {
     f
 }
 
+/// `fl(N)`: the double nearest to the integer `x` (ties to even), as Python converts an int that
+/// meets a float. The same value as `x as f64`, through the one-instruction `i64` conversion
+/// whenever `x` fits (the `i128` one is a software routine).
+#[inline(always)]
+pub fn fl(x: i128) -> f64 {
+    match i64::try_from(x) {
+        Ok(v) => v as f64,
+        Err(_) => x as f64,
+    }
+}
+
 /// `x` to the integer power `n` by binary exponentiation, low bit first from `r = 1.0`
 /// (cost-model.md N9 `ipow`): while `n`: if `n` is odd `r *= x`; `x *= x`; `n >>= 1`.
 pub fn ipow(mut x: f64, mut n: u64) -> f64 {

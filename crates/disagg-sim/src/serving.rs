@@ -143,10 +143,7 @@ impl InstanceStats {
     #[inline(always)]
     pub(crate) fn account_cost(&mut self, c: &StepCost, batch: u64, idle_w: f64) {
         self.account_comm(c);
-        let f = match c.flops {
-            PyNum::Int(i) => i as f64,
-            PyNum::Float(x) => x,
-        };
+        let f = c.flops.to_f64();
         self.account(
             c.time_s,
             f,
