@@ -231,6 +231,7 @@ pub fn all() -> Vec<Preset> {
         });
     }
     v.extend(levers());
+    v.extend(cost_levers());
     v
 }
 
@@ -285,6 +286,101 @@ fn kv_base() -> Scenario {
         output_max: 1024,
         ..one_colocated("opt-13b", "a100-40g")
     }
+}
+
+/// The whole runs of the cost levers (levers-cost.md §13.2, `levers-cost-runs.json`): each preset
+/// is the reference's command line of one run, so `disagg run --preset NAME` reproduces its
+/// summary exactly.
+fn cost_levers() -> Vec<Preset> {
+    use disagg_model::QuantFormat::{Fp8, Int8};
+    let group = "levers-cost.md §13.2 whole runs: parallel layouts, MoE, formats, speculation";
+    let coloc = || Scenario {
+        mode: Mode::Colocated,
+        ..Scenario::default()
+    };
+    let rows: [(&'static str, &'static str, Scenario); 6] = [
+        (
+            "tp4-colocated",
+            "Llama-3-70B colocated x2, tensor parallel 4: ring all-reduces on NVLink 4 take 22% \
+             of busy time",
+            Scenario {
+                tp: Some(4),
+                ..coloc()
+            },
+        ),
+        (
+            "tp2pp2-microbatches3",
+            "Llama-3-70B 1P1D, TP2 x PP2 with 3 micro-batches: GPipe bubbles, all-reduces and \
+             activation hops",
+            Scenario {
+                tp: Some(2),
+                pp: Some(2),
+                microbatches: Some(3),
+                ..Scenario::default()
+            },
+        ),
+        (
+            "mixtral-ep2-imbalance",
+            "Mixtral-8x7B colocated x2 on 2xH100, expert parallel 2, busiest GPU 1.3x the mean, \
+             8 req/s",
+            Scenario {
+                model: "mixtral-8x7b".into(),
+                devices_per_instance: 2,
+                tp: Some(2),
+                ep: Some(2),
+                expert_imbalance: Some(1.3),
+                rate: 8.0,
+                ..coloc()
+            },
+        ),
+        (
+            "fp8-w8a8-colocated",
+            "Llama-3-70B colocated x2, FP8 weights and compute (W8A8) with an FP8 KV cache",
+            Scenario {
+                weight_format: Fp8,
+                compute_format: Fp8,
+                kv_format: Fp8,
+                ..coloc()
+            },
+        ),
+        (
+            "int8-a100-25gbe",
+            "Llama-3-8B 1P1D on A100, INT8 W8A8 + INT8 KV: half the hand-off bytes over 25 GbE, \
+             8 req/s",
+            Scenario {
+                model: "llama3-8b".into(),
+                device: "a100".into(),
+                devices_per_instance: 1,
+                weight_format: Int8,
+                compute_format: Int8,
+                kv_format: Int8,
+                link: "eth-25g".into(),
+                rate: 8.0,
+                ..Scenario::default()
+            },
+        ),
+        (
+            "spec-mtp-colocated",
+            "Llama-3-8B colocated x2 on one H100 each, speculative decoding with an MTP draft \
+             (gamma 3, alpha 0.7)",
+            Scenario {
+                model: "llama3-8b".into(),
+                devices_per_instance: 1,
+                speculative: Some("mtp".into()),
+                gamma: 3,
+                alpha: 0.7,
+                ..coloc()
+            },
+        ),
+    ];
+    rows.into_iter()
+        .map(|(name, about, scenario)| Preset {
+            name,
+            group,
+            about,
+            scenario,
+        })
+        .collect()
 }
 
 /// results.md §21's prefix-caching configuration: Mistral-7B on one A100, a token budget of 8192

@@ -153,3 +153,28 @@ fn run5_colocated_speculative_mtp() {
         }
     }
 }
+
+/// Each whole run is a preset: `disagg run --preset NAME` is the reference's command line.
+#[test]
+fn the_presets_are_the_runs_flags() {
+    let names = [
+        "tp4-colocated",
+        "tp2pp2-microbatches3",
+        "mixtral-ep2-imbalance",
+        "fp8-w8a8-colocated",
+        "int8-a100-25gbe",
+        "spec-mtp-colocated",
+    ];
+    for (k, name) in names.iter().enumerate() {
+        let r = &runs()[k];
+        let flags: Vec<String> = r["flags"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_str().unwrap().to_string())
+            .collect();
+        let want = serde_json::to_value(Scenario::from_flags(&flags).unwrap()).unwrap();
+        let got = serde_json::to_value(disagg_sim::presets::find(name).unwrap().scenario).unwrap();
+        assert_eq!(got, want, "{name}");
+    }
+}
