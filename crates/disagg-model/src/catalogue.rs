@@ -205,6 +205,15 @@ impl ModelSpec {
     pub fn weight_bytes_streamed(&self) -> f64 {
         self.matmul_params() as f64 * self.weight_bytes
     }
+    /// Weight bytes one forward pass over `t` tokens reads (`weight_bytes_read`): the weights
+    /// streamed plus `t` embedding rows; an MoE model reads only the experts its tokens touch
+    /// ([`crate::Moe::weight_bytes_read`]).
+    pub fn weight_bytes_read(&self, t: u64) -> f64 {
+        match &self.moe {
+            Some(moe) => moe.weight_bytes_read(self, t),
+            None => self.weight_bytes_streamed() + t as f64 * self.embedding_row_bytes(),
+        }
+    }
     /// Bytes of one embedding row.
     pub fn embedding_row_bytes(&self) -> f64 {
         self.d_model as f64 * self.weight_bytes

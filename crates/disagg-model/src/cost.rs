@@ -267,6 +267,10 @@ impl CostModel {
     pub fn byte_rate(&self) -> f64 {
         self.byte_rate
     }
+    /// Dynamic energy per FLOP, J (`(pj_per_flop * 1e-12) / compute_speedup`).
+    pub fn joules_per_flop(&self) -> f64 {
+        self.j_f
+    }
     /// Static power of the instance, W.
     pub fn idle_w(&self) -> f64 {
         self.idle_w

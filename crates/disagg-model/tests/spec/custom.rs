@@ -537,3 +537,93 @@ fn errors() {
         );
     }
 }
+
+/// A custom model in TOML may be an MoE, FFT-mixing or CED model (levers-cost.md §3.1): fields
+/// inherit from the base, a field given replaces it, and the construction checks apply.
+#[test]
+fn custom_models_with_experts_mixers_and_encoders() {
+    let c = cat();
+    let resolve = |toml_text: &str| -> Result<ModelSpec, String> {
+        let m: CustomModel = toml::from_str(toml_text).map_err(|e| e.to_string())?;
+        m.resolve("mine", &c).map_err(|e| e.to_string())
+    };
+    // An MoE from a dense base: 16 experts, top-2, one shared.
+    let m =
+        resolve("base = 'llama3-8b'\nn_experts = 16\ntop_k = 2\nn_shared_experts = 1\n").unwrap();
+    let x = m.moe.unwrap();
+    assert_eq!((x.n_experts, x.top_k, x.n_shared_experts), (16, 2, 1));
+    // Active: attention (2*4096*4096 + 2*4096*1024 = 41,943,040) + router 4096*16 = 65,536 +
+    // (2 + 1) * 3*4096*14336 = 528,482,304 -> 570,490,880 per layer.
+    assert_eq!(m.params_per_layer(), 570_490_880);
+    // Mixtral keeps its experts and may change top-k; n_experts = 0 makes it dense.
+    let m = resolve("base = 'mixtral-8x7b'\ntop_k = 1\n").unwrap();
+    assert_eq!(m.moe.unwrap().n_experts, 8);
+    assert!(resolve("base = 'mixtral-8x7b'\nn_experts = 0\n")
+        .unwrap()
+        .moe
+        .is_none());
+    assert!(resolve("base = 'llama3-8b'\ntop_k = 2\n")
+        .unwrap_err()
+        .contains("needs n_experts"));
+    assert!(resolve("base = 'mixtral-8x7b'\ntop_k = 9\n")
+        .unwrap_err()
+        .contains("top_k"));
+    // A hybrid from a dense base, every 2nd layer attention: 16 attention layers of 32.
+    let m = resolve("base = 'llama3-8b'\nmixer = 'hybrid'\nattn_every = 2\n").unwrap();
+    let f = m.fft.clone().unwrap();
+    assert_eq!(
+        (f.mixer, f.attn_every, f.n_attn(32)),
+        (Mixer::Hybrid, 2, 16)
+    );
+    // KV per token: 2*16*8*128 = 32,768 attention values + 16*2*4096 = 131,072 cached
+    // projection inputs, 163,840 values x 2 bytes.
+    assert_eq!(m.kv_bytes_per_token(), 327_680.0);
+    // The Hyena preset with a distilled decode and a state of 8 values per channel:
+    // 32 * 2 * 4096 * 8 * 4 bytes = 8,388,608 bytes per sequence, the hand-off whatever P.
+    let m = resolve("base = 'llama3-8b-hyena'\ndecode_style = 'distilled'\ndistill_state = 8\n")
+        .unwrap();
+    assert_eq!(m.state_bytes_per_seq(), 8_388_608.0);
+    assert_eq!(m.handoff_bytes(10), m.handoff_bytes(100_000));
+    assert_eq!(m.kv_bytes_per_token(), 0.0);
+    // mixer = 'attention' drops the mixer; Hyena fields then make no sense.
+    assert!(resolve("base = 'llama3-8b-hyena'\nmixer = 'attention'\n")
+        .unwrap()
+        .fft
+        .is_none());
+    for bad in [
+        "base = 'llama3-8b'\nhyena_order = 3\n",
+        "base = 'llama3-8b'\nmixer = 'mamba'\n",
+        "base = 'llama3-8b'\nmixer = 'hybrid'\ncirculant_block = 64\n",
+        "base = 'llama3-8b'\nmixer = 'hybrid'\ndecode_style = 'distilled'\n",
+        "base = 'llama3-8b-hyena'\ndecode_style = 'recurrent'\n",
+        "base = 'llama3-8b-hyena'\nact_format = 'fp16'\n",
+        "base = 'llama3-8b-hyena'\ncirculant_block = 100\n",
+        "base = 'llama3-8b-hyena'\nhyena_order = 0\n",
+        "base = 'llama3-8b'\nmixer = 'hybrid'\nattn_every = 0\n",
+    ] {
+        assert!(resolve(bad).is_err(), "{bad}");
+    }
+    // CED: the 8B preset with 8 encoder layers and a replay of 64 on decode.
+    let m = resolve("base = 'llama3-8b-ced'\nced_encoder_layers = 8\nced_replay = 64\nced_replay_on = 'decode'\n")
+        .unwrap();
+    let e = m.ced.unwrap();
+    assert_eq!(
+        (e.encoder_layers, e.replay, e.replay_on),
+        (8, 64, ReplayOn::Decode)
+    );
+    assert!(resolve("base = 'llama3-8b-ced'\nced_encoder_layers = 0\n")
+        .unwrap()
+        .ced
+        .is_none());
+    for bad in [
+        "base = 'llama3-8b'\nced_replay = 64\n",
+        "base = 'llama3-8b'\nced_encoder_layers = 32\n",
+        "base = 'llama3-8b-ced'\nced_replay = 0\n",
+        "base = 'llama3-8b-ced'\nced_replay_on = 'both'\n",
+        "base = 'llama3-8b-hyena'\nced_encoder_layers = 4\n",
+        "base = 'mixtral-8x7b'\nced_encoder_layers = 4\n",
+        "base = 'llama3-8b-hyena'\nn_experts = 8\ntop_k = 2\n",
+    ] {
+        assert!(resolve(bad).is_err(), "{bad}");
+    }
+}

@@ -5,6 +5,7 @@
 mod calc;
 mod catalogue;
 mod cost;
+mod cost_fixtures;
 mod custom;
 mod handoff;
 mod levers;
