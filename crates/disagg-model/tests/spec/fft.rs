@@ -839,3 +839,43 @@ fn distilled_capacity_counts_sequences() {
         103_625
     );
 }
+
+#[test]
+fn an_engine_exactly_as_slow_as_the_gpu_keeps_the_gpu_bound() {
+    // §10.2: the bound is `optical` only if t_opt > t_dig (strictly). Tune the converter rate so
+    // that t_opt equals the GPU part's time to the last bit (mask rewrites made negligible: 277
+    // rewrites at 1e300 Hz add ~1e-298 s, far below half an ulp of a millisecond).
+    let m = model("llama3-8b-hyena-circ");
+    let mut d = device("optical-fft");
+    d.engine.as_mut().unwrap().mask_rate_hz = 1e300;
+    d.engine.as_mut().unwrap().overlap = true;
+    let c = CostModel::new(&m, &d, 1, CostOptions::default()).unwrap();
+    let o = m.prefill_ops(&[2048]);
+    let bytes = c.prefill_optical(&[2048]).step.bytes;
+    let raw = c.step_time_raw(o.digital(), bytes);
+    let conv = c.optical_terms(&[2048]).unwrap().conversions as f64;
+    let mut sps = conv / raw.t;
+    for _ in 0..64 {
+        let t = conv / sps;
+        if t == raw.t {
+            break;
+        }
+        sps = if t > raw.t {
+            sps.next_up()
+        } else {
+            sps.next_down()
+        };
+    }
+    d.engine.as_mut().unwrap().samples_per_s = sps;
+    let c = CostModel::new(&m, &d, 1, CostOptions::default()).unwrap();
+    assert_eq!(c.optical_terms(&[2048]).unwrap().t_opt, raw.t);
+    let s = c.prefill([2048]);
+    assert_eq!(s.bound, raw.bound);
+    assert_ne!(s.bound, Bound::Optical);
+    assert_eq!(s.time_s, raw.t + 0.5e-3);
+    // One ulp slower and the engine sets the bound.
+    d.engine.as_mut().unwrap().samples_per_s = sps.next_down().next_down();
+    let c = CostModel::new(&m, &d, 1, CostOptions::default()).unwrap();
+    assert!(c.optical_terms(&[2048]).unwrap().t_opt > raw.t);
+    assert_eq!(c.prefill([2048]).bound, Bound::Optical);
+}
