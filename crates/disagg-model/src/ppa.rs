@@ -49,7 +49,11 @@ pub fn murphy_yield(area_mm2: f64) -> f64 {
     if x == 0.0 {
         return 1.0;
     }
-    let t = (-(-x).exp_m1()) / x;
+    // `(-expm1(-x))/x` written as `expm1(-x)/(-x)`: negating both operands of a division gives
+    // the same double, and with one negation a sign-flip of `t` (which `t*t` hides) cannot be
+    // planted.
+    let nx = -x;
+    let t = nx.exp_m1() / nx;
     t * t
 }
 
