@@ -63,15 +63,18 @@ pub enum Bound {
     Memory,
     /// The power budget lowered the clock or stretched the step.
     Power,
+    /// The optical transform engine took longer than the GPU part (levers-cost.md §10.2).
+    Optical,
 }
 
 impl Bound {
-    /// `compute`, `memory` or `power`.
+    /// `compute`, `memory`, `power` or `optical`.
     pub fn as_str(self) -> &'static str {
         match self {
             Bound::Compute => "compute",
             Bound::Memory => "memory",
             Bound::Power => "power",
+            Bound::Optical => "optical",
         }
     }
 }
@@ -294,7 +297,8 @@ impl CostModel {
         }
     }
 
-    /// KV capacity of the instance in tokens (cost-model.md §3.3).
+    /// KV capacity of the instance in tokens (cost-model.md §3.3); in sequences for a distilled
+    /// Hyena model ([`CostModel::cache_unit_bytes`], levers-cost.md §9.1).
     pub fn kv_capacity_tokens(&self) -> Result<u64, Error> {
         if self.layout.is_some() {
             return self.kv_capacity_levers(None);
@@ -310,7 +314,7 @@ impl CostModel {
                 ),
             ));
         }
-        Ok(py_floordiv(free, self.kv_bytes_per_token) as u64)
+        Ok(py_floordiv(free, self.cache_unit_bytes()) as u64)
     }
 
     /// The three roofs (cost-model.md §3.4), steps 1 to 9 in order.
@@ -427,8 +431,12 @@ impl CostModel {
         (f, total as u64)
     }
 
-    /// The cost of a prefill step over whole prompts.
+    /// The cost of a prefill step over whole prompts (an FFT-mixing model's: levers-cost.md §9.3,
+    /// §10.2).
     pub fn prefill(&self, lens: impl IntoIterator<Item = u64>) -> StepCost {
+        if self.model.fft.is_some() {
+            return self.fft_prefill(&lens.into_iter().collect::<Vec<_>>());
+        }
         let (f, t) = self.prefill_flops(lens);
         self.pass(f, t, t)
     }
@@ -446,6 +454,9 @@ impl CostModel {
     /// The cost of a decode step (`decode_sum`).
     #[inline]
     pub fn decode_sum(&self, ctx: u64, b: u64) -> StepCost {
+        if self.model.fft.is_some() {
+            return self.fft_decode_sum(ctx, b);
+        }
         let f =
             2 * self.matmul_params * b as i128 + self.decode_attn_coef * (ctx as i128 + b as i128);
         self.pass(f, b, ctx + b)

@@ -8,8 +8,10 @@ pub mod cost;
 pub mod custom;
 pub mod draft;
 pub mod error;
+pub mod fft;
 pub mod handoff;
 pub mod parallel;
+pub mod ppa;
 pub mod pymath;
 pub mod quant;
 pub mod variants;
@@ -20,6 +22,7 @@ pub use catalogue::{
 pub use cost::{Bound, Chunk, CostModel, CostOptions, PyNum, RawStep, StepCost};
 pub use draft::{spec_cost, Draft};
 pub use error::Error;
+pub use fft::{dm, Ops, OpticalStep, OpticalTerms};
 pub use handoff::{
     handoff, handoff_shared, layerwise_exposed, layerwise_exposed_after, layerwise_tail, transfer,
     transfer_bytes, Handoff, SendMode, Sharing, Transfer,

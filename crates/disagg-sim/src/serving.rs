@@ -136,7 +136,9 @@ impl InstanceStats {
         match bound {
             Bound::Compute => self.compute_bound_s += dt,
             Bound::Power => self.power_bound_s += dt,
-            Bound::Memory => {}
+            // An optical-bound step (levers-cost.md §10.3: `optical_bound_time`) is not yet
+            // accounted apart; only FFT-mixing prefills on a transform-engine device have one.
+            Bound::Memory | Bound::Optical => {}
         }
     }
 

@@ -7,6 +7,7 @@ mod catalogue;
 mod cost;
 mod cost_fixtures;
 mod custom;
+mod fft;
 mod handoff;
 mod levers;
 mod parallel;
