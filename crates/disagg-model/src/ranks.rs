@@ -529,18 +529,33 @@ pub fn rank_plan(
     }
     let link_bytes: f64 = flows.iter().map(|f| f.bytes).sum();
 
-    // NICs: the sum of their ranks' flows, in flow order.
+    // NICs: the sum of their ranks' flows, in flow order. With them, the port bound with the
+    // stages' starts, relative to the prefill's end: for each start among a port's flows, the
+    // bytes starting then or later (every (head, layer) cell is sent by one rank, so there is
+    // always a flow and the bound is finite).
+    let lead = |f: &Flow| stages[(f.from / pl.tp) as usize].lead_s;
+    let mut link_exposed = f64::NEG_INFINITY;
     let mut nics = Vec::new();
     for (side, n, ranks) in [
         (Side::Prefill, nics_p, ranks_p),
         (Side::Decode, nics_d, ranks_d),
     ] {
         for nic in 0..n as u32 {
-            let uses = |f: &Flow| {
+            let uses = |f: &&Flow| {
                 let r = if side == Side::Prefill { f.from } else { f.to };
                 r as u64 % n == nic as u64
             };
-            let bytes: f64 = flows.iter().filter(|f| uses(f)).map(|f| f.bytes).sum();
+            let bytes: f64 = flows.iter().filter(uses).map(|f| f.bytes).sum();
+            for g in flows.iter().filter(uses) {
+                let lg = lead(g);
+                let later: f64 = flows
+                    .iter()
+                    .filter(uses)
+                    .filter(|f| lead(f) <= lg)
+                    .map(|f| f.bytes)
+                    .sum();
+                link_exposed = link_exposed.max(link.transfer_time(later) - lg);
+            }
             nics.push(NicLoad {
                 side,
                 nic,
@@ -552,36 +567,6 @@ pub fn rank_plan(
     }
     let max_busy = nics.iter().map(|n| n.busy_s).fold(0.0, f64::max);
     let finish_s = link.latency_s + max_busy;
-
-    // The same port bound with the stages' starts, relative to the prefill's end (every
-    // (head, layer) cell is sent by one rank, so there is always a flow and the bound is finite).
-    let lead = |f: &Flow| stages[(f.from / pl.tp) as usize].lead_s;
-    let mut link_exposed = f64::NEG_INFINITY;
-    for n in &nics {
-        let n_count = if n.side == Side::Prefill {
-            nics_p
-        } else {
-            nics_d
-        };
-        let at_port = |f: &&Flow| {
-            let r = if n.side == Side::Prefill {
-                f.from
-            } else {
-                f.to
-            };
-            r as u64 % n_count == n.nic as u64
-        };
-        for g in flows.iter().filter(at_port) {
-            let lg = lead(g);
-            let later: f64 = flows
-                .iter()
-                .filter(at_port)
-                .filter(|f| lead(f) <= lg)
-                .map(|f| f.bytes)
-                .sum();
-            link_exposed = link_exposed.max(link.transfer_time(later) - lg);
-        }
-    }
 
     // Prefill ranks' fan-out.
     let prefill_ranks: Vec<PrefillRank> = (0..ranks_p)
@@ -598,22 +583,22 @@ pub fn rank_plan(
     let mut replicate_s: f64 = 0.0;
     let mut decode_ranks: Vec<DecodeRank> = (0..ranks_d)
         .map(|d| {
-            let (ds, dr) = (d / dl.tp, d % dl.tp);
-            let layers = dl.stage_layers(ds, l);
-            let heads = dl.rank_heads(dr, hkv);
+            // Every rank holds L/pp layers of Hkv/tp heads (one head when replicated).
             let held_bytes = shard_bytes(
                 model,
                 prompt_tokens,
-                layers[1] - layers[0],
-                heads[1] - heads[0],
+                l / dl.pp as u64,
+                (hkv / dl.tp as u64).max(1),
             );
             let into = |f: &&Flow| f.to == d;
+            // Replicas are consecutive TP ranks and `rep_d` divides `tp`, so a rank's place
+            // among its head's replicas is `d % rep_d` (the same as `(d % tp) % rep_d`).
+            let nth = d as u64 % rep_d;
             DecodeRank {
                 rank: d,
                 fan_in: flows.iter().filter(into).count() as u32,
                 link_bytes: flows.iter().filter(into).map(|f| f.bytes).sum(),
-                copy_from: (!(dr as u64).is_multiple_of(rep_d))
-                    .then(|| d - (dr as u64 % rep_d) as u32),
+                copy_from: (nth != 0).then(|| d - nth as u32),
                 held_bytes,
                 arrival_s: finish_s,
                 relayout_s: match opts.relayout {
@@ -624,7 +609,8 @@ pub fn rank_plan(
         })
         .collect();
     let mut tail: f64 = 0.0;
-    if let Some(su) = scale_up.filter(|_| rep_d > 1) {
+    // Copies exist only with replicas, and then the scale-up link was required above.
+    if let Some(su) = scale_up {
         for i in 0..decode_ranks.len() {
             if let Some(src) = decode_ranks[i].copy_from {
                 let b = decode_ranks[src as usize].link_bytes;

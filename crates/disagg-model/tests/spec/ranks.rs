@@ -303,6 +303,31 @@ fn stage_starts_follow_the_pipeline_and_shorten_the_exposed_time() {
     assert_eq!(p2.exposed_s, 1e-3 + 0.065536);
     assert_eq!(edges(&p2), vec![(0, 0, 65_536_000.0), (1, 1, 65_536_000.0)]);
 
+    // TP2 PP2 -> TP1 PP2: prefill rank s*2 + r (stage s) holds 16 layers of 4 heads,
+    // 32,768,000 B; decode stage d receives stage d's two ranks, 65,536,000 B on its NIC. Stage
+    // 1's decode NIC, starting at the prefill's end, bounds it: 1 ms + 0.065536 s (stage 0's
+    // is (1 ms + 0.065536) - 0.05).
+    let mut o6 = o;
+    o6.prefill = RankLayout::new(2, 2);
+    o6.decode = RankLayout::new(1, 2);
+    let p6 = rank_plan(&m8, &round(), None, &h100(), 1000, &o6).unwrap();
+    assert_eq!(
+        edges(&p6),
+        vec![
+            (0, 0, 32_768_000.0),
+            (1, 0, 32_768_000.0),
+            (2, 1, 32_768_000.0),
+            (3, 1, 32_768_000.0)
+        ]
+    );
+    assert_eq!(p6.stages[1].lead_s, 0.0);
+    assert_eq!(p6.finish_s, 1e-3 + 0.065536);
+    assert_eq!(p6.exposed_s, (1e-3 + 0.065536) - 0.0);
+    // ... and with one decode NIC, the early stage's half left 0.05 s before the end.
+    o6.decode = RankLayout::new(1, 1);
+    let p7 = rank_plan(&m8, &round(), None, &h100(), 1000, &o6).unwrap();
+    assert_eq!(p7.exposed_s, (1e-3 + 0.131072) - 0.05);
+
     // Default micro-batches = pp = 2: 3 slots; stage 0 ends at 2/3 of 0.15 s.
     let mut o3 = o;
     o3.microbatches = None;
