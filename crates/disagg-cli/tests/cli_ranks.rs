@@ -349,6 +349,10 @@ fn bad_rank_options_are_one_line() {
         &["--decode-tp", "--rank-table"],
     );
     run(&["--rank-table", "--json"], &["--rank-table", "--json"]);
+    run(
+        &["--rank-table", "--devices-per-instance", "4"],
+        &["--devices-per-instance", "--rank-table"],
+    );
     bad(
         &["handoff", "--handoff-ranks", "--all-links"],
         &["--handoff-ranks", "--all-links"],

@@ -32,7 +32,8 @@
 //! at once the fluid makespan is `latency + max over NICs (bytes through it) / bandwidth`: no port
 //! can finish earlier, and a preemptive open-shop schedule reaches that bound (the load matrix,
 //! padded so every row and column sums to the largest port load, splits into matchings, each run at
-//! full rate on every port it uses). That is `finish_s`.
+//! full rate on every port it uses). The latency is paid once per port: its flows follow each
+//! other back to back. That is `finish_s`.
 //!
 //! With a pipeline on the prefill side, stage `s`'s last micro-batch slot ends at fraction
 //! `(mb + s) / (mb + pp - 1)` of the prefill's compute time (mb micro-batches, default pp); its

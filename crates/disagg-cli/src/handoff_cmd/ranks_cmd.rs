@@ -45,6 +45,12 @@ pub(super) fn check_flags(a: &HandoffArgs) -> Result<(), UsageError> {
             }
         }
     }
+    if a.rank_table && a.devices_per_instance != 1 {
+        return Err(err(
+            "--devices-per-instance",
+            "--rank-table prints fixed layouts; use --handoff-ranks for your own",
+        ));
+    }
     if !(a.handoff_ranks || a.rank_table) {
         for (flag, given) in shared {
             if given {
