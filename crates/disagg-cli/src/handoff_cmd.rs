@@ -158,10 +158,7 @@ pub fn run(a: HandoffArgs, cat: Catalogue) -> CmdResult {
     };
     let doc = evaluate(&cat, &spec, Some(model.clone()), Some(device.clone()), link)
         .map_err(flag_error)?;
-    let ranks = match (&doc.row, a.handoff_ranks) {
-        (Some(row), true) => Some(ranks_cmd::plan(&a, &cat, &model, row)?),
-        _ => None,
-    };
+    let ranks = ranks_cmd::plan(&a, &cat, &spec, &doc, &model)?;
     if a.json {
         match &ranks {
             None => outln!("{}", serde_json::to_string_pretty(&doc).expect("json")),

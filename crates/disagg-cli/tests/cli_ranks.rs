@@ -318,7 +318,7 @@ fn bad_rank_options_are_one_line() {
     );
     run(
         &["--handoff-ranks", "--prefill-tp", "8"],
-        &["--prefill-tp: TP8 is 8 GPUs but --devices-per-instance is 1"],
+        &["--prefill-tp: TP8 is 8 GPUs, not the prefill instance's 1 (devices per instance)"],
     );
     run(
         &[

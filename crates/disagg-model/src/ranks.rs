@@ -47,10 +47,12 @@
 //! replica): the optional gather pass `--kv-relayout-cost hbm` reads and writes what the rank holds
 //! once, `2 * bytes / (mem_bw * bw_eff)` of the decode device.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use crate::catalogue::{Device, Link, ModelSpec};
+use crate::calc::{HandoffDoc, HandoffSpec};
+use crate::catalogue::{Catalogue, Device, Link, ModelSpec};
 use crate::error::Error;
+use crate::handoff::SendMode;
 
 /// The largest number of GPUs (and NICs) of one instance a layout may have.
 pub const MAX_DEVICES: u64 = 1024;
@@ -667,4 +669,193 @@ pub fn rank_plan(
         single_transfer_s,
         speedup: single_transfer_s / total_s,
     })
+}
+
+/// The calculator's rank-aware options: `disagg handoff --handoff-ranks --prefill-tp ...`, and the
+/// same keys in snake_case in `/api/handoff`'s body. Errors name the option by its key.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RankSpec {
+    /// Model the hand-off rank by rank.
+    pub handoff_ranks: bool,
+    /// Prefill TP ranks; `None`: `devices_per_instance / prefill_pp`.
+    pub prefill_tp: Option<u64>,
+    /// Prefill PP stages; `None`: 1.
+    pub prefill_pp: Option<u64>,
+    /// Decode TP ranks; `None`: `devices_per_instance / decode_pp`.
+    pub decode_tp: Option<u64>,
+    /// Decode PP stages; `None`: 1.
+    pub decode_pp: Option<u64>,
+    /// Micro-batches of the prefill pipeline; `None`: `prefill_pp`.
+    pub prefill_microbatches: Option<u64>,
+    /// NICs per instance; `None`: one per GPU.
+    pub nics_per_instance: Option<u64>,
+    /// `off` or `hbm`.
+    pub kv_relayout_cost: String,
+    /// Decode device key; `None`: the prefill device.
+    pub decode_device: Option<String>,
+}
+
+impl Default for RankSpec {
+    fn default() -> Self {
+        RankSpec {
+            handoff_ranks: false,
+            prefill_tp: None,
+            prefill_pp: None,
+            decode_tp: None,
+            decode_pp: None,
+            prefill_microbatches: None,
+            nics_per_instance: None,
+            kv_relayout_cost: "off".into(),
+            decode_device: None,
+        }
+    }
+}
+
+impl RankSpec {
+    /// Every key, in declaration order.
+    pub const KEYS: [&'static str; 9] = [
+        "handoff_ranks",
+        "prefill_tp",
+        "prefill_pp",
+        "decode_tp",
+        "decode_pp",
+        "prefill_microbatches",
+        "nics_per_instance",
+        "kv_relayout_cost",
+        "decode_device",
+    ];
+
+    /// The keys given other than `handoff_ranks`, in declaration order.
+    fn given(&self) -> Vec<&'static str> {
+        let set = [
+            self.prefill_tp.is_some(),
+            self.prefill_pp.is_some(),
+            self.decode_tp.is_some(),
+            self.decode_pp.is_some(),
+            self.prefill_microbatches.is_some(),
+            self.nics_per_instance.is_some(),
+            self.kv_relayout_cost != "off",
+            self.decode_device.is_some(),
+        ];
+        Self::KEYS[1..]
+            .iter()
+            .zip(set)
+            .filter(|(_, on)| *on)
+            .map(|(k, _)| *k)
+            .collect()
+    }
+}
+
+/// A side's layout from the options: `pp` defaults to 1, `tp` to `devices / pp`.
+fn spec_layout(
+    side: &str,
+    tp: Option<u64>,
+    pp: Option<u64>,
+    devices: u64,
+) -> Result<RankLayout, Error> {
+    let pp = count(&format!("{side}_pp"), pp.unwrap_or(1), MAX_DEVICES)?;
+    let tp = match tp {
+        Some(t) => count(&format!("{side}_tp"), t, MAX_DEVICES)?,
+        None => (devices / pp).max(1),
+    };
+    Ok(RankLayout::new(tp as u32, pp as u32))
+}
+
+/// The rank-aware hand-off of the calculator's answer `doc` to `spec` (one link): `None` without
+/// `handoff_ranks`. `model` is the model the calculator used; `decode_device` replaces the
+/// catalogue's device named by `decode_device` (or the prefill's) when a front end built a custom
+/// one. It models one uncompressed prompt sent whole over one port per NIC, so it refuses a
+/// compression stage, `send: layerwise`, `concurrent` above 1, `link_channels` and `all_links`;
+/// the prefill layout must have `devices_per_instance` GPUs. The stages start within the
+/// calculator's prefill step.
+pub fn evaluate(
+    cat: &Catalogue,
+    spec: &HandoffSpec,
+    doc: &HandoffDoc,
+    rs: &RankSpec,
+    model: &ModelSpec,
+    decode_device: Option<Device>,
+) -> Result<Option<RankPlan>, Error> {
+    if !rs.handoff_ranks {
+        return match rs.given().first() {
+            Some(k) => Err(Error::invalid(*k, "applies only with handoff_ranks")),
+            None => Ok(None),
+        };
+    }
+    let why = "the rank-aware hand-off models one uncompressed prompt sent after the prefill, one \
+               port per NIC";
+    if doc.compression != "none" {
+        return Err(Error::invalid(
+            "compression",
+            format!("'{}': {why}", doc.compression),
+        ));
+    }
+    if doc.send != SendMode::Whole.as_str() {
+        return Err(Error::invalid("send", format!("'{}': {why}", doc.send)));
+    }
+    if spec.concurrent != 1 {
+        return Err(Error::invalid(
+            "concurrent",
+            format!("{}: {why}", spec.concurrent),
+        ));
+    }
+    if let Some(c) = spec.link_channels {
+        return Err(Error::invalid("link_channels", format!("{c}: {why}")));
+    }
+    let Some(row) = doc.row.as_ref() else {
+        return Err(Error::invalid(
+            "handoff_ranks",
+            "needs one link, not all_links",
+        ));
+    };
+    let d = spec.devices_per_instance;
+    let prefill = spec_layout("prefill", rs.prefill_tp, rs.prefill_pp, d)?;
+    let decode = spec_layout("decode", rs.decode_tp, rs.decode_pp, d)?;
+    prefill.validate("prefill", model)?;
+    decode.validate("decode", model)?;
+    if prefill.devices() != d {
+        let key = if rs.prefill_tp.is_some() {
+            "prefill_tp"
+        } else {
+            "prefill_pp"
+        };
+        return Err(Error::invalid(
+            key,
+            format!(
+                "{} is {} GPUs, not the prefill instance's {d} (devices per instance)",
+                prefill.label(),
+                prefill.devices()
+            ),
+        ));
+    }
+    let relayout = Relayout::parse(&rs.kv_relayout_cost)
+        .map_err(|e| Error::invalid("kv_relayout_cost", e.to_string()))?;
+    let device = match decode_device {
+        Some(dev) => dev,
+        None => {
+            let key = rs.decode_device.as_deref().unwrap_or(&spec.prefill_device);
+            cat.device(key)
+                .map_err(|e| Error::invalid("decode_device", e.to_string()))?
+                .clone()
+        }
+    };
+    let link = Link {
+        key: row.link.clone(),
+        name: row.link_name.clone(),
+        bandwidth_bps: row.link_bandwidth_bps,
+        latency_s: row.link_latency_s,
+        channels: row.link_channels,
+        pj_per_bit: row.link_pj_per_bit,
+    };
+    let opts = RankOptions {
+        prefill,
+        decode,
+        nics_per_instance: rs.nics_per_instance,
+        microbatches: rs.prefill_microbatches,
+        prefill_s: Some(row.handoff.prefill_s),
+        relayout,
+    };
+    let scale_up = cat.link(&device.scale_up).ok();
+    rank_plan(model, &link, scale_up, &device, doc.prompt_tokens, &opts).map(Some)
 }

@@ -1,8 +1,8 @@
 //! `disagg handoff --handoff-ranks` and `--rank-table`: the rank-aware hand-off
 //! (`disagg_model::ranks`) as text and JSON.
 
-use disagg_model::calc::HandoffRow;
-use disagg_model::ranks::Side;
+use disagg_model::calc::{HandoffDoc, HandoffSpec};
+use disagg_model::ranks::{self, RankSpec, Side};
 use disagg_model::{
     rank_plan, Catalogue, Device, Link, ModelSpec, RankLayout, RankOptions, RankPlan, Relayout,
     SendMode,
@@ -62,6 +62,10 @@ pub(super) fn check_flags(a: &HandoffArgs) -> Result<(), UsageError> {
         }
         return Ok(());
     }
+    if !a.rank_table {
+        // --handoff-ranks: disagg_model::ranks::evaluate checks the rest.
+        return Ok(());
+    }
     let why = "the rank-aware hand-off models one uncompressed prompt sent after the prefill, one \
                port per NIC";
     if a.compression != "none" {
@@ -77,16 +81,6 @@ pub(super) fn check_flags(a: &HandoffArgs) -> Result<(), UsageError> {
         return Err(err("--link-channels", format!("{c}: {why}")));
     }
     Ok(())
-}
-
-/// A side's layout: `pp` defaults to 1, `tp` to `devices / pp`.
-fn layout(tp: Option<u64>, pp: Option<u64>, devices: u64) -> RankLayout {
-    // Both fit in u32: the flags' range is 1 to 1024 (disagg_sim::ranges), and so is
-    // --devices-per-instance's.
-    let pp = pp.unwrap_or(1);
-    let tp = tp.unwrap_or((devices / pp).max(1));
-    let (tp, pp) = (tp as u32, pp as u32);
-    RankLayout::new(tp, pp)
 }
 
 /// The decode instance's device (`--decode-device`, default the prefill's).
@@ -116,53 +110,32 @@ fn plan_with(
     rank_plan(model, link, scale_up, device, tokens, o).map_err(flag_error)
 }
 
-/// The plan of `--handoff-ranks` over the calculator's link (`row`, which echoes every field of
-/// it), the prefill's stages starting within the row's prefill step.
+/// The plan of `--handoff-ranks` for the calculator's answer `doc` (`disagg_model::ranks::evaluate`,
+/// as `/api/handoff` computes it); `None` without the flag.
 pub(super) fn plan(
     a: &HandoffArgs,
     cat: &Catalogue,
+    spec: &HandoffSpec,
+    doc: &HandoffDoc,
     model: &ModelSpec,
-    row: &HandoffRow,
-) -> Result<RankPlan, UsageError> {
-    let link = Link {
-        key: row.link.clone(),
-        name: row.link_name.clone(),
-        bandwidth_bps: row.link_bandwidth_bps,
-        latency_s: row.link_latency_s,
-        channels: row.link_channels,
-        pj_per_bit: row.link_pj_per_bit,
-    };
-    let d = a.devices_per_instance;
-    let prefill = layout(a.prefill_tp, a.prefill_pp, d);
-    let decode = layout(a.decode_tp, a.decode_pp, d);
-    prefill.validate("prefill", model).map_err(flag_error)?;
-    decode.validate("decode", model).map_err(flag_error)?;
-    if prefill.devices() != d {
-        let flag = if a.prefill_tp.is_some() {
-            "--prefill-tp"
-        } else {
-            "--prefill-pp"
-        };
-        return Err(err(
-            flag,
-            format!(
-                "{} is {} GPUs but --devices-per-instance is {d}; give --devices-per-instance {}",
-                prefill.label(),
-                prefill.devices(),
-                prefill.devices()
-            ),
-        ));
-    }
-    let device = decode_device(a, cat)?;
-    let o = RankOptions {
-        prefill,
-        decode,
+) -> Result<Option<RankPlan>, UsageError> {
+    let rs = RankSpec {
+        handoff_ranks: a.handoff_ranks,
+        prefill_tp: a.prefill_tp,
+        prefill_pp: a.prefill_pp,
+        decode_tp: a.decode_tp,
+        decode_pp: a.decode_pp,
+        prefill_microbatches: a.prefill_microbatches,
         nics_per_instance: a.nics_per_instance,
-        microbatches: a.prefill_microbatches,
-        prefill_s: Some(row.handoff.prefill_s),
-        relayout: relayout(a)?,
+        kv_relayout_cost: a.kv_relayout_cost.clone().unwrap_or_else(|| "off".into()),
+        decode_device: a.decode_device.clone(),
     };
-    plan_with(model, &link, &device, cat, a.prompt_tokens, &o)
+    let device = if a.handoff_ranks {
+        Some(decode_device(a, cat)?)
+    } else {
+        None
+    };
+    ranks::evaluate(cat, spec, doc, &rs, model, device).map_err(flag_error)
 }
 
 fn heads(r: [u64; 2]) -> String {

@@ -638,3 +638,309 @@ fn a_grid_of_layouts_conserves_every_cell() {
         }
     }
 }
+
+/// The calculator's answer for Llama-3-70B, 2,048 tokens over 100 GbE, with `f` applied to the
+/// spec first.
+fn calc_doc(f: impl Fn(&mut calc::HandoffSpec)) -> (calc::HandoffSpec, calc::HandoffDoc) {
+    let mut spec = calc::HandoffSpec {
+        model: "llama3-70b".into(),
+        prompt_tokens: P,
+        link: "eth-100g".into(),
+        ..Default::default()
+    };
+    f(&mut spec);
+    let doc = calc::evaluate(&cat(), &spec, None, None, None).unwrap();
+    (spec, doc)
+}
+
+fn eval_with(
+    f: impl Fn(&mut calc::HandoffSpec),
+    rs: &ranks::RankSpec,
+) -> Result<Option<RankPlan>, String> {
+    let (spec, doc) = calc_doc(f);
+    ranks::evaluate(&cat(), &spec, &doc, rs, &m70(), None).map_err(|e| e.to_string())
+}
+
+fn on() -> ranks::RankSpec {
+    ranks::RankSpec {
+        handoff_ranks: true,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn the_calculators_rank_options_default_to_the_instance() {
+    // Off: nothing, and no option may be given.
+    assert_eq!(eval_with(|_| {}, &ranks::RankSpec::default()), Ok(None));
+    let d = ranks::RankSpec::default();
+    let cases: Vec<(&str, ranks::RankSpec)> = vec![
+        (
+            "prefill_tp",
+            ranks::RankSpec {
+                prefill_tp: Some(8),
+                ..d.clone()
+            },
+        ),
+        (
+            "prefill_pp",
+            ranks::RankSpec {
+                prefill_pp: Some(2),
+                ..d.clone()
+            },
+        ),
+        (
+            "decode_tp",
+            ranks::RankSpec {
+                decode_tp: Some(8),
+                ..d.clone()
+            },
+        ),
+        (
+            "decode_pp",
+            ranks::RankSpec {
+                decode_pp: Some(2),
+                ..d.clone()
+            },
+        ),
+        (
+            "prefill_microbatches",
+            ranks::RankSpec {
+                prefill_microbatches: Some(2),
+                ..d.clone()
+            },
+        ),
+        (
+            "nics_per_instance",
+            ranks::RankSpec {
+                nics_per_instance: Some(2),
+                ..d.clone()
+            },
+        ),
+        (
+            "kv_relayout_cost",
+            ranks::RankSpec {
+                kv_relayout_cost: "hbm".into(),
+                ..d.clone()
+            },
+        ),
+        (
+            "decode_device",
+            ranks::RankSpec {
+                decode_device: Some("a100".into()),
+                ..d.clone()
+            },
+        ),
+    ];
+    for (key, rs) in &cases {
+        assert_eq!(
+            eval_with(|_| {}, rs),
+            Err(format!("{key}: applies only with handoff_ranks"))
+        );
+    }
+    assert_eq!(ranks::RankSpec::KEYS.len(), 9);
+    assert_eq!(ranks::RankSpec::KEYS[8], "decode_device");
+
+    // One device: TP1 -> TP1, the calculator's transfer bit for bit, stages at its prefill's end.
+    let (spec, doc) = calc_doc(|_| {});
+    let p = ranks::evaluate(&cat(), &spec, &doc, &on(), &m70(), None)
+        .unwrap()
+        .unwrap();
+    let row = doc.row.as_ref().unwrap();
+    assert_eq!(p.finish_s, row.handoff.transfer_s);
+    assert_eq!(p.finish_s, 20e-6 + 0.0536870912);
+    assert_eq!(p.stages[0].start_s, row.handoff.prefill_s);
+    assert_eq!(p.single_transfer_bytes, S);
+    // 8 devices: TP8 on both sides.
+    let p = eval_with(|s| s.devices_per_instance = 8, &on())
+        .unwrap()
+        .unwrap();
+    assert_eq!(p.layouts.prefill.label, "TP8");
+    assert_eq!(p.layouts.decode.label, "TP8");
+    assert_eq!(p.finish_s, 20e-6 + 0.0067108864);
+    // PP2 on 8 devices: TP4 PP2; the prefill's stage 0 sends from 2/3 of its step.
+    let rs = ranks::RankSpec {
+        prefill_pp: Some(2),
+        decode_pp: Some(2),
+        prefill_microbatches: Some(4),
+        ..on()
+    };
+    let (spec, doc) = calc_doc(|s| s.devices_per_instance = 8);
+    let p = ranks::evaluate(&cat(), &spec, &doc, &rs, &m70(), None)
+        .unwrap()
+        .unwrap();
+    assert_eq!(p.layouts.prefill.label, "TP4 PP2");
+    assert_eq!(p.layouts.decode.label, "TP4 PP2");
+    assert_eq!(p.microbatches, 4);
+    let prefill = doc.row.as_ref().unwrap().handoff.prefill_s;
+    assert_eq!(p.stages[0].start_s, prefill * (4.0 / 5.0));
+    // Explicit layouts, NICs, the gather pass on an A100 (2.039 TB/s at 80 %).
+    let rs = ranks::RankSpec {
+        prefill_tp: Some(8),
+        decode_tp: Some(4),
+        nics_per_instance: Some(2),
+        kv_relayout_cost: "hbm".into(),
+        decode_device: Some("a100".into()),
+        ..on()
+    };
+    let p = eval_with(|s| s.devices_per_instance = 8, &rs)
+        .unwrap()
+        .unwrap();
+    assert_eq!(p.layouts.decode.label, "TP4");
+    assert_eq!(p.layouts.prefill.nics, 2);
+    // Two NICs a side: four heads each, 335,544,320 B = 0.0268435456 s.
+    assert_eq!(p.finish_s, 20e-6 + 0.0268435456);
+    let gather = 2.0 * 167_772_160.0 / ((2.039 * 1e12) * 0.80);
+    assert_eq!(p.relayout_s, gather);
+    // A custom decode device replaces the catalogue's.
+    let dev = Device {
+        mem_bw: 1e12,
+        bw_eff: 0.5,
+        ..h100()
+    };
+    let (spec, doc) = calc_doc(|s| s.devices_per_instance = 8);
+    let p = ranks::evaluate(&cat(), &spec, &doc, &rs, &m70(), Some(dev))
+        .unwrap()
+        .unwrap();
+    assert_eq!(p.relayout_s, 0.00067108864);
+    // GQA on 16: the H100's NVLink 4 copies.
+    let p = eval_with(|s| s.devices_per_instance = 16, &on())
+        .unwrap()
+        .unwrap();
+    assert_eq!(p.replicate_s, 5e-6 + 83_886_080.0 / 450e9);
+}
+
+#[test]
+fn the_calculators_rank_options_refuse_what_they_do_not_model() {
+    let why = "the rank-aware hand-off models one uncompressed prompt sent after the prefill, one \
+               port per NIC";
+    assert_eq!(
+        eval_with(|s| s.compression = "fp8".into(), &on()),
+        Err(format!("compression: 'fp8': {why}"))
+    );
+    assert_eq!(
+        eval_with(|s| s.send = "layerwise".into(), &on()),
+        Err(format!("send: 'layerwise': {why}"))
+    );
+    assert_eq!(
+        eval_with(|s| s.concurrent = 2, &on()),
+        Err(format!("concurrent: 2: {why}"))
+    );
+    assert_eq!(
+        eval_with(|s| s.link_channels = Some(3), &on()),
+        Err(format!("link_channels: 3: {why}"))
+    );
+    assert_eq!(
+        eval_with(|s| s.all_links = true, &on()),
+        Err("handoff_ranks: needs one link, not all_links".into())
+    );
+    let bad =
+        |rs: ranks::RankSpec, devices: u64| eval_with(|s| s.devices_per_instance = devices, &rs);
+    assert_eq!(
+        bad(
+            ranks::RankSpec {
+                prefill_tp: Some(0),
+                ..on()
+            },
+            1
+        ),
+        Err("prefill_tp: must be at least 1, got 0".into())
+    );
+    assert_eq!(
+        bad(
+            ranks::RankSpec {
+                decode_tp: Some(1025),
+                ..on()
+            },
+            1
+        ),
+        Err("decode_tp: 1025 is absurdly large (limit 1024)".into())
+    );
+    assert_eq!(
+        bad(
+            ranks::RankSpec {
+                decode_tp: Some(1024),
+                ..on()
+            },
+            1
+        )
+        .map(|p| p.is_some()),
+        Ok(true)
+    );
+    assert_eq!(
+        bad(
+            ranks::RankSpec {
+                decode_pp: Some(0),
+                ..on()
+            },
+            1
+        ),
+        Err("decode_pp: must be at least 1, got 0".into())
+    );
+    assert_eq!(
+        bad(
+            ranks::RankSpec {
+                prefill_tp: Some(8),
+                ..on()
+            },
+            1
+        ),
+        Err(
+            "prefill_tp: TP8 is 8 GPUs, not the prefill instance's 1 (devices per instance)".into()
+        )
+    );
+    assert_eq!(
+        bad(
+            ranks::RankSpec {
+                prefill_pp: Some(2),
+                ..on()
+            },
+            1
+        ),
+        Err(
+            "prefill_pp: TP1 PP2 is 2 GPUs, not the prefill instance's 1 (devices per instance)"
+                .into()
+        )
+    );
+    assert_eq!(
+        bad(ranks::RankSpec { prefill_tp: Some(3), ..on() }, 3),
+        Err("prefill_tp: 3 neither divides the 8 KV heads of Llama-3-70B nor is a multiple of them; \
+             valid: 1, 2, 4, 8, or a multiple of 8"
+            .into())
+    );
+    assert_eq!(
+        bad(
+            ranks::RankSpec {
+                decode_pp: Some(3),
+                ..on()
+            },
+            1
+        ),
+        Err(
+            "decode_pp: 3 does not divide the 80 layers of Llama-3-70B; valid: 1, 2, 4, 5, 8, 10, \
+             16, 20, 40, 80"
+                .into()
+        )
+    );
+    assert_eq!(
+        bad(
+            ranks::RankSpec {
+                kv_relayout_cost: "gpu".into(),
+                ..on()
+            },
+            1
+        ),
+        Err("kv_relayout_cost: unknown KV relayout cost 'gpu'; valid: off, hbm".into())
+    );
+    let e = bad(
+        ranks::RankSpec {
+            decode_device: Some("nope".into()),
+            ..on()
+        },
+        1,
+    )
+    .unwrap_err();
+    assert!(
+        e.starts_with("decode_device: unknown device 'nope'; valid: h100, a100"),
+        "{e}"
+    );
+}
