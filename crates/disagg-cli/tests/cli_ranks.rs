@@ -350,6 +350,26 @@ fn bad_rank_options_are_one_line() {
     );
     run(&["--rank-table", "--json"], &["--rank-table", "--json"]);
     run(
+        &["--rank-table", "--compression", "fp8"],
+        &["--compression", "'fp8'"],
+    );
+    run(
+        &["--rank-table", "--send", "layerwise"],
+        &["--send", "'layerwise'"],
+    );
+    run(
+        &["--rank-table", "--concurrent", "3"],
+        &["--concurrent", "3"],
+    );
+    run(
+        &["--rank-table", "--link-channels", "2"],
+        &["--link-channels", "2"],
+    );
+    run(
+        &["--rank-table", "--kv-relayout-cost", "x"],
+        &["--kv-relayout-cost", "'x'", "valid: off, hbm"],
+    );
+    run(
         &["--rank-table", "--devices-per-instance", "4"],
         &["--devices-per-instance", "--rank-table"],
     );
