@@ -349,6 +349,10 @@ fn bad_rank_options_are_one_line() {
         &["--decode-tp", "--rank-table"],
     );
     run(&["--rank-table", "--json"], &["--rank-table", "--json"]);
+    bad(
+        &["handoff", "--model", "llama3-8b-hyena", "--handoff-ranks"],
+        &["--model: ", "shards attention KV only"],
+    );
     run(
         &["--rank-table", "--compression", "fp8"],
         &["--compression", "'fp8'"],

@@ -471,6 +471,18 @@ pub fn rank_plan(
         None => 0.0,
     };
     let (hkv, l) = (model.n_kv_heads, model.n_layers);
+    // The rule shards attention KV: the model's hand-off must be exactly its L layers of Hkv heads
+    // (not an FFT-mixing model's convolution state, nor a distilled state).
+    if model.handoff_bytes(prompt_tokens) != shard_bytes(model, prompt_tokens, l, hkv) {
+        return Err(Error::invalid(
+            "model",
+            format!(
+                "{}'s hand-off is not its {l} layers of {hkv} KV heads (it holds other state); \
+                 the rank-aware hand-off shards attention KV only",
+                model.name
+            ),
+        ));
+    }
     let rep_d = dl.replicas(hkv);
     let scale_up = match (rep_d > 1, scale_up) {
         (true, None) => {

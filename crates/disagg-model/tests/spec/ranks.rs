@@ -78,9 +78,34 @@ fn the_one_transfer_layout_is_the_single_transfer_bit_for_bit() {
     assert_eq!(p.replicate_bytes, 0.0);
     assert_eq!(p.replicate_s, 0.0);
     assert_eq!(p.relayout_s, 0.0);
-    // Every catalogue model and link, odd prompt sizes: the same as the simulator's transfer.
+    // Every catalogue model whose cache is its attention KV and every link, odd prompt sizes: the
+    // same as the simulator's transfer. The others (FFT-mixing state) are refused.
     let c = cat();
+    let mut refused = 0;
     for m in &c.models {
+        let attention = (2 * m.n_layers * m.n_kv_heads * m.hd()) as f64 * m.kv_bytes;
+        if m.handoff_bytes(1) != attention {
+            let e = rank_plan(
+                m,
+                &eth100(),
+                None,
+                &h100(),
+                1,
+                &RankOptions::new(tp(1), tp(1)),
+            )
+            .unwrap_err()
+            .to_string();
+            assert!(
+                e.starts_with(&format!("model: {}'s hand-off is not its", m.name)),
+                "{e}"
+            );
+            assert!(
+                e.ends_with("the rank-aware hand-off shards attention KV only"),
+                "{e}"
+            );
+            refused += 1;
+            continue;
+        }
         for l in &c.links {
             for tokens in [1, 7, 2047, 131_072] {
                 let p = rank_plan(m, l, None, &h100(), tokens, &RankOptions::new(tp(1), tp(1)))
@@ -97,6 +122,31 @@ fn the_one_transfer_layout_is_the_single_transfer_bit_for_bit() {
             }
         }
     }
+    assert!(refused < c.models.len());
+}
+
+#[test]
+fn a_cache_of_other_state_is_refused() {
+    // An FFT-mixing model caches convolution state besides (or instead of) attention KV heads.
+    let c = cat();
+    let h = c.model("llama3-8b-hyena").unwrap();
+    assert_eq!(
+        rank_plan(
+            h,
+            &eth100(),
+            None,
+            &h100(),
+            10,
+            &RankOptions::new(tp(1), tp(1))
+        )
+        .unwrap_err()
+        .to_string(),
+        format!(
+            "model: {}'s hand-off is not its 32 layers of 8 KV heads (it holds other state); the \
+             rank-aware hand-off shards attention KV only",
+            h.name
+        )
+    );
 }
 
 #[test]
