@@ -9,6 +9,8 @@ use crate::output::outln;
 use crate::scenario_flags::HardwareFlags;
 use crate::{CmdResult, UsageError};
 
+mod ranks_cmd;
+
 #[derive(Args, Debug)]
 pub struct HandoffArgs {
     /// Model preset (see `disagg list models`), or the base of a custom shape.
@@ -71,6 +73,44 @@ pub struct HandoffArgs {
     /// Print JSON instead of text.
     #[arg(long)]
     json: bool,
+    /// Model the hand-off rank by rank: each prefill rank sends its KV shard over its own NIC to
+    /// the decode ranks that own those heads and layers (adds a per-rank table, or `ranks` in the
+    /// JSON).
+    #[arg(long, conflicts_with = "all_links")]
+    handoff_ranks: bool,
+    /// Tensor-parallel ranks of the prefill instance (with --handoff-ranks; default:
+    /// --devices-per-instance / --prefill-pp).
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    prefill_tp: Option<u64>,
+    /// Pipeline stages of the prefill instance (with --handoff-ranks; default 1).
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    prefill_pp: Option<u64>,
+    /// Tensor-parallel ranks of the decode instance (with --handoff-ranks; default:
+    /// --devices-per-instance / --decode-pp).
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    decode_tp: Option<u64>,
+    /// Pipeline stages of the decode instance (with --handoff-ranks; default 1).
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    decode_pp: Option<u64>,
+    /// Micro-batches of the prefill pipeline (with --handoff-ranks; default: --prefill-pp).
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    prefill_microbatches: Option<u64>,
+    /// NICs per instance, each with the link's bandwidth and latency; rank i uses NIC i % N (with
+    /// --handoff-ranks or --rank-table; default: one per GPU).
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    nics_per_instance: Option<u64>,
+    /// An on-GPU gather pass on each decode rank after its KV arrives: off (default) or hbm (read
+    /// and write it once at the decode device's effective HBM bandwidth).
+    #[arg(long, value_name = "off|hbm")]
+    kv_relayout_cost: Option<String>,
+    /// Device of the decode instance, for its HBM and scale-up link (with --handoff-ranks or
+    /// --rank-table; default: --prefill-device).
+    #[arg(long)]
+    decode_device: Option<String>,
+    /// The rank-aware table: one transfer against TP8->TP8, TP8->TP4 and TP4->TP8 with a NIC per
+    /// GPU (the README's table).
+    #[arg(long, conflicts_with_all = ["all_links", "json", "handoff_ranks"])]
+    rank_table: bool,
     #[command(flatten)]
     pub(crate) hardware: HardwareFlags,
 }
@@ -88,6 +128,10 @@ pub fn flag_error(e: disagg_model::Error) -> UsageError {
 }
 
 pub fn run(a: HandoffArgs, cat: Catalogue) -> CmdResult {
+    ranks_cmd::check_flags(&a)?;
+    if a.rank_table {
+        return ranks_cmd::rank_table(&a, &cat);
+    }
     let spec = HandoffSpec {
         model: a.model.clone(),
         prompt_tokens: a.prompt_tokens,
@@ -114,8 +158,16 @@ pub fn run(a: HandoffArgs, cat: Catalogue) -> CmdResult {
     };
     let doc = evaluate(&cat, &spec, Some(model.clone()), Some(device.clone()), link)
         .map_err(flag_error)?;
+    let ranks = ranks_cmd::plan(&a, &cat, &spec, &doc, &model)?;
     if a.json {
-        outln!("{}", serde_json::to_string_pretty(&doc).expect("json"));
+        match &ranks {
+            None => outln!("{}", serde_json::to_string_pretty(&doc).expect("json")),
+            Some(plan) => {
+                let mut v = serde_json::to_value(&doc).expect("json");
+                v["ranks"] = serde_json::to_value(plan).expect("json");
+                outln!("{}", serde_json::to_string_pretty(&v).expect("json"));
+            }
+        }
         return Ok(());
     }
     let transit = transit_for(
@@ -215,6 +267,13 @@ pub fn run(a: HandoffArgs, cat: Catalogue) -> CmdResult {
         f::sig3(h.link_energy_j),
         transit_e
     );
+    if let Some(plan) = &ranks {
+        ranks_cmd::print_plan(
+            plan,
+            &row.link_name,
+            &ranks_cmd::decode_device(&a, &cat)?.name,
+        )?;
+    }
     Ok(())
 }
 

@@ -14,6 +14,7 @@ pub mod parallel;
 pub mod ppa;
 pub mod pymath;
 pub mod quant;
+pub mod ranks;
 pub mod variants;
 
 pub use catalogue::{
@@ -29,6 +30,7 @@ pub use handoff::{
 };
 pub use parallel::{int_div, LeverStep, Moe, Parallel, ParallelCost, Pass};
 pub use quant::{Formats, QuantFormat};
+pub use ranks::{rank_plan, RankLayout, RankOptions, RankPlan, Relayout};
 pub use variants::{
     ActFormat, Ced, DecodeStyle, Detection, FftMixing, Mixer, ReplayOn, TransformEngine,
 };

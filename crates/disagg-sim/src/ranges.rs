@@ -191,6 +191,12 @@ ranges! {
     "--prompt-tokens", None, HANDOFF, int(1, u32::MAX as u64), "tokens", "prompt tokens whose KV cache is handed off";
     "--kv-keep", None, HANDOFF, closed(1e-4, 1.0), "", "fraction of coefficients freq-keep-k keeps";
     "--concurrent", None, HANDOFF, int(1, 65_536), "hand-offs", "hand-offs leaving at once";
+    "--prefill-tp", None, HANDOFF, int(1, MAX_DEVICES as u64), "ranks", "rank-aware hand-off: tensor-parallel ranks of the prefill instance";
+    "--prefill-pp", None, HANDOFF, int(1, MAX_DEVICES as u64), "stages", "rank-aware hand-off: pipeline stages of the prefill instance";
+    "--decode-tp", None, HANDOFF, int(1, MAX_DEVICES as u64), "ranks", "rank-aware hand-off: tensor-parallel ranks of the decode instance";
+    "--decode-pp", None, HANDOFF, int(1, MAX_DEVICES as u64), "stages", "rank-aware hand-off: pipeline stages of the decode instance";
+    "--prefill-microbatches", None, HANDOFF, int(1, 65_536), "micro-batches", "rank-aware hand-off: micro-batches of the prefill pipeline";
+    "--nics-per-instance", None, HANDOFF, int(1, MAX_DEVICES as u64), "NICs", "rank-aware hand-off: NICs per instance";
     "--layers", Some("layers"), CUSTOM_HW, int(1, SHAPE_MAX), "", "custom model: transformer layers";
     "--d-model", Some("d_model"), CUSTOM_HW, int(1, SHAPE_MAX), "", "custom model: hidden size";
     "--heads", Some("heads"), CUSTOM_HW, int(1, SHAPE_MAX), "", "custom model: query heads";

@@ -284,6 +284,8 @@
     $('#calc-tiles').classList.add('stale');
     $('#calc-chart').textContent = '';
     lastCalc = null;
+    lastRanks = null;
+    $('#ranks-chart').textContent = '';
   }
 
   // The input that field `key` of a calculator request comes from.
@@ -419,6 +421,92 @@
     $('#t-exposed').textContent = time1(h.exposed_s);
     $('#t-full').textContent = rps(h.link_saturation_rps);
     drawTimeline();
+    sendRanks();
+  }
+
+  // ---- rank by rank (issue 13 §3): the same /api/handoff with handoff_ranks, only when open ----
+
+  let ranksSeq = 0;
+  let lastRanks = null;
+
+  async function sendRanks() {
+    if (!$('#ranks').open) return;
+    const seq = ++ranksSeq;
+    if (!lastCalc) {
+      lastRanks = null;
+      drawRanks();
+      return;
+    }
+    const body = { ...lastCalc.req, handoff_ranks: true };
+    const dtp = $('#ranks-decode-tp').value;
+    const nics = $('#ranks-nics').value;
+    if (dtp) body.decode_tp = Number(dtp);
+    if (nics) body.nics_per_instance = Number(nics);
+    const r = await api('/api/handoff', body);
+    if (seq !== ranksSeq) return;
+    const err = $('#ranks-error');
+    err.textContent = r.status === 200 ? '' : (r.body.error || `error ${r.status}`);
+    err.hidden = r.status === 200;
+    lastRanks = r.status === 200 ? r.body.ranks : null;
+    drawRanks();
+  }
+
+  // One row per NIC (at most 16 a side): its link latency, then its bytes / bandwidth, every flow
+  // ready when the prefill ends; the single transfer as the reference row.
+  function drawRanks() {
+    const box = $('#ranks-chart');
+    const p = lastRanks;
+    if (!p || !lastCalc) {
+      box.textContent = '';
+      return;
+    }
+    const latency = lastCalc.h.link_latency_s;
+    const W = Math.max(300, Math.round(box.clientWidth || 600));
+    const narrow = W < 480;
+    const MAX = 16;
+    const rows = [];
+    for (const side of ['prefill', 'decode']) {
+      for (const n of p.nics.filter((x) => x.side === side).slice(0, MAX)) rows.push(n);
+    }
+    const rowH = 16;
+    const m = { l: narrow ? 44 : 96, r: 14, t: 24, b: 30 };
+    const H = m.t + (rows.length + 1) * (rowH + 4) + 8 + m.b;
+    const xMax = Math.max(p.total_s, p.single_transfer_s) * 1.04;
+    const X = (t) => m.l + (t / xMax) * (W - m.l - m.r);
+    let s = '';
+    for (const t of niceTicks(0, xMax * 1e3, narrow ? 4 : 7)) {
+      const x = X(t / 1e3);
+      s += `<line class="grid-line" x1="${x}" x2="${x}" y1="${m.t - 6}" y2="${H - m.b}"/>`;
+      s += `<text class="tick" x="${x}" y="${H - m.b + 16}" text-anchor="middle">${tickFmt(t)}</text>`;
+    }
+    s += `<text class="tick" x="${W - m.r}" y="${H - 2}" text-anchor="end">ms</text>`;
+    let y = m.t;
+    const row = (label, cls, busy) => {
+      s += `<text class="row-t" x="${m.l - 8}" y="${y + rowH - 4}" text-anchor="end">${esc(label)}</text>`;
+      if (cls === 'bar-single') {
+        s += `<rect class="bar-single" x="${X(0)}" y="${y}" width="${Math.max(1, X(busy) - X(0))}" height="${rowH}" rx="2"/>`;
+      } else if (busy > 0) {
+        s += `<rect class="bar-latency" x="${X(0)}" y="${y}" width="${Math.max(0.5, X(latency) - X(0))}" height="${rowH}"/>`;
+        s += `<rect class="bar-nic bar-transfer" x="${X(latency)}" y="${y}" width="${Math.max(1, X(latency + busy) - X(latency))}" height="${rowH}" rx="2"/>`;
+      }
+      y += rowH + 4;
+    };
+    for (const n of rows) row(`${narrow ? (n.side === 'prefill' ? 'P' : 'D') : n.side === 'prefill' ? 'prefill ' : 'decode '}${n.nic}`, 'bar-nic', n.busy_s);
+    y += 8;
+    row(narrow ? '1x' : 'one transfer', 'bar-single', p.single_transfer_s);
+    // The hand-off's end (copies and the gather pass included).
+    const x1 = X(p.total_s);
+    s += `<line class="exposed-line" x1="${x1}" x2="${x1}" y1="${m.t - 6}" y2="${y - 12}"/>`;
+    const label = `hand-off ${time1(p.total_s)}`;
+    s += `<text class="exposed-t" x="${Math.min(Math.max(x1, m.l + 60), W - m.r - 60)}" y="${m.t - 10}" text-anchor="middle">${esc(label)}</text>`;
+    const pl = p.layouts.prefill;
+    const dl = p.layouts.decode;
+    const more = p.nics.length - rows.length;
+    const cap = `${pl.label} (${pl.nics} NIC${pl.nics === 1 ? '' : 's'}) → ${dl.label} (${dl.nics} NIC${dl.nics === 1 ? '' : 's'}): `
+      + `${p.flows.length} flow${p.flows.length === 1 ? '' : 's'}, hand-off ${time1(p.total_s)} against ${time1(p.single_transfer_s)} as one transfer (${fixed(p.speedup, 2)}x)`
+      + `${p.replicate_bytes > 0 ? `, ${bytes(p.replicate_bytes)} copied over the decode scale-up link` : ''}${more > 0 ? `; ${more} more NICs not drawn` : ''}`;
+    $('#ranks-cap').textContent = cap;
+    box.innerHTML = `<svg viewBox="0 0 ${W} ${H}" width="${W}" height="${H}" role="img" aria-label="${esc(cap)}">${s}</svg>`;
   }
 
   function drawTimeline() {
@@ -1136,6 +1224,8 @@
     $('#b-on').checked = cfgs.b.on;
     applyOnOff();
     $('#sweep-metric').addEventListener('change', () => { drawSweep(); writeUrl(); });
+    $('#ranks').addEventListener('toggle', sendRanks);
+    for (const id of ['#ranks-decode-tp', '#ranks-nics']) $(id).addEventListener('change', sendRanks);
     $('#api-example').textContent = `curl -s ${location.origin}/api/handoff -H 'Content-Type: application/json' -d '{"prompt_tokens": 2048, "link": "eth-25g", "send": "layerwise"}'`;
     renderResults();
     sendCalc();
@@ -1146,7 +1236,7 @@
     const ro = new ResizeObserver(() => {
       if (pending) return;
       pending = true;
-      requestAnimationFrame(() => { pending = false; drawTimeline(); if (cat) drawCharts(); });
+      requestAnimationFrame(() => { pending = false; drawTimeline(); drawRanks(); if (cat) drawCharts(); });
     });
     for (const el of document.querySelectorAll('.chart-box')) ro.observe(el);
   }

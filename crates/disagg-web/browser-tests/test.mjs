@@ -486,6 +486,38 @@ test('a calculator change sends only a few /api/handoff requests', async () => {
   await page.close();
 });
 
+test('rank by rank: each NIC of TP8 -> TP4 on the timeline, asked for only when open', async () => {
+  const { page, errors } = await open(1280, '?model=llama3-70b&link=eth-100g&gpus=8');
+  await waitText(page, '#t-kv', '671.1 MB');
+  let count = 0;
+  page.on('request', (r) => { if (new URL(r.url()).pathname === '/api/handoff') count++; });
+  await page.click('#ranks summary');
+  await page.waitForFunction(() => document.querySelectorAll('#ranks-chart rect.bar-nic').length === 16, null, { timeout: 10000 });
+  await page.selectOption('#ranks-decode-tp', '4');
+  await page.waitForFunction(() => document.querySelectorAll('#ranks-chart rect.bar-nic').length === 12, null, { timeout: 10000 });
+  // 8 heads of 83.9 MB, two to each decode NIC: 20 µs + 13.42 ms, against 53.7 ms as one transfer.
+  assert.equal(await text(page, '#ranks-cap'),
+    'TP8 (8 NICs) → TP4 (4 NICs): 8 flows, hand-off 13.4 ms against 53.7 ms as one transfer (4.00x)');
+  assert.equal(await page.$$eval('#ranks-chart rect.bar-single', (r) => r.length), 1);
+  // A refused combination shows its error and no stale bars.
+  await page.selectOption('#calc-compression', 'fp8');
+  await page.waitForFunction(() => !document.getElementById('ranks-error').hidden, null, { timeout: 10000 });
+  assert.match(await text(page, '#ranks-error'), /^compression: 'fp8': the rank-aware hand-off models one uncompressed prompt/);
+  assert.equal(await page.$$eval('#ranks-chart rect', (r) => r.length), 0);
+  // Closed, a calculator change asks for the hand-off only.
+  await page.click('#ranks summary');
+  await page.selectOption('#calc-compression', 'none');
+  await page.waitForFunction(() => window.__disagg.prefetchIdle, null, { timeout: 15000 });
+  await page.waitForTimeout(300);
+  const before = count;
+  await page.selectOption('#calc-link', 'ib-ndr');
+  await page.waitForTimeout(300);
+  assert.ok(count - before <= 3, `${count - before} requests`);
+  // The refusal above is a 422 the browser logs; nothing else.
+  assert.deepEqual(errors.filter((e) => !/status of 422/.test(e)), []);
+  await page.close();
+});
+
 test('the API from a client: 800-request runs round-trip in milliseconds', async () => {
   const body = JSON.stringify({ preset: 'link-ib-ndr' });
   const post = async (path, b) => {
@@ -527,6 +559,8 @@ test("the API's hand-off numbers are the CLI's, key for key", { skip: !cliBinary
     [{ model: 'llama3-70b', devices_per_instance: 4, link: 'ib-ndr', compression: 'fp4-block', compress_at: 'gpu', prompt_tokens: 8191 },
       ['--model', 'llama3-70b', '--devices-per-instance', '4', '--link', 'ib-ndr', '--compression', 'fp4-block', '--compress-at', 'gpu', '--prompt-tokens', '8191']],
     [{ all_links: true, send: 'layerwise', compression: 'kivi2' }, ['--all-links', '--send', 'layerwise', '--compression', 'kivi2']],
+    [{ model: 'llama3-70b', devices_per_instance: 8, link: 'eth-100g', handoff_ranks: true, decode_tp: 16, prefill_pp: 2, kv_relayout_cost: 'hbm' },
+      ['--model', 'llama3-70b', '--devices-per-instance', '8', '--link', 'eth-100g', '--handoff-ranks', '--decode-tp', '16', '--prefill-pp', '2', '--kv-relayout-cost', 'hbm']],
   ];
   for (const [body, args] of cases) {
     const r = await fetch(server.url + 'api/handoff', { method: 'POST', body: JSON.stringify(body), headers: { 'Content-Type': 'application/json' } });

@@ -5,7 +5,7 @@
 //! | GET | `/` | | the page |
 //! | GET | `/api/catalogue` | | `disagg list --json`, plus `scenario_defaults`, `option_help`, `handoff_defaults`, `limits` |
 //! | GET | `/api/presets` | | `disagg presets --json` |
-//! | POST | `/api/handoff` | `disagg handoff` options (+ `batch`) | `disagg handoff --json` (or `{"batch": [...]}`) |
+//! | POST | `/api/handoff` | `disagg handoff` options (+ `batch`; the rank-aware `handoff_ranks`, `prefill_tp`, ... apply to every item) | `disagg handoff --json` (or `{"batch": [...]}`) |
 //! | POST | `/api/run` | a `Scenario` (+ `preset`, `latency_samples`, `series`) | `disagg run --json` (+ extras) |
 //! | POST | `/api/sweep` | a `Scenario` (+ `preset`, `rates`, `compact`) | one summary per rate |
 
@@ -13,6 +13,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Instant;
 
 use disagg_model::calc::{self, HandoffSpec};
+use disagg_model::ranks::{self, RankSpec};
 use disagg_model::{Catalogue, SendMode};
 use disagg_sim::{
     simulate_config_observed, simulate_workload, RunResult, Scenario, SimConfig, Summary,
@@ -200,9 +201,17 @@ impl Api {
     fn handoff(&self, body: &[u8]) -> Answer {
         let mut obj = object(body)?;
         let batch = take::<Vec<Map<String, Value>>>(&mut obj, "batch", "an array of objects")?;
+        // The rank-aware options (`handoff_ranks`, `prefill_tp`, ...) apply to every item.
+        let mut rank_keys = Map::new();
+        for k in RankSpec::KEYS {
+            if let Some(v) = obj.remove(k) {
+                rank_keys.insert(k.to_string(), v);
+            }
+        }
+        let ranks: RankSpec = overlay(&RankSpec::default(), &rank_keys)?;
         let req: HandoffSpec = overlay(&HandoffSpec::default(), &obj)?;
         let Some(items) = batch else {
-            return Ok((self.handoff_json(&req)?, Vec::new()));
+            return Ok((self.handoff_json(&req, &ranks)?, Vec::new()));
         };
         let max = self.limits.max_handoff_batch;
         if items.len() > max {
@@ -219,7 +228,7 @@ impl Api {
         let answers: Vec<Value> = items
             .iter()
             .map(
-                |item| match overlay(&req, item).and_then(|one| self.handoff_json(&one)) {
+                |item| match overlay(&req, item).and_then(|one| self.handoff_json(&one, &ranks)) {
                     Ok(v) => v,
                     Err(e) => {
                         let mut v = e.to_json();
@@ -232,15 +241,26 @@ impl Api {
         Ok((json!({ "batch": answers }), Vec::new()))
     }
 
-    fn handoff_json(&self, a: &HandoffSpec) -> Result<Value, ApiError> {
-        let doc = calc::evaluate(&self.catalogue, a, None, None, None).map_err(|e| match e {
+    /// `disagg handoff --json` for `a`, with `ranks` when `r.handoff_ranks`.
+    fn handoff_json(&self, a: &HandoffSpec, r: &RankSpec) -> Result<Value, ApiError> {
+        let invalid = |e| match e {
             disagg_model::Error::Invalid { what, why } => {
                 let field = what.chars().all(|c| c.is_ascii_lowercase() || c == '_');
                 ApiError::invalid(field.then_some(what.as_str()), format!("{what}: {why}"))
             }
             other => ApiError::invalid(None, other.to_string()),
-        })?;
-        Ok(serde_json::to_value(&doc).expect("plain struct"))
+        };
+        let doc = calc::evaluate(&self.catalogue, a, None, None, None).map_err(invalid)?;
+        let mut v = serde_json::to_value(&doc).expect("plain struct");
+        if *r != RankSpec::default() {
+            let model = self.catalogue.model(&doc.model).map_err(invalid)?;
+            let plan =
+                ranks::evaluate(&self.catalogue, a, &doc, r, model, None).map_err(invalid)?;
+            if let Some(plan) = plan {
+                v["ranks"] = serde_json::to_value(&plan).expect("plain struct");
+            }
+        }
+        Ok(v)
     }
 
     // ---- /api/run and /api/sweep ---------------------------------------------------------------

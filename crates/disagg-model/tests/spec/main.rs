@@ -12,3 +12,4 @@ mod handoff;
 mod levers;
 mod parallel;
 mod pymath;
+mod ranks;

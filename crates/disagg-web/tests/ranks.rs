@@ -1,0 +1,127 @@
+//! `/api/handoff` with the rank-aware options (issue 13 §3): the same `ranks` object as
+//! `disagg handoff --handoff-ranks --json`, none without them, field-named errors.
+//!
+//! Llama-3-70B, 2,048 tokens: S = 671,088,640 B; one KV head's share 83,886,080 B. 100 GbE:
+//! 12.5e9 B/s, 20 µs.
+
+use disagg_web::handle;
+use serde_json::{json, Value};
+
+fn post(body: Value) -> (u16, Value) {
+    let r = handle("POST", "/api/handoff", body.to_string().as_bytes());
+    let v = serde_json::from_slice(&r.body).expect("JSON");
+    (r.status, v)
+}
+
+fn ok(body: Value) -> Value {
+    let (status, v) = post(body.clone());
+    assert_eq!(status, 200, "{body}: {v}");
+    v
+}
+
+fn base() -> Value {
+    json!({"model": "llama3-70b", "prompt_tokens": 2048, "link": "eth-100g", "devices_per_instance": 8})
+}
+
+fn with(extra: Value) -> Value {
+    let mut b = base();
+    for (k, v) in extra.as_object().unwrap() {
+        b[k] = v.clone();
+    }
+    b
+}
+
+#[test]
+fn ranks_are_added_only_when_asked() {
+    let plain = ok(base());
+    assert!(plain.get("ranks").is_none());
+    let mut ranked = ok(with(json!({"handoff_ranks": true, "decode_tp": 4})));
+    let r = ranked
+        .as_object_mut()
+        .unwrap()
+        .remove("ranks")
+        .expect("ranks");
+    assert_eq!(ranked, plain);
+    assert_eq!(r["layouts"]["prefill"]["label"], "TP8");
+    assert_eq!(r["layouts"]["decode"]["label"], "TP4");
+    assert_eq!(r["flows"].as_array().unwrap().len(), 8);
+    assert_eq!(r["flows"][3]["to"], 1);
+    assert_eq!(r["flows"][3]["bytes"].as_f64(), Some(83_886_080.0));
+    // Two heads per decode NIC: 167,772,160 / 12.5e9 = 0.0134217728 s.
+    assert_eq!(r["finish_s"].as_f64(), Some(20e-6 + 0.0134217728));
+    assert_eq!(r["single_transfer_s"].as_f64(), Some(20e-6 + 0.0536870912));
+    assert_eq!(r["nics"].as_array().unwrap().len(), 12);
+    // Explicitly off: as without.
+    assert_eq!(ok(with(json!({"handoff_ranks": false}))), plain);
+}
+
+#[test]
+fn a_batch_shares_the_rank_options() {
+    let v = ok(with(json!({
+        "handoff_ranks": true,
+        "batch": [{"prompt_tokens": 1024}, {"prompt_tokens": 2048}, {"devices_per_instance": 3}]
+    })));
+    let b = v["batch"].as_array().unwrap();
+    // TP8 -> TP8: each NIC one head; 1,024 tokens are half of 2,048's.
+    assert_eq!(
+        b[0]["ranks"]["finish_s"].as_f64(),
+        Some(20e-6 + 0.0067108864 / 2.0)
+    );
+    assert_eq!(
+        b[1]["ranks"]["finish_s"].as_f64(),
+        Some(20e-6 + 0.0067108864)
+    );
+    assert_eq!(b[2]["status"], 422);
+    assert_eq!(b[2]["field"], "prefill_tp");
+}
+
+#[test]
+fn bad_rank_options_name_their_field() {
+    for (extra, field, needle) in [
+        (
+            json!({"decode_tp": 4}),
+            "decode_tp",
+            "decode_tp: applies only with handoff_ranks",
+        ),
+        (
+            json!({"handoff_ranks": true, "decode_tp": 3}),
+            "decode_tp",
+            "valid: 1, 2, 4, 8, or a multiple of 8",
+        ),
+        (
+            json!({"handoff_ranks": true, "decode_pp": 0}),
+            "decode_pp",
+            "must be at least 1, got 0",
+        ),
+        (
+            json!({"handoff_ranks": true, "kv_relayout_cost": "gpu"}),
+            "kv_relayout_cost",
+            "valid: off, hbm",
+        ),
+        (
+            json!({"handoff_ranks": true, "compression": "fp8"}),
+            "compression",
+            "uncompressed",
+        ),
+        (
+            json!({"handoff_ranks": true, "decode_device": "nope"}),
+            "decode_device",
+            "unknown device 'nope'",
+        ),
+    ] {
+        let (status, v) = post(with(extra.clone()));
+        assert_eq!(status, 422, "{extra}: {v}");
+        assert_eq!(v["field"], field, "{extra}: {v}");
+        assert!(
+            v["error"].as_str().unwrap().contains(needle),
+            "{extra}: {v}"
+        );
+    }
+    // Wrong types are the body's errors, named too.
+    let (status, v) = post(with(json!({"handoff_ranks": "yes"})));
+    assert_eq!(status, 400, "{v}");
+    assert!(
+        v["error"].as_str().unwrap().contains("handoff_ranks"),
+        "{v}"
+    );
+}
