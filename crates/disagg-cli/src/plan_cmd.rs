@@ -122,20 +122,40 @@ pub struct PlanArgs {
     /// Parallel layouts to try in both pools, TPxPP (e.g. 4x1,2x2,8x1): each sets the pool's
     /// tensor- and pipeline-parallel degrees and its devices per instance to tp x pp (default:
     /// the scenario's own; --prefill-layouts and --decode-layouts override it per pool).
-    #[arg(long, value_name = "LIST", help_heading = "Plan")]
+    #[arg(
+        long,
+        value_name = "LIST",
+        help_heading = "Plan",
+        conflicts_with = "max_rate"
+    )]
     layouts: Option<String>,
     /// Parallel layouts to try in the prefill pool, TPxPP (default: --layouts, else the
     /// scenario's own).
-    #[arg(long, value_name = "LIST", help_heading = "Plan")]
+    #[arg(
+        long,
+        value_name = "LIST",
+        help_heading = "Plan",
+        conflicts_with = "max_rate"
+    )]
     prefill_layouts: Option<String>,
     /// Parallel layouts to try in the decode pool, TPxPP (default: --layouts, else the
     /// scenario's own).
-    #[arg(long, value_name = "LIST", help_heading = "Plan")]
+    #[arg(
+        long,
+        value_name = "LIST",
+        help_heading = "Plan",
+        conflicts_with = "max_rate"
+    )]
     decode_layouts: Option<String>,
-    /// Weight/KV-cache/compute formats to try, W/KV/C (e.g. bf16/bf16/bf16,fp8/fp8/fp8,
-    /// int4/fp8/bf16); one name is that format for all three (`bf16`: no quantisation). Default:
-    /// the scenario's.
-    #[arg(long, value_name = "LIST", help_heading = "Plan")]
+    /// Weight/KV-cache/compute formats to try, W/KV/C (e.g. bf16,fp8/fp8/fp8,int4/fp8/bf16):
+    /// one name is that format for all three (`bf16`: no quantisation). Default: the
+    /// scenario's.
+    #[arg(
+        long,
+        value_name = "LIST",
+        help_heading = "Plan",
+        conflicts_with = "max_rate"
+    )]
     formats: Option<String>,
     /// Price override, US$ per hour: a device (per GPU) or a link (per instance's port), e.g.
     /// --price h100=2.9 --price ib-ndr=0.4 (repeatable).

@@ -550,6 +550,19 @@ fn bad_layout_and_format_items() {
         &["plan", "--target-rate", "2", "--layouts", "4x1,,2x2"],
         &["--layouts", "empty item"],
     );
+    // The axes are --target-rate's: not with --max-rate.
+    for flag in [
+        "--layouts",
+        "--prefill-layouts",
+        "--decode-layouts",
+        "--formats",
+    ] {
+        let v = if flag == "--formats" { "fp8" } else { "2x2" };
+        bad(
+            &["plan", "--max-rate", flag, v],
+            &[flag, "cannot be used with", "--max-rate"],
+        );
+    }
     // Every candidate invalid (FP8 matmuls on A100s only) is a bad input, not an empty plan.
     bad(
         &[
