@@ -161,6 +161,8 @@
     { k: 'link_sharing', optional: true },
     { k: 'reserve_kv_on', optional: true },
     { group: 'Scheduling and KV memory' },
+    // The fast decode path is the plain engine's: off for the scheduling and cost levers.
+    { k: 'fast', label: 'Fast decode path', select: () => [['true', 'on (plain runs)'], ['false', 'off']], bool: true },
     { k: 'batch_policy', label: 'Batch policy', select: () => [['prefill-priority', 'prefill-priority'], ['decode-priority', 'decode-priority'], ['chunked', 'chunked prefill']] },
     { k: 'max_num_batched_tokens', label: 'Token budget (tokens)', num: { min: 1, step: 1 }, blank: true },
     { k: 'kv_policy', label: 'KV policy', select: () => [['oracle', 'oracle'], ['pow2', 'pow2'], ['max', 'max'], ['paged', 'paged']] },

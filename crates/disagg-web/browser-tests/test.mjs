@@ -323,11 +323,12 @@ test('the scheduling group: a lever preset fills its fields, a refused combinati
   await page.waitForFunction(() => window.__disagg.prefetchIdle, null, { timeout: 15000 });
   const group = await page.$eval('#cfg-a [role="group"][aria-label="Scheduling and KV memory"]',
     (g) => [...g.querySelectorAll('[data-k]')].map((el) => el.dataset.k));
-  assert.deepEqual(group, ['batch_policy', 'max_num_batched_tokens', 'kv_policy', 'kv_block_size', 'max_seq_len',
+  assert.deepEqual(group, ['fast', 'batch_policy', 'max_num_batched_tokens', 'kv_policy', 'kv_block_size', 'max_seq_len',
     'max_decode_batch', 'preemption', 'swap_in', 'host_link', 'prefix_caching', 'speculative', 'gamma', 'alpha',
     'spec_seed', 'prefix_handoff', 'decode_router']);
   // The reference's defaults before any lever is chosen.
   const val = (k) => page.$eval(`#a-${k}`, (el) => el.value);
+  assert.equal(await val('fast'), 'true');
   assert.equal(await val('batch_policy'), 'prefill-priority');
   assert.equal(await val('max_num_batched_tokens'), '');
   assert.equal(await val('kv_policy'), 'oracle');
@@ -503,6 +504,16 @@ test('the parallelism and formats group: fields from the URL, the blocks in the 
   await page.goto(server.url);
   await ready(page);
   assert.equal(await page.$eval('#levers-card', (el) => el.hidden), true);
+  // With the preset's fast decode path on, a layout is refused next to the fast field, which
+  // turns it off from the form.
+  await page.goto(`${server.url}?a.tp=2&a.devices_per_instance=2`);
+  await ready(page);
+  assert.equal(await page.$eval('#a-fast', (el) => el.value), 'true');
+  await page.waitForFunction(() => /fast_forward/.test(document.getElementById('a-fast-err')?.textContent || ''),
+    null, { timeout: 10000 });
+  await page.selectOption('#a-fast', 'false');
+  await page.waitForFunction(() => /^tp 2 × pp 1 × ep 1 · /.test(document.getElementById('p-a-prefill')?.textContent || '')
+    && !document.getElementById('levers-card').hidden, null, { timeout: 15000 });
   assert.deepEqual(errors.filter((e) => !/status of 422/.test(e)), []);
   await page.close();
 });

@@ -1105,7 +1105,14 @@ fn bad_parallel_and_format_values_name_the_key() {
 fn the_page_has_the_parallel_and_format_fields() {
     let js = handle("GET", "/assets/app.js", b"").text();
     assert!(js.contains("{ group: 'Parallelism and formats' }"));
-    for k in ["tp", "pp", "weight_format", "kv_format", "compute_format"] {
+    for k in [
+        "tp",
+        "pp",
+        "weight_format",
+        "kv_format",
+        "compute_format",
+        "fast",
+    ] {
         assert!(js.contains(&format!("{{ k: '{k}', ")), "{k}");
     }
     // The results card the parallel and formats blocks are drawn in.
