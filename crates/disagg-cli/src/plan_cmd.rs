@@ -2,13 +2,16 @@
 //! SLO-attainment target (the reference's analytic bracket, then bisection); `--target-rate R`
 //! searches prefill and decode instance counts, the device of each pool, links and compression for
 //! the cheapest configurations that meet the SLOs at R, prices them (GPU-hours plus energy), and
-//! prints a ranked table and the Pareto frontier of cost against p99 latency.
+//! prints a ranked table and the Pareto frontier of cost against p99 latency. Optional axes vary
+//! each pool's parallel layout (`--layouts`, `--prefill-layouts`, `--decode-layouts`) and the
+//! weight/KV/compute formats (`--formats`); their columns appear only when they are used.
 
 use std::path::PathBuf;
 
 use clap::Args;
-use disagg_model::Catalogue;
-use disagg_sim::{max_sustainable_rate, simulate_config, Scenario, SimConfig, Summary};
+use disagg_model::{Catalogue, Formats, QuantFormat};
+use disagg_sim::scenario::MAX_DEVICES;
+use disagg_sim::{max_sustainable_rate, simulate_config, Role, Scenario, SimConfig, Summary};
 use rayon::prelude::*;
 use serde::Serialize;
 use serde_json::json;
@@ -116,6 +119,44 @@ pub struct PlanArgs {
         help_heading = "Plan"
     )]
     compressions: String,
+    /// Parallel layouts to try in both pools, TPxPP (e.g. 4x1,2x2,8x1): each sets the pool's
+    /// tensor- and pipeline-parallel degrees and its devices per instance to tp x pp (default:
+    /// the scenario's own; --prefill-layouts and --decode-layouts override it per pool).
+    #[arg(
+        long,
+        value_name = "LIST",
+        help_heading = "Plan",
+        conflicts_with = "max_rate"
+    )]
+    layouts: Option<String>,
+    /// Parallel layouts to try in the prefill pool, TPxPP (default: --layouts, else the
+    /// scenario's own).
+    #[arg(
+        long,
+        value_name = "LIST",
+        help_heading = "Plan",
+        conflicts_with = "max_rate"
+    )]
+    prefill_layouts: Option<String>,
+    /// Parallel layouts to try in the decode pool, TPxPP (default: --layouts, else the
+    /// scenario's own).
+    #[arg(
+        long,
+        value_name = "LIST",
+        help_heading = "Plan",
+        conflicts_with = "max_rate"
+    )]
+    decode_layouts: Option<String>,
+    /// Weight/KV-cache/compute formats to try, W/KV/C (e.g. bf16,fp8/fp8/fp8,int4/fp8/bf16):
+    /// one name is that format for all three (`bf16`: no quantisation). Default: the
+    /// scenario's.
+    #[arg(
+        long,
+        value_name = "LIST",
+        help_heading = "Plan",
+        conflicts_with = "max_rate"
+    )]
+    formats: Option<String>,
     /// Price override, US$ per hour: a device (per GPU) or a link (per instance's port), e.g.
     /// --price h100=2.9 --price ib-ndr=0.4 (repeatable).
     #[arg(long, value_name = "KEY=USD", help_heading = "Plan")]
@@ -203,6 +244,102 @@ pub fn items<'a>(flag: &str, s: &'a str) -> Result<Vec<&'a str>, UsageError> {
     Ok(v)
 }
 
+/// A parallel layout a plan tries in a pool: `tp` x `pp` devices per instance.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Layout {
+    pub tp: u32,
+    pub pp: u32,
+}
+
+impl Layout {
+    /// Devices per instance: tp x pp (levers-cost.md §5.2: the reference does not derive it).
+    pub fn devices(self) -> u32 {
+        self.tp * self.pp
+    }
+}
+
+impl std::fmt::Display for Layout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}x{}", self.tp, self.pp)
+    }
+}
+
+/// The layouts of a `TPxPP` list (`4x1,2x2,8x1`): whole degrees of at least 1 whose product,
+/// the devices per instance, is at most [`MAX_DEVICES`].
+pub fn parse_layouts(flag: &str, s: &str) -> Result<Vec<Layout>, UsageError> {
+    let mut out = Vec::new();
+    for part in items(flag, s)? {
+        let bad = || {
+            UsageError(format!(
+                "{flag}: '{part}': each layout must be TPxPP, whole degrees of at least 1 with \
+                 tp x pp at most {MAX_DEVICES} devices (e.g. 4x1,2x2,8x1)"
+            ))
+        };
+        let (tp, pp) = part.split_once('x').ok_or_else(bad)?;
+        let degree = |x: &str| x.trim().parse::<u32>().ok().filter(|&v| v >= 1);
+        let (tp, pp) = (degree(tp).ok_or_else(bad)?, degree(pp).ok_or_else(bad)?);
+        match tp.checked_mul(pp) {
+            Some(n) if n <= MAX_DEVICES => out.push(Layout { tp, pp }),
+            _ => return Err(bad()),
+        }
+    }
+    if out.is_empty() {
+        return Err(UsageError(format!(
+            "{flag}: give at least one layout, e.g. 4x1,2x2"
+        )));
+    }
+    Ok(out)
+}
+
+/// `W/KV/C`: the weight, KV-cache and compute format names.
+pub fn formats_label(f: &Formats) -> String {
+    format!(
+        "{}/{}/{}",
+        f.weight.as_str(),
+        f.kv.as_str(),
+        f.compute.as_str()
+    )
+}
+
+/// The formats of a `--formats` list: items `W/KV/C`, or one name for all three.
+pub fn parse_formats(flag: &str, s: &str) -> Result<Vec<Formats>, UsageError> {
+    let valid = QuantFormat::NAMES.join(", ");
+    let mut out = Vec::new();
+    for part in items(flag, s)? {
+        let names: Vec<&str> = part.split('/').map(str::trim).collect();
+        let mut fs = Vec::with_capacity(3);
+        for n in &names {
+            fs.push(QuantFormat::parse(n).map_err(|_| {
+                UsageError(format!(
+                    "{flag}: '{part}': unknown format '{n}'; valid: {valid} (items W/KV/C, e.g. \
+                     fp8/fp8/bf16, or one format for all three)"
+                ))
+            })?);
+        }
+        let (weight, kv, compute) = match fs[..] {
+            [one] => (one, one, one),
+            [w, k, c] => (w, k, c),
+            _ => {
+                return Err(UsageError(format!(
+                    "{flag}: '{part}': expected W/KV/C (weight, KV cache and compute formats, e.g. \
+                     fp8/fp8/bf16) or one format for all three; valid: {valid}"
+                )))
+            }
+        };
+        out.push(Formats {
+            weight,
+            kv,
+            compute,
+        });
+    }
+    if out.is_empty() {
+        return Err(UsageError(format!(
+            "{flag}: give at least one format, e.g. bf16,fp8"
+        )));
+    }
+    Ok(out)
+}
+
 fn parse_list(flag: &str, s: &str) -> Result<Vec<String>, UsageError> {
     let v: Vec<String> = items(flag, s)?.into_iter().map(str::to_string).collect();
     if v.is_empty() {
@@ -281,6 +418,16 @@ pub struct Candidate {
     pub decode_device: String,
     pub link: String,
     pub compression: String,
+    /// The prefill pool's layout `TPxPP` (null: the scenario has none); only in a plan with a
+    /// layout axis.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prefill_layout: Option<Option<String>>,
+    /// The decode pool's layout, as `prefill_layout`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decode_layout: Option<Option<String>>,
+    /// `W/KV/C` formats; only in a plan with a format axis.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub formats: Option<String>,
     /// `pruned` (analytic ceiling hopeless), `infeasible` (simulated, misses the SLO target),
     /// `feasible`, or `invalid` (e.g. the model does not fit).
     pub status: String,
@@ -297,6 +444,56 @@ pub struct Candidate {
     /// The run's summary (simulated candidates; not in the JSON).
     #[serde(skip)]
     pub summary: Option<Summary>,
+}
+
+/// A layout cell of the table: the layout, `-` for none, nothing when layouts are not an axis.
+fn layout_cell(l: &Option<Option<String>>) -> &str {
+    match l {
+        Some(Some(x)) => x,
+        Some(None) => "-",
+        None => "",
+    }
+}
+
+/// The extra cells of the layout and format axes, each with its leading space (empty when the
+/// axis is not used): `(" 2x2      4x1     ", " fp8/fp8/fp8   ")`.
+fn axis_cells(prefill: &str, decode: &str, formats: &str, c: &Candidate) -> (String, String) {
+    let lay = if c.prefill_layout.is_some() {
+        format!(" {prefill:<8} {decode:<8}")
+    } else {
+        String::new()
+    };
+    let fmt = if c.formats.is_some() {
+        format!(" {formats:<14}")
+    } else {
+        String::new()
+    };
+    (lay, fmt)
+}
+
+/// A candidate in words: `1P h100 + 2D a100, ib-ndr, none`, with a pool's layout after its
+/// device when it has one in a plan with a layout axis and the formats at the end when they are
+/// an axis (`1P h100 2x2 + 2D a100, ib-ndr, none, fp8/fp8/fp8`).
+fn describe(c: &Candidate) -> String {
+    let lay = |l: &Option<Option<String>>| match l {
+        Some(Some(x)) => format!(" {x}"),
+        _ => String::new(),
+    };
+    let fmt = match &c.formats {
+        Some(f) => format!(", {f}"),
+        None => String::new(),
+    };
+    format!(
+        "{}P {}{} + {}D {}{}, {}, {}{fmt}",
+        c.prefill,
+        c.prefill_device,
+        lay(&c.prefill_layout),
+        c.decode,
+        c.decode_device,
+        lay(&c.decode_layout),
+        c.link,
+        c.compression
+    )
 }
 
 fn latency_of(s: &Summary, metric: &str) -> f64 {
@@ -339,6 +536,31 @@ pub fn run(a: PlanArgs, cat: &Catalogue) -> CmdResult {
         None => vec![base.link.clone()],
     };
     let comps = parse_list("--compressions", &a.compressions)?;
+    // The layout and format axes: `None` is the scenario's own (one value: no axis).
+    let layouts = match &a.layouts {
+        Some(l) => Some(parse_layouts("--layouts", l)?),
+        None => None,
+    };
+    let pool_layouts =
+        |flag: &str, own: &Option<String>| -> Result<Vec<Option<Layout>>, UsageError> {
+            Ok(match (own, &layouts) {
+                (Some(l), _) => parse_layouts(flag, l)?.into_iter().map(Some).collect(),
+                (None, Some(all)) => all.iter().copied().map(Some).collect(),
+                (None, None) => vec![None],
+            })
+        };
+    let pls = pool_layouts("--prefill-layouts", &a.prefill_layouts)?;
+    let dls = pool_layouts("--decode-layouts", &a.decode_layouts)?;
+    let fmts: Vec<Option<Formats>> = match &a.formats {
+        Some(f) => parse_formats("--formats", f)?
+            .into_iter()
+            .map(Some)
+            .collect(),
+        None => vec![None],
+    };
+    let layout_axis =
+        a.layouts.is_some() || a.prefill_layouts.is_some() || a.decode_layouts.is_some();
+    let format_axis = a.formats.is_some();
     for d in pds.iter().chain(&dds) {
         cat.device(d)
             .map_err(|e| UsageError(format!("--prefill-devices/--decode-devices: {e}")))?;
@@ -368,45 +590,59 @@ pub fn run(a: PlanArgs, cat: &Catalogue) -> CmdResult {
     }
     // The grid, in a fixed order (the last list varies fastest), counted before anything is
     // allocated per candidate.
+    // The layout and format axes have one value (the scenario's own) unless given.
     let dims = [
         pcs.len(),
         dcs.len(),
         pds.len(),
         dds.len(),
+        pls.len(),
+        dls.len(),
         links.len(),
         comps.len(),
+        fmts.len(),
     ];
     let count = dims.iter().fold(1u64, |n, &d| n.saturating_mul(d as u64));
     if count > MAX_CANDIDATES_WITHOUT_YES && !a.yes {
+        let lists = match (layout_axis, format_axis) {
+            (false, false) => "the device, link or compression lists",
+            (true, false) => "the device, layout, link or compression lists",
+            (false, true) => "the device, link, compression or format lists",
+            (true, true) => "the device, layout, link, compression or format lists",
+        };
         return Err(UsageError(format!(
-            "the plan has {count} candidates, more than {MAX_CANDIDATES_WITHOUT_YES}: shorten --prefill-counts, --decode-counts, the device, link or compression lists, or add --yes to run it"
+            "the plan has {count} candidates, more than {MAX_CANDIDATES_WITHOUT_YES}: shorten --prefill-counts, --decode-counts, {lists}, or add --yes to run it"
         )));
     }
+    let own_layout = |role: Role| base.layout_for(role).map(|l| format!("{}x{}", l.tp, l.pp));
+    let layout_label = |pick: Option<Layout>, role: Role| {
+        layout_axis.then(|| match pick {
+            Some(l) => Some(l.to_string()),
+            None => own_layout(role),
+        })
+    };
     if !a.quiet {
         eprintln!("plan: {count} candidates at {rate} req/s");
     }
     let candidate = |index: usize| {
         let mut rest = index;
-        let mut pick = [0usize; 6];
+        let mut pick = [0usize; 9];
         for (k, &d) in dims.iter().enumerate().rev() {
             pick[k] = rest % d;
             rest /= d;
         }
         (
-            pcs[pick[0]],
-            dcs[pick[1]],
-            &pds[pick[2]],
-            &dds[pick[3]],
-            &links[pick[4]],
-            &comps[pick[5]],
+            (pcs[pick[0]], dcs[pick[1]], &pds[pick[2]], &dds[pick[3]]),
+            (pls[pick[4]], dls[pick[5]]),
+            (&links[pick[6]], &comps[pick[7]], fmts[pick[8]]),
         )
     };
     let progress = Progress::start("candidates", count, a.quiet);
     let mut cands: Vec<Candidate> = (0..count as usize)
         .into_par_iter()
         .map(|index| {
-            let (p, d, pd, dd, l, c) = candidate(index);
-            let sc = Scenario {
+            let ((p, d, pd, dd), (pl, dl), (l, c, f)) = candidate(index);
+            let mut sc = Scenario {
                 prefill: p,
                 decode: d,
                 prefill_device: Some(pd.clone()),
@@ -416,6 +652,21 @@ pub fn run(a: PlanArgs, cat: &Catalogue) -> CmdResult {
                 rate,
                 ..base.clone()
             };
+            if let Some(x) = pl {
+                sc.prefill_tp = Some(x.tp);
+                sc.prefill_pp = Some(x.pp);
+                sc.prefill_devices_per_instance = Some(x.devices());
+            }
+            if let Some(x) = dl {
+                sc.decode_tp = Some(x.tp);
+                sc.decode_pp = Some(x.pp);
+                sc.decode_devices_per_instance = Some(x.devices());
+            }
+            if let Some(x) = f {
+                sc.weight_format = x.weight;
+                sc.kv_format = x.kv;
+                sc.compute_format = x.compute;
+            }
             let mut cand = Candidate {
                 index,
                 prefill: p,
@@ -424,6 +675,9 @@ pub fn run(a: PlanArgs, cat: &Catalogue) -> CmdResult {
                 decode_device: dd.clone(),
                 link: l.clone(),
                 compression: c.clone(),
+                prefill_layout: layout_label(pl, Role::Prefill),
+                decode_layout: layout_label(dl, Role::Decode),
+                formats: format_axis.then(|| formats_label(&sc.formats())),
                 status: String::new(),
                 reason: None,
                 ceiling_rps: None,
@@ -535,12 +789,7 @@ pub fn run(a: PlanArgs, cat: &Catalogue) -> CmdResult {
     });
     if let Some(dir) = &a.plot {
         let mut written = Vec::new();
-        let name = |c: &Candidate| {
-            format!(
-                "{}P {} + {}D {}, {}, {}",
-                c.prefill, c.prefill_device, c.decode, c.decode_device, c.link, c.compression
-            )
-        };
+        let name = describe;
         let pts: Vec<(f64, f64, String)> = ranked
             .iter()
             .map(|c| {
@@ -611,8 +860,12 @@ pub fn run(a: PlanArgs, cat: &Catalogue) -> CmdResult {
         return Ok(());
     }
     outln!();
+    let (lay, fmt) = match ranked.first() {
+        Some(c) => axis_cells("P layout", "D layout", "formats", c),
+        None => (String::new(), String::new()),
+    };
     outln!(
-        "{:>4} {:>3} {:>3} {:<9} {:<9} {:<12} {:<12} {:>8} {:>11} {:>9} {:>9} {:>8}",
+        "{:>4} {:>3} {:>3} {:<9} {:<9}{lay} {:<12} {:<12}{fmt} {:>8} {:>11} {:>9} {:>9} {:>8}",
         "rank",
         "P",
         "D",
@@ -627,8 +880,14 @@ pub fn run(a: PlanArgs, cat: &Catalogue) -> CmdResult {
         "pareto"
     );
     for (k, c) in ranked.iter().take(a.top.max(1)).enumerate() {
+        let (lay, fmt) = axis_cells(
+            layout_cell(&c.prefill_layout),
+            layout_cell(&c.decode_layout),
+            c.formats.as_deref().unwrap_or(""),
+            c,
+        );
         outln!(
-            "{:>4} {:>3} {:>3} {:<9} {:<9} {:<12} {:<12} {:>8} {:>11} {:>9} {:>9} {:>8}",
+            "{:>4} {:>3} {:>3} {:<9} {:<9}{lay} {:<12} {:<12}{fmt} {:>8} {:>11} {:>9} {:>9} {:>8}",
             k + 1,
             c.prefill,
             c.decode,
@@ -653,15 +912,10 @@ pub fn run(a: PlanArgs, cat: &Catalogue) -> CmdResult {
     });
     for c in front {
         outln!(
-            "  ${:>8}/hour  {:>10} ms   {}P {} + {}D {}, {}, {}",
+            "  ${:>8}/hour  {:>10} ms   {}",
             fixed(c.usd_per_hour.unwrap_or(f64::NAN), 2),
             fixed(1e3 * c.latency_p99_s.unwrap_or(f64::NAN), 1),
-            c.prefill,
-            c.prefill_device,
-            c.decode,
-            c.decode_device,
-            c.link,
-            c.compression
+            describe(c)
         );
     }
     Ok(())
@@ -700,4 +954,190 @@ fn max_rate(a: &PlanArgs, base: Scenario, cat: &Catalogue) -> CmdResult {
         r.simulations
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cand(
+        prefill_layout: Option<Option<&str>>,
+        decode_layout: Option<Option<&str>>,
+        formats: Option<&str>,
+    ) -> Candidate {
+        let own = |l: Option<Option<&str>>| l.map(|x| x.map(str::to_string));
+        Candidate {
+            index: 0,
+            prefill: 1,
+            decode: 2,
+            prefill_device: "h100".into(),
+            decode_device: "a100".into(),
+            link: "ib-ndr".into(),
+            compression: "none".into(),
+            prefill_layout: own(prefill_layout),
+            decode_layout: own(decode_layout),
+            formats: formats.map(str::to_string),
+            status: "feasible".into(),
+            reason: None,
+            ceiling_rps: None,
+            slo_attainment: None,
+            latency_p99_s: None,
+            gpu_usd_per_hour: 0.0,
+            energy_usd_per_hour: None,
+            usd_per_hour: None,
+            usd_per_mtok: None,
+            pareto: false,
+            summary: None,
+        }
+    }
+
+    #[test]
+    fn layout_devices_are_tp_times_pp() {
+        // 3 x 2 = 6 (3 + 2 = 5, 3 / 2 = 1), 1 x 7 = 7 (1 + 7 = 8), 8 x 1 = 8 (8 + 1 = 9).
+        assert_eq!(Layout { tp: 3, pp: 2 }.devices(), 6);
+        assert_eq!(Layout { tp: 1, pp: 7 }.devices(), 7);
+        assert_eq!(Layout { tp: 8, pp: 1 }.devices(), 8);
+        assert_eq!(Layout { tp: 3, pp: 2 }.to_string(), "3x2");
+    }
+
+    #[test]
+    fn layouts_parse_tp_by_pp() {
+        let l = |tp, pp| Layout { tp, pp };
+        assert_eq!(
+            parse_layouts("--layouts", "4x1, 2x2,8x1").unwrap(),
+            vec![l(4, 1), l(2, 2), l(8, 1)]
+        );
+        assert_eq!(parse_layouts("--layouts", "1x1").unwrap(), vec![l(1, 1)]);
+        // The largest instance: 1024 devices, 1024 x 1 or 32 x 32.
+        assert_eq!(
+            parse_layouts("--layouts", "1024x1,32x32,1x1024").unwrap(),
+            vec![l(1024, 1), l(32, 32), l(1, 1024)]
+        );
+        for bad in [
+            "4x",
+            "x4",
+            "0x1",
+            "1x0",
+            "4",
+            "2x2x2",
+            "-1x2",
+            "1.5x2",
+            "1025x1",
+            "33x32",
+            "4X1",
+            "65536x65536",
+        ] {
+            let e = parse_layouts("--decode-layouts", &format!("2x2,{bad}"))
+                .unwrap_err()
+                .0;
+            assert!(
+                e.starts_with(&format!(
+                    "--decode-layouts: '{bad}': each layout must be TPxPP"
+                )),
+                "{bad}: {e}"
+            );
+            assert!(e.contains("at most 1024 devices (e.g. 4x1,2x2,8x1)"), "{e}");
+        }
+        assert_eq!(
+            parse_layouts("--layouts", " ").unwrap_err().0,
+            "--layouts: give at least one layout, e.g. 4x1,2x2"
+        );
+        assert!(parse_layouts("--layouts", "4x1,").is_err());
+    }
+
+    #[test]
+    fn formats_parse_w_kv_c_or_one_name() {
+        let f = |weight, kv, compute| Formats {
+            weight,
+            kv,
+            compute,
+        };
+        use QuantFormat::*;
+        assert_eq!(
+            parse_formats("--formats", "bf16, fp8,int4/fp8/bf16,int8/bf16/int8").unwrap(),
+            vec![
+                f(Bf16, Bf16, Bf16),
+                f(Fp8, Fp8, Fp8),
+                f(Int4, Fp8, Bf16),
+                f(Int8, Bf16, Int8)
+            ]
+        );
+        assert_eq!(
+            parse_formats("--formats", "fp4").unwrap(),
+            vec![f(Fp4, Fp4, Fp4)]
+        );
+        assert_eq!(formats_label(&f(Int4, Fp8, Bf16)), "int4/fp8/bf16");
+        assert_eq!(formats_label(&Formats::default()), "bf16/bf16/bf16");
+        assert_eq!(
+            parse_formats("--formats", "bf16,fp9/bf16/bf16")
+                .unwrap_err()
+                .0,
+            "--formats: 'fp9/bf16/bf16': unknown format 'fp9'; valid: bf16, fp8, int8, int4, fp4 \
+             (items W/KV/C, e.g. fp8/fp8/bf16, or one format for all three)"
+        );
+        assert!(parse_formats("--formats", "fp8//bf16")
+            .unwrap_err()
+            .0
+            .starts_with("--formats: 'fp8//bf16': unknown format ''"));
+        for bad in ["fp8/bf16", "fp8/fp8/fp8/fp8"] {
+            assert_eq!(
+                parse_formats("--formats", bad).unwrap_err().0,
+                format!(
+                    "--formats: '{bad}': expected W/KV/C (weight, KV cache and compute formats, \
+                     e.g. fp8/fp8/bf16) or one format for all three; valid: bf16, fp8, int8, \
+                     int4, fp4"
+                )
+            );
+        }
+        assert_eq!(
+            parse_formats("--formats", "").unwrap_err().0,
+            "--formats: give at least one format, e.g. bf16,fp8"
+        );
+    }
+
+    #[test]
+    fn axis_cells_only_for_the_axes_in_use() {
+        assert_eq!(layout_cell(&Some(Some("2x2".into()))), "2x2");
+        assert_eq!(layout_cell(&Some(None)), "-");
+        assert_eq!(layout_cell(&None), "");
+        let none = cand(None, None, None);
+        assert_eq!(
+            axis_cells("a", "b", "c", &none),
+            (String::new(), String::new())
+        );
+        let both = cand(Some(Some("2x2")), Some(None), Some("fp8/fp8/fp8"));
+        // Each cell padded to its column: 8, 8 and 14 characters after one space.
+        assert_eq!(
+            axis_cells("2x2", "-", "fp8/fp8/fp8", &both),
+            (
+                " 2x2      -       ".to_string(),
+                " fp8/fp8/fp8   ".to_string()
+            )
+        );
+        let formats_only = cand(None, None, Some("bf16/bf16/bf16"));
+        assert_eq!(
+            axis_cells("x", "y", "bf16/bf16/bf16", &formats_only),
+            (String::new(), " bf16/bf16/bf16".to_string())
+        );
+    }
+
+    #[test]
+    fn describe_names_the_axes_in_use() {
+        assert_eq!(
+            describe(&cand(None, None, None)),
+            "1P h100 + 2D a100, ib-ndr, none"
+        );
+        assert_eq!(
+            describe(&cand(Some(Some("2x2")), Some(None), None)),
+            "1P h100 2x2 + 2D a100, ib-ndr, none"
+        );
+        assert_eq!(
+            describe(&cand(Some(None), Some(Some("1x4")), Some("fp8/fp8/fp8"))),
+            "1P h100 + 2D a100 1x4, ib-ndr, none, fp8/fp8/fp8"
+        );
+        assert_eq!(
+            describe(&cand(None, None, Some("int4/fp8/bf16"))),
+            "1P h100 + 2D a100, ib-ndr, none, int4/fp8/bf16"
+        );
+    }
 }

@@ -133,6 +133,8 @@
   };
 
   const devices = () => cat.devices.map((d) => [d.key, d.name]);
+  // Weight, KV-cache and compute formats (levers-cost.md §6), from the catalogue.
+  const formats = () => (cat.formats || ['bf16']).map((f) => [f, f]);
   const FIELDS = [
     { group: 'Workload' },
     { k: 'model', label: 'Model', select: () => cat.models.map((m) => [m.key, m.name]) },
@@ -159,6 +161,8 @@
     { k: 'link_sharing', optional: true },
     { k: 'reserve_kv_on', optional: true },
     { group: 'Scheduling and KV memory' },
+    // The fast decode path is the plain engine's: off for the scheduling and cost levers.
+    { k: 'fast', label: 'Fast decode path', select: () => [['true', 'on (plain runs)'], ['false', 'off']], bool: true },
     { k: 'batch_policy', label: 'Batch policy', select: () => [['prefill-priority', 'prefill-priority'], ['decode-priority', 'decode-priority'], ['chunked', 'chunked prefill']] },
     { k: 'max_num_batched_tokens', label: 'Token budget (tokens)', num: { min: 1, step: 1 }, blank: true },
     { k: 'kv_policy', label: 'KV policy', select: () => [['oracle', 'oracle'], ['pow2', 'pow2'], ['max', 'max'], ['paged', 'paged']] },
@@ -175,6 +179,12 @@
     { k: 'spec_seed', label: 'Acceptance seed', num: { min: 0, step: 1 } },
     { k: 'prefix_handoff', label: 'Prefix-aware hand-off', select: () => [['false', 'off'], ['true', 'on']], bool: true },
     { k: 'decode_router', label: 'Decode router', select: () => [['least-loaded', 'least-loaded'], ['prefix', 'longest cached prefix']] },
+    { group: 'Parallelism and formats' },
+    { k: 'tp', label: 'Tensor parallel (tp)', num: { min: 1, step: 1 }, blank: true },
+    { k: 'pp', label: 'Pipeline stages (pp)', num: { min: 1, step: 1 }, blank: true },
+    { k: 'weight_format', label: 'Weight format', select: formats },
+    { k: 'kv_format', label: 'KV cache format', select: formats },
+    { k: 'compute_format', label: 'Compute format', select: formats },
     { group: 'SLOs' },
     { k: 'ttft_slo', label: 'TTFT SLO (ms)', num: { min: 1, step: 'any' }, scale: 1000 },
     { k: 'tpot_slo', label: 'TPOT SLO (ms)', num: { min: 0.1, step: 'any' }, scale: 1000 },
@@ -1104,6 +1114,7 @@
       return `<tr><th scope="row">${esc(label)}</th>${cells.join('')}</tr>`;
     }).join('');
     renderScheduler();
+    renderLevers();
   }
 
   // The scheduler block of a scheduled run (summary.scheduler, levers-scheduling.md §11.1): one
@@ -1141,6 +1152,34 @@
         const v = vals[k] === false || vals[k] == null ? '–' : vals[k];
         return `<td class="num wrap col-${id}" id="s-${id}-${key}">${esc(v)}</td>`;
       });
+      return `<tr><th scope="row">${esc(label)}</th>${cells.join('')}</tr>`;
+    }).join('');
+  }
+
+  // The cost levers' blocks of a run (summary.parallel, one per pool, and summary.formats;
+  // levers-cost.md §5, §6): one row per pool layout and one for the formats that either side
+  // has; the card is hidden when neither run sets a layout or a format.
+  const LAYOUT_ROWS = [['prefill', 'Prefill layout'], ['decode', 'Decode layout'], ['colocated', 'Layout']];
+  function layoutText(p) {
+    const mb = p.pp > 1 && p.microbatches != null ? `, ${p.microbatches} micro-batches` : '';
+    const link = String(p.link).replace(' (one direction)', '');
+    return `tp ${p.tp} × pp ${p.pp} × ep ${p.ep}${mb} · ${pct(p.comm_frac)} of busy time on ${link}`;
+  }
+  function formatsText(f) {
+    return `weights ${f.weights}, KV ${f.kv}, compute ${f.compute} · ${fixed(f.weight_bytes, 3)} / ${fixed(f.kv_bytes, 3)} bytes a weight / KV value`;
+  }
+  function renderLevers() {
+    const sums = ['a', 'b'].map((id) => (cfgs[id].on && cfgs[id].result?.summary) || null);
+    const card = $('#levers-card');
+    card.hidden = !sums.some((s) => s && (s.parallel || s.formats));
+    if (card.hidden) { $('#levers-body').innerHTML = ''; return; }
+    const rows = LAYOUT_ROWS.map(([role, label]) => [role, label,
+      (s) => { const p = (s.parallel || []).find((b) => b.role === role); return p ? layoutText(p) : null; }]);
+    rows.push(['formats', 'Formats', (s) => (s.formats ? formatsText(s.formats) : null)]);
+    $('#levers-body').innerHTML = rows.map(([key, label, f]) => {
+      const vals = sums.map((s) => (s ? f(s) : null));
+      if (vals.every((v) => v === null)) return '';
+      const cells = ['a', 'b'].map((id, k) => `<td class="num wrap col-${id}" id="p-${id}-${key}">${esc(vals[k] ?? '–')}</td>`);
       return `<tr><th scope="row">${esc(label)}</th>${cells.join('')}</tr>`;
     }).join('');
   }
@@ -1196,7 +1235,9 @@
         if (!key.startsWith(`${id}.`)) continue;
         const k = key.slice(2);
         const like = c.sc[k] ?? cat.scenario_defaults[k];
-        c.sc[k] = decodeVal(v, like);
+        // A number field whose default is unset (null) still reads back as a number.
+        const num = FIELDS.some((f) => f.k === k && f.num);
+        c.sc[k] = decodeVal(v, num && like == null ? 0 : like);
       }
     }
     const metric = q.get('sweep');

@@ -323,11 +323,12 @@ test('the scheduling group: a lever preset fills its fields, a refused combinati
   await page.waitForFunction(() => window.__disagg.prefetchIdle, null, { timeout: 15000 });
   const group = await page.$eval('#cfg-a [role="group"][aria-label="Scheduling and KV memory"]',
     (g) => [...g.querySelectorAll('[data-k]')].map((el) => el.dataset.k));
-  assert.deepEqual(group, ['batch_policy', 'max_num_batched_tokens', 'kv_policy', 'kv_block_size', 'max_seq_len',
+  assert.deepEqual(group, ['fast', 'batch_policy', 'max_num_batched_tokens', 'kv_policy', 'kv_block_size', 'max_seq_len',
     'max_decode_batch', 'preemption', 'swap_in', 'host_link', 'prefix_caching', 'speculative', 'gamma', 'alpha',
     'spec_seed', 'prefix_handoff', 'decode_router']);
   // The reference's defaults before any lever is chosen.
   const val = (k) => page.$eval(`#a-${k}`, (el) => el.value);
+  assert.equal(await val('fast'), 'true');
   assert.equal(await val('batch_policy'), 'prefill-priority');
   assert.equal(await val('max_num_batched_tokens'), '');
   assert.equal(await val('kv_policy'), 'oracle');
@@ -452,6 +453,68 @@ test('a scheduled run shows the scheduler block; a plain one does not', async ()
   await ready(page);
   assert.equal(await page.$eval('#sched-card', (el) => el.hidden), true);
   assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('the parallelism and formats group: fields from the URL, the blocks in the results', async () => {
+  // A: the base (Llama-3-8B on H100s) with TP 2 on 2 GPUs and FP8 weights and KV cache (the fast
+  // decode path is plain-only); B: plain.
+  const { page, errors } = await open(1280,
+    '?a.fast=false&a.tp=2&a.devices_per_instance=2&a.weight_format=fp8&a.kv_format=fp8');
+  await page.waitForFunction(() => !document.getElementById('levers-card').hidden
+    && document.getElementById('p-a-prefill'), null, { timeout: 15000 });
+  assert.equal(await page.$eval('#a-tp', (el) => el.value), '2');
+  assert.equal(await page.$eval('#a-pp', (el) => el.value), '');
+  assert.equal(await page.$eval('#a-weight_format', (el) => el.value), 'fp8');
+  assert.equal(await page.$eval('#a-compute_format', (el) => el.value), 'bf16');
+  const opts = await page.$$eval('#a-kv_format option', (os) => os.map((o) => o.value));
+  assert.deepEqual(opts, ['bf16', 'fp8', 'int8', 'int4', 'fp4']);
+  const r = await fetch(server.url + 'api/run', {
+    method: 'POST', headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ preset: 'link-ib-ndr', fast: false, tp: 2, devices_per_instance: 2, weight_format: 'fp8', kv_format: 'fp8' }),
+  });
+  assert.equal(r.status, 200);
+  const s = (await r.json()).summary;
+  for (const role of ['prefill', 'decode']) {
+    const b = s.parallel.find((x) => x.role === role);
+    assert.equal(b.tp, 2);
+    assert.ok(b.comm_frac > 0 && b.comm_frac < 1);
+    assert.equal(await text(page, `#p-a-${role}`),
+      `tp 2 × pp 1 × ep 1 · ${(100 * b.comm_frac).toFixed(1)}% of busy time on NVLink 4`);
+    // B sets no layout: its cell is empty.
+    assert.equal(await text(page, `#p-b-${role}`), '–');
+  }
+  // FP8 weights and KV: one byte a value each.
+  assert.equal(await text(page, '#p-a-formats'),
+    'weights fp8, KV fp8, compute bf16 · 1.000 / 1.000 bytes a weight / KV value');
+  assert.equal(await page.$('#p-a-colocated'), null);
+  const heads = await page.$$eval('#levers-body th', (ths) => ths.map((t) => t.textContent));
+  assert.deepEqual(heads, ['Prefill layout', 'Decode layout', 'Formats']);
+  // TP 4 on 2 GPUs per instance is refused with the devices it needs; 4 GPUs run it.
+  await page.fill('#a-tp', '4');
+  await page.waitForFunction(() => /needs 4 devices per instance \(got 2\)/.test(document.getElementById('a-error').textContent)
+    && !document.getElementById('a-error').hidden, null, { timeout: 10000 });
+  await page.fill('#a-devices_per_instance', '4');
+  await page.waitForFunction(() => /^tp 4 × pp 1 × ep 1 · /.test(document.getElementById('p-a-prefill')?.textContent || '')
+    && document.getElementById('a-error').hidden, null, { timeout: 15000 });
+  await page.waitForTimeout(150);
+  assert.match(page.url(), /a\.tp=4/);
+  assert.match(page.url(), /a\.devices_per_instance=4/);
+  // A page without the levers hides the card.
+  await page.goto(server.url);
+  await ready(page);
+  assert.equal(await page.$eval('#levers-card', (el) => el.hidden), true);
+  // With the preset's fast decode path on, a layout is refused next to the fast field, which
+  // turns it off from the form.
+  await page.goto(`${server.url}?a.tp=2&a.devices_per_instance=2`);
+  await ready(page);
+  assert.equal(await page.$eval('#a-fast', (el) => el.value), 'true');
+  await page.waitForFunction(() => /fast_forward/.test(document.getElementById('a-fast-err')?.textContent || ''),
+    null, { timeout: 10000 });
+  await page.selectOption('#a-fast', 'false');
+  await page.waitForFunction(() => /^tp 2 × pp 1 × ep 1 · /.test(document.getElementById('p-a-prefill')?.textContent || '')
+    && !document.getElementById('levers-card').hidden, null, { timeout: 15000 });
+  assert.deepEqual(errors.filter((e) => !/status of 422/.test(e)), []);
   await page.close();
 });
 

@@ -179,6 +179,7 @@ impl Api {
                 {"key": "endpoint", "alias": "gpu", "description": "the prefill GPU compresses before sending; the pass lengthens the prefill step"}
             ],
             "send": SendMode::NAMES,
+            "formats": disagg_model::QuantFormat::NAMES,
             "scenario_defaults": Scenario::default(),
             "option_help": option_help(),
             "handoff_defaults": HandoffSpec::default(),

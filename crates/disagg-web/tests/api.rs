@@ -987,3 +987,152 @@ fn the_page_has_the_later_lever_fields_and_their_help() {
         (json!(1), json!(32768))
     );
 }
+
+#[test]
+fn parallel_layouts_and_formats_flow_through_the_api() {
+    // The scenario keys of the cost levers (levers-cost.md §5.2, §6) through serde: 200, echoed,
+    // and the run's parallel and formats blocks.
+    let v = ok(
+        "POST",
+        "/api/run",
+        json!({"requests": 60, "tp": 4, "weight_format": "fp8", "kv_format": "fp8"}),
+    );
+    let sc = &v["scenario"];
+    assert_eq!(
+        (sc["tp"].clone(), sc["weight_format"].clone()),
+        (json!(4), json!("fp8"))
+    );
+    let s = &v["summary"];
+    // One block per pool, each with the global layout: tp 4 x pp 1 on the default 4 GPUs.
+    let par = s["parallel"].as_array().expect("parallel blocks");
+    assert_eq!(par.len(), 2, "{par:?}");
+    for (b, role) in par.iter().zip(["prefill", "decode"]) {
+        assert_eq!(b["role"], role);
+        assert_eq!((b["tp"].clone(), b["pp"].clone()), (json!(4), json!(1)));
+    }
+    // FP8 weights and KV cache: 1 byte a value each; compute stays BF16 (weight-only).
+    let f = &s["formats"];
+    assert_eq!(
+        (f["weights"].clone(), f["kv"].clone(), f["compute"].clone()),
+        (json!("fp8"), json!("fp8"), json!("bf16"))
+    );
+    assert_eq!(
+        (f["weight_bytes"].as_f64(), f["kv_bytes"].as_f64()),
+        (Some(1.0), Some(1.0))
+    );
+    // The same run built in process from the scenario (not through JSON) gives the same summary.
+    let direct = disagg_sim::Scenario {
+        requests: 60,
+        tp: Some(4),
+        weight_format: disagg_model::QuantFormat::Fp8,
+        kv_format: disagg_model::QuantFormat::Fp8,
+        ..disagg_sim::Scenario::default()
+    };
+    let cfg = direct.build(&Catalogue::builtin()).expect("valid");
+    let want = serde_json::to_value(disagg_sim::simulate_config(&cfg).unwrap().summary()).unwrap();
+    assert_eq!(s["e2e_s"], want["e2e_s"]);
+    assert_eq!(s["j_per_token"], want["j_per_token"]);
+    // Per-pool layouts with their device counts, pipeline stages and micro-batches.
+    let v = ok(
+        "POST",
+        "/api/run",
+        json!({"requests": 40, "prefill_tp": 2, "prefill_pp": 2, "decode_tp": 8,
+               "decode_devices_per_instance": 8, "microbatches": 2}),
+    );
+    let par = &v["summary"]["parallel"];
+    assert_eq!(
+        (
+            par[0]["tp"].clone(),
+            par[0]["pp"].clone(),
+            par[0]["microbatches"].clone()
+        ),
+        (json!(2), json!(2), json!(2))
+    );
+    assert_eq!(
+        (par[1]["tp"].clone(), par[1]["pp"].clone()),
+        (json!(8), json!(1))
+    );
+    // Without the levers, neither block.
+    let v = ok("POST", "/api/run", json!({"requests": 20}));
+    assert!(v["summary"].get("parallel").is_none() && v["summary"].get("formats").is_none());
+}
+
+#[test]
+fn bad_parallel_and_format_values_name_the_key() {
+    for (body, status, field, needles) in [
+        (
+            &br#"{"weight_format": "fp9"}"#[..],
+            422,
+            "weight_format",
+            &["fp9", "bf16, fp8, int8, int4, fp4"][..],
+        ),
+        (
+            br#"{"kv_format": "int3"}"#,
+            422,
+            "kv_format",
+            &["int3", "bf16, fp8"],
+        ),
+        (br#"{"tp": "four"}"#, 400, "tp", &["tp"]),
+        (br#"{"pp": -1}"#, 400, "pp", &["pp"]),
+        (br#"{"tp": 2000}"#, 422, "tp", &["tp", "0 to 1024"]),
+    ] {
+        let e = err("POST", "/api/run", body, status, needles);
+        assert_eq!(e["field"], field, "{e}");
+    }
+    // Refused combinations: 422 with the engine's message, which names the pool (the model
+    // crate's message carries no flag, so there is no `field`).
+    for (body, needles) in [
+        // FP8 matmuls on a device without FP8 units; the message names the key to change.
+        (
+            &br#"{"device": "a100", "compute_format": "fp8", "weight_format": "fp8"}"#[..],
+            &[
+                "prefill pool: A100-SXM has no fp8 units",
+                "compute_format='bf16'",
+            ][..],
+        ),
+        // A layout that does not match the devices per instance: the devices it needs.
+        (
+            br#"{"tp": 2}"#,
+            &["prefill pool: parallel tp=2 x pp=1 needs 2 devices per instance (got 4)"],
+        ),
+    ] {
+        let e = err("POST", "/api/run", body, 422, needles);
+        assert!(e.get("field").is_none(), "{e}");
+    }
+}
+
+#[test]
+fn the_page_has_the_parallel_and_format_fields() {
+    let js = handle("GET", "/assets/app.js", b"").text();
+    assert!(js.contains("{ group: 'Parallelism and formats' }"));
+    for k in [
+        "tp",
+        "pp",
+        "weight_format",
+        "kv_format",
+        "compute_format",
+        "fast",
+    ] {
+        assert!(js.contains(&format!("{{ k: '{k}', ")), "{k}");
+    }
+    // The results card the parallel and formats blocks are drawn in.
+    let html = handle("GET", "/", b"").text();
+    assert!(html.contains(r#"id="levers-card" hidden"#));
+    assert!(html.contains(r#"<tbody id="levers-body"></tbody>"#));
+    // The format names the selects offer, in the reference's order (levers-cost.md §6.1).
+    let c = ok("GET", "/api/catalogue", Value::Null);
+    assert_eq!(c["formats"], json!(["bf16", "fp8", "int8", "int4", "fp4"]));
+    let help = &c["option_help"];
+    assert_eq!(
+        help["tp"],
+        "Tensor-parallel degree of every pool's instances (devices per instance must equal tp x \
+         pp; ring all-reduces on the scale-up link) [1]"
+    );
+    assert_eq!(
+        help["kv_format"],
+        "KV cache format (also the hand-off's bytes): bf16, fp8, int8, int4 or fp4 [bf16]"
+    );
+    let d = &c["scenario_defaults"];
+    assert_eq!(d["weight_format"], "bf16");
+    assert_eq!(d["tp"], Value::Null);
+}
