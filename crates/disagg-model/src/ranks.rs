@@ -815,6 +815,14 @@ pub fn evaluate(
     if let Some(c) = spec.link_channels {
         return Err(Error::invalid("link_channels", format!("{c}: {why}")));
     }
+    if let Some(d) = &doc.speculative {
+        return Err(Error::invalid(
+            "speculative",
+            format!("'{d}': the rank-aware hand-off models the target's KV heads only"),
+        ));
+    }
+    // A KV format scales every shard's bytes (levers-cost.md §6.2 item 4).
+    let model = &crate::calc::formats_of(spec)?.apply(model);
     let Some(row) = doc.row.as_ref() else {
         return Err(Error::invalid(
             "handoff_ranks",

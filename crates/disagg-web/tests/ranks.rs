@@ -125,3 +125,57 @@ fn bad_rank_options_name_their_field() {
         "{v}"
     );
 }
+
+#[test]
+fn formats_and_drafts_change_the_bytes_and_are_field_named() {
+    // Llama-3-8B, 2,048 tokens over ib-ndr (50 GB/s, 10 µs): FP8 KV 134,217,728 B in
+    // 1e-5 + 134217728 / 5e10 = 0.00269435456 s; MTP's KV too: 276,824,064 B
+    // (levers-cost.md §6.2 item 4, §7.5).
+    let v = ok(json!({"link": "ib-ndr", "kv_format": "fp8"}));
+    assert_eq!(v["wire_bytes"].as_f64(), Some(134_217_728.0));
+    assert_eq!(v["transfer_s"].as_f64(), Some(0.00269435456));
+    assert_eq!(v["kv_format"], "fp8");
+    assert!(v.get("speculative").is_none() && v.get("weight_format").is_none());
+    let v = ok(json!({"link": "ib-ndr", "speculative": "mtp"}));
+    assert_eq!(v["wire_bytes"].as_f64(), Some(276_824_064.0));
+    assert_eq!(v["transfer_s"].as_f64(), Some(0.0055464812799999996));
+    assert_eq!(v["speculative"], "mtp");
+    // The rank-aware plan in FP8: half of BF16's bytes (S = 335,544,320 B).
+    let r = ok(with(json!({"handoff_ranks": true, "kv_format": "fp8"})));
+    assert_eq!(r["ranks"]["link_bytes"].as_f64(), Some(335_544_320.0));
+    for (body, field, needle) in [
+        (
+            json!({"kv_format": "fp8", "compression": "fp8"}),
+            "kv_format",
+            "KV hand-off compression assumes a BF16 KV cache",
+        ),
+        (
+            json!({"weight_format": "fp8", "compute_format": "int8"}),
+            "compute_format",
+            "compute_format is 'bf16'",
+        ),
+        (
+            json!({"kv_format": "fp9"}),
+            "kv_format",
+            "unknown format 'fp9'",
+        ),
+        (
+            json!({"speculative": "nope"}),
+            "speculative",
+            "unknown draft model 'nope'",
+        ),
+    ] {
+        let (status, v) = post(body.clone());
+        assert_eq!(status, 422, "{body}: {v}");
+        assert_eq!(v["field"], field, "{body}: {v}");
+        assert!(v["error"].as_str().unwrap().contains(needle), "{body}: {v}");
+    }
+    // The device's units: one line naming the pool, as `disagg run` says it.
+    let (status, v) =
+        post(json!({"prefill_device": "a100", "weight_format": "fp8", "compute_format": "fp8"}));
+    assert_eq!(status, 422);
+    assert_eq!(
+        v["error"],
+        "prefill pool: A100-SXM has no fp8 units (use compute_format='bf16' for weight-only fp8)"
+    );
+}
