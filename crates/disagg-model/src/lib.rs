@@ -31,7 +31,7 @@ pub use handoff::{
 };
 pub use parallel::{int_div, LeverStep, Moe, Parallel, ParallelCost, Pass};
 pub use quant::{Formats, QuantFormat};
-pub use ranks::{rank_plan, RankLayout, RankOptions, RankPlan, Relayout};
+pub use ranks::{rank_plan, PortLoads, RankLayout, RankOptions, RankPlan, Relayout};
 pub use variants::{
     ActFormat, Ced, DecodeStyle, Detection, FftMixing, Mixer, ReplayOn, TransformEngine,
 };

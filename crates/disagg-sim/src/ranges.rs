@@ -170,6 +170,7 @@ ranges! {
     "--prefill-pp", Some("prefill_pp"), SCENARIO, int(0, MAX_DEVICES as u64), "stages", "the prefill pool's pipeline stages";
     "--decode-tp", Some("decode_tp"), SCENARIO, int(0, MAX_DEVICES as u64), "devices", "the decode pool's tensor-parallel degree";
     "--decode-pp", Some("decode_pp"), SCENARIO, int(0, MAX_DEVICES as u64), "stages", "the decode pool's pipeline stages";
+    "--nics-per-instance", Some("nics_per_instance"), SCENARIO, int(1, MAX_DEVICES as u64), "NICs", "rank-aware hand-off of a run: NICs per instance";
     "--max-context", Some("max_context"), SCENARIO, int(1, 100_000_000), "tokens", "clip replayed prompts to this length";
     "--time-scale", Some("time_scale"), TRACE, closed(1e-6, 1e6), "", "multiplier of a trace's inter-arrival gaps";
     "--start", Some("trace_start"), TRACE, closed(0.0, 1e9), "s", "start of the replayed window after the first arrival";
@@ -490,6 +491,7 @@ mod defaults {
             prefill_pp: Some(1),
             decode_tp: Some(1),
             decode_pp: Some(2),
+            nics_per_instance: Some(2),
             ttft_slo: Some(1.0),
             tpot_slo: Some(0.025),
             layers: Some(2),
