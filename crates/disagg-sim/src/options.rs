@@ -487,6 +487,10 @@ options! {
         "The decode pool's own tensor-parallel degree (does not inherit --tp/--pp)";
     decode_pp: Option<u32>, "--decode-pp", PARALLEL, Some("N"), None,
         "The decode pool's own pipeline stages";
+    devices_from_layout: bool, "--devices-from-layout", PARALLEL, None, None,
+        "Beyond the reference: a pool with a layout gets tp x pp devices per instance (the \
+         reference requires --devices-per-instance to match), so a sweep over tp needs no \
+         matching devices axis";
     weight_format: QuantFormat, "--weight-format", PARALLEL, Some("FORMAT"), Some("bf16"),
         "Weight format: bf16, fp8, int8, int4 (FP16 scale per 128) or fp4 (MXFP4); accuracy is \
          not simulated";

@@ -58,6 +58,7 @@ pub const QUIET_DEFAULT_KEYS: &[&str] = &[
     "prefill_pp",
     "decode_tp",
     "decode_pp",
+    "devices_from_layout",
     "weight_format",
     "kv_format",
     "compute_format",
@@ -251,6 +252,10 @@ pub struct Scenario {
     pub decode_tp: Option<u32>,
     /// `--decode-pp`.
     pub decode_pp: Option<u32>,
+    /// `--devices-from-layout` (beyond the reference, which requires devices per instance to
+    /// equal tp x pp already): a pool with a layout gets tp x pp devices per instance, so a sweep
+    /// over `tp` needs no matching devices axis.
+    pub devices_from_layout: bool,
     /// `--weight-format`: bf16, fp8, int8, int4 or fp4 (levers-cost.md §6).
     #[serde(deserialize_with = "crate::options::by_name")]
     pub weight_format: QuantFormat,
@@ -417,6 +422,7 @@ impl Default for Scenario {
             prefill_pp: None,
             decode_tp: None,
             decode_pp: None,
+            devices_from_layout: false,
             weight_format: QuantFormat::Bf16,
             kv_format: QuantFormat::Bf16,
             compute_format: QuantFormat::Bf16,
@@ -1564,6 +1570,10 @@ impl Scenario {
         cat: &Catalogue,
     ) -> Result<Vec<Pool>, Error> {
         let pool = |role, instances: u32, dev: &Device, n, cap, cap_flag| {
+            let n = match self.layout_for(role).filter(|_| self.devices_from_layout) {
+                Some(l) => l.tp.saturating_mul(l.pp),
+                None => n,
+            };
             self.pool(model, role, instances as usize, dev, n, cap, cap_flag, cat)
         };
         Ok(match self.mode {
