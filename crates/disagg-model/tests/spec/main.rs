@@ -12,4 +12,5 @@ mod handoff;
 mod levers;
 mod parallel;
 mod pymath;
+mod quant;
 mod ranks;
