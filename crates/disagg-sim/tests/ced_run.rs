@@ -552,3 +552,21 @@ fn admission_waits_for_a_batch_slot_and_for_kv() {
     // r0: its replay and 39 decode steps; r1: its replay and one decode step.
     assert_eq!(run.decode_step_ends(0).len(), 42);
 }
+
+#[test]
+fn endpoint_compression_counts_every_request() {
+    // §8.3: the encoder-only step compresses the KV of every request it hands off, one output
+    // token or not (decoder-only, a one-token request has no hand-off and no compression).
+    let mut flags = CED_DECODE.to_vec();
+    flags.extend(["--kv-compress", "fp8", "--kv-compress-at", "endpoint"]);
+    let c = cfg(&flags);
+    let pcm = &c.pools[0].cost;
+    let tr = c.kv_transit.as_ref().unwrap();
+    let run = simulate(&c, &[req(0, 0.0, 1000, 1)]).unwrap();
+    let plain = pcm.prefill([1000]);
+    let with = pcm.endpoint_pass(plain, tr, [1000]);
+    assert!(with.time_s > plain.time_s);
+    assert_eq!(run.request(0).handoff_start_s, Some(with.time_s));
+    assert_eq!(run.instances()[0].stats.bytes, with.bytes);
+    assert_eq!(run.link().transfers, 1);
+}
