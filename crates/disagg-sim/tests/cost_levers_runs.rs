@@ -178,3 +178,8 @@ fn the_presets_are_the_runs_flags() {
         assert_eq!(got, want, "{name}");
     }
 }
+
+#[test]
+fn run6_ced_replay_on_decode() {
+    replay(6);
+}

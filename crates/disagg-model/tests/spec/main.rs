@@ -4,6 +4,7 @@
 
 mod calc;
 mod catalogue;
+mod ced;
 mod cost;
 mod cost_fixtures;
 mod custom;
