@@ -164,6 +164,7 @@ fn the_presets_are_the_runs_flags() {
         "fp8-w8a8-colocated",
         "int8-a100-25gbe",
         "spec-mtp-colocated",
+        "ced-70b-replay-decode",
     ];
     for (k, name) in names.iter().enumerate() {
         let r = &runs()[k];
