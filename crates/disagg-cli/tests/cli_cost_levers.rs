@@ -230,3 +230,33 @@ fn the_blocks_in_json_and_the_report() {
     assert!(sb["energy"].get("scale_up_j").is_none());
     assert!(!ok_text(&["run", "--requests", "40"]).contains("parallel "));
 }
+
+#[test]
+fn devices_from_layout_lets_a_sweep_vary_tp() {
+    // Without it the reference's check refuses the rows whose tp x pp differs from the devices.
+    let base = ["--model", "llama3-8b", "--requests", "30"];
+    let mut args = vec!["sweep", "--vary", "tp=1,2,4", "--jsonl", "-", "--quiet"];
+    args.extend(base);
+    let o = disagg(&args);
+    assert_eq!(o.status.code(), Some(2));
+    args.push("--devices-from-layout");
+    let rows: Vec<serde_json::Value> = String::from_utf8(ok(&args))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 3);
+    for (row, tp) in rows.iter().zip([1u64, 2, 4]) {
+        let inst = &row["summary"]["instances"];
+        assert_eq!(inst[0]["devices"].as_u64(), Some(tp), "{row}");
+        assert_eq!(inst[1]["devices"].as_u64(), Some(tp), "{row}");
+        // Each row is the run with explicit matching devices.
+        let d = tp.to_string();
+        let t = tp.to_string();
+        let mut one = vec!["run", "--tp", &t, "--devices-per-instance", &d, "--json"];
+        one.extend(base);
+        let v = ok_json(&one);
+        assert_eq!(row["summary"]["ttft_s"], v["summary"]["ttft_s"]);
+        assert_eq!(row["summary"]["energy"], v["summary"]["energy"]);
+    }
+}

@@ -136,6 +136,10 @@ pub struct CostOptions {
     /// energy per FLOP.
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub compute_speedup: f64,
+    /// The prefill pool's cost model (false): a CED model with the replay on decode then runs the
+    /// encoder only (levers-cost.md §8.2); changes nothing for any other model.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub prefill_only: bool,
 }
 
 fn one() -> f64 {
@@ -144,6 +148,10 @@ fn one() -> f64 {
 
 fn is_one(x: &f64) -> bool {
     *x == 1.0
+}
+
+fn is_false(x: &bool) -> bool {
+    !*x
 }
 
 impl Default for CostOptions {
@@ -156,6 +164,7 @@ impl Default for CostOptions {
             dvfs: false,
             s_min: 0.4,
             compute_speedup: 1.0,
+            prefill_only: false,
         }
     }
 }
@@ -304,7 +313,7 @@ impl CostModel {
             return self.kv_capacity_levers(None);
         }
         let free = ((self.device.mem_capacity * self.n_devices as f64) * self.opts.mem_util)
-            - self.model.weight_bytes_total();
+            - self.resident_weight_bytes();
         if free <= 0.0 {
             return Err(Error::invalid(
                 "model",
@@ -408,6 +417,9 @@ impl CostModel {
 
     /// FLOPs and bytes of a prefill batch of whole prompts (cost-model.md §3.6).
     pub fn prefill_work(&self, lens: impl IntoIterator<Item = u64>) -> (i128, f64) {
+        if self.model.ced.is_some() {
+            return self.ced_prefill_work(lens);
+        }
         let (f, t) = self.prefill_flops(lens);
         (f, self.weight_read(t) + t as f64 * self.kv_bytes_per_token)
     }
@@ -432,10 +444,13 @@ impl CostModel {
     }
 
     /// The cost of a prefill step over whole prompts (an FFT-mixing model's: levers-cost.md §9.3,
-    /// §10.2).
+    /// §10.2; a CED model's: §8.2).
     pub fn prefill(&self, lens: impl IntoIterator<Item = u64>) -> StepCost {
         if self.model.fft.is_some() {
             return self.fft_prefill(&lens.into_iter().collect::<Vec<_>>());
+        }
+        if self.model.ced.is_some() {
+            return self.ced_prefill(lens);
         }
         let (f, t) = self.prefill_flops(lens);
         self.pass(f, t, t)

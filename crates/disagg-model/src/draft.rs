@@ -73,7 +73,8 @@ impl Draft {
     }
 
     /// The pool's draft cost model: the draft on the pool's device and devices per instance, with
-    /// no per-pass overhead and every other option (power cap, DVFS, ...) the target's.
+    /// no per-pass overhead, not a prefill pool's (`prefill_only` false, levers-cost.md §2.4) and
+    /// every other option (power cap, DVFS, ...) the target's.
     pub fn cost_model(
         &self,
         device: &Device,
@@ -82,6 +83,7 @@ impl Draft {
     ) -> Result<CostModel, Error> {
         let opts = CostOptions {
             step_overhead_s: 0.0,
+            prefill_only: false,
             ..target_opts.clone()
         };
         CostModel::new(&self.model, device, n_devices, opts)

@@ -4,6 +4,7 @@
 
 pub mod calc;
 pub mod catalogue;
+pub mod ced;
 pub mod cost;
 pub mod custom;
 pub mod draft;
@@ -20,6 +21,7 @@ pub mod variants;
 pub use catalogue::{
     Catalogue, CompressAt, Device, KvCompression, KvTransit, Link, LmHead, ModelSpec, GB, TB,
 };
+pub use ced::replay_attn;
 pub use cost::{Bound, Chunk, CostModel, CostOptions, PyNum, RawStep, StepCost};
 pub use draft::{spec_cost, Draft};
 pub use error::Error;

@@ -403,7 +403,8 @@ pub struct Summary {
 impl Req {
     #[inline]
     fn stages(&self) -> [f64; 6] {
-        let ft = self.first_token;
+        // The end of prefill: the first token, or a CED encoder step's end (levers-cost.md §8.3).
+        let ft = self.prefill_end();
         let handoff = if self.kv_ready.is_nan() {
             ft
         } else {
@@ -754,7 +755,7 @@ fn summarise(res: &RunResult) -> Summary {
     let handoffs: Vec<f64> = reqs
         .iter()
         .filter(|r| !r.kv_ready.is_nan())
-        .map(|r| r.kv_ready - r.first_token)
+        .map(|r| r.kv_ready - r.prefill_end())
         .collect();
     let tr = cfg.kv_transit.as_ref();
     let lk = &res.link;
@@ -1129,6 +1130,7 @@ mod tests {
             finish,
             kv_req: NAN,
             kv_mem: NAN,
+            prefill_done: NAN,
             adm: 0,
             prompt: 100,
             output,

@@ -10,7 +10,7 @@
 //! entry by key. Scenario files and the web API read a [`Scenario`] with serde, whose names are
 //! the same keys and the same enum names.
 
-use disagg_model::{CompressAt, Error, LmHead, QuantFormat, SendMode};
+use disagg_model::{CompressAt, Error, LmHead, QuantFormat, ReplayOn, SendMode};
 use disagg_trace::TraceFormat;
 
 use crate::levers::{BatchPolicy, DecodeRouter, KvPolicy, Preemption, SwapIn};
@@ -233,6 +233,9 @@ choice!(QuantFormat, "--weight-format", &QuantFormat::NAMES, |s| {
 choice!(LmHead, "--prefill-lm-head", &["all", "last"], |s| {
     LmHead::parse(s).ok()
 });
+choice!(ReplayOn, "--ced-replay-on", ReplayOn::NAMES, |s| {
+    ReplayOn::parse(s).ok()
+});
 
 impl OptValue for TraceFormat {
     const KIND: Kind = Kind::Choice(&["azure", "mooncake", "burstgpt", "reference"]);
@@ -395,6 +398,16 @@ options! {
         Some("N"), Some("--devices-per-instance"), "Devices per decode instance";
     prefill_lm_head: Option<LmHead>, "--prefill-lm-head", HARDWARE, Some("all|last"), Some("all"),
         "Where the prefill step runs the LM head: all (every prompt token) or last";
+    ced_encoder_layers: Option<u64>, "--ced-encoder-layers", HARDWARE, Some("E"),
+        Some("the model's"),
+        "Causal encoder-decoder (CED): the bottom E layers are a causal encoder (0: no CED)";
+    ced_replay: Option<u64>, "--ced-replay", HARDWARE, Some("W"), Some("the model's, 128"),
+        "CED: prompt tokens (the last W) replayed through the whole model";
+    ced_replay_on: Option<ReplayOn>, "--ced-replay-on", HARDWARE, Some("prefill|decode"),
+        Some("prefill"),
+        "CED: where the replay runs: prefill (the prefill instance emits the first token) or \
+         decode (the prefill pool runs the encoder only; the decode instance replays and emits \
+         the first token; --mode disagg, not --fast)";
     mode: Mode, "--mode", POOLS, Some("MODE"), Some("disagg"), "disagg or colocated";
     prefill: u32, "--prefill", POOLS, Some("N"), Some("1"),
         "Prefill instances (colocated: instances = prefill + decode)";
@@ -505,6 +518,10 @@ options! {
         "The decode pool's own tensor-parallel degree (does not inherit --tp/--pp)";
     decode_pp: Option<u32>, "--decode-pp", PARALLEL, Some("N"), None,
         "The decode pool's own pipeline stages";
+    devices_from_layout: bool, "--devices-from-layout", PARALLEL, None, None,
+        "Beyond the reference: a pool with a layout gets tp x pp devices per instance (the \
+         reference requires --devices-per-instance to match), so a sweep over tp needs no \
+         matching devices axis";
     weight_format: QuantFormat, "--weight-format", PARALLEL, Some("FORMAT"), Some("bf16"),
         "Weight format: bf16, fp8, int8, int4 (FP16 scale per 128) or fp4 (MXFP4); accuracy is \
          not simulated";
@@ -682,6 +699,7 @@ mod tests {
                 "mode" => choice("colocated"),
                 "kv_compress_at" => choice("endpoint"),
                 "prefill_lm_head" => choice("last"),
+                "ced_replay_on" => choice("decode"),
                 "send" => choice("layerwise"),
                 "link_sharing" => choice("fair"),
                 "link_topology" => choice("per-pair"),

@@ -298,7 +298,7 @@ fn cost_levers() -> Vec<Preset> {
         mode: Mode::Colocated,
         ..Scenario::default()
     };
-    let rows: [(&'static str, &'static str, Scenario); 6] = [
+    let rows: [(&'static str, &'static str, Scenario); 7] = [
         (
             "tp4-colocated",
             "Llama-3-70B colocated x2, tensor parallel 4: ring all-reduces on NVLink 4 take 22% \
@@ -370,6 +370,16 @@ fn cost_levers() -> Vec<Preset> {
                 gamma: 3,
                 alpha: 0.7,
                 ..coloc()
+            },
+        ),
+        (
+            "ced-70b-replay-decode",
+            "Llama-3-70B-shape CED 40+40, 1P1D: the prefill pool runs the encoder only, the \
+             decode instance replays the last 128 prompt tokens and emits the first token",
+            Scenario {
+                model: "llama3-70b-ced".into(),
+                ced_replay_on: Some(disagg_model::ReplayOn::Decode),
+                ..Scenario::default()
             },
         ),
     ];

@@ -33,8 +33,8 @@ pub const DEFAULT_MAX_DECODE_BATCH: u32 = 256;
 pub const MAX_LINKS: u32 = 65_536;
 
 /// Scenario keys that outputs leave out at their defaults: the scheduling levers, the decode batch
-/// cap and the generator's length bounds (a run that does not use them echoes what it echoed
-/// before they existed, byte for byte).
+/// cap, the generator's length bounds and the CED overrides (a run that does not use them echoes
+/// what it echoed before they existed, byte for byte).
 pub const QUIET_DEFAULT_KEYS: &[&str] = &[
     "batch_policy",
     "max_num_batched_tokens",
@@ -60,6 +60,7 @@ pub const QUIET_DEFAULT_KEYS: &[&str] = &[
     "prefill_pp",
     "decode_tp",
     "decode_pp",
+    "devices_from_layout",
     "weight_format",
     "kv_format",
     "compute_format",
@@ -72,6 +73,9 @@ pub const QUIET_DEFAULT_KEYS: &[&str] = &[
     "prompt_max",
     "output_min",
     "output_max",
+    "ced_encoder_layers",
+    "ced_replay",
+    "ced_replay_on",
 ];
 
 /// Removes from `v` (a scenario as JSON) the [`QUIET_DEFAULT_KEYS`] that hold their defaults.
@@ -168,6 +172,15 @@ pub struct Scenario {
     /// `--prefill-lm-head`: `all` or `last` (`None`: the model's own, `all`).
     #[serde(deserialize_with = "crate::options::by_name_opt")]
     pub prefill_lm_head: Option<LmHead>,
+    /// `--ced-encoder-layers`: E of a causal encoder-decoder (levers-cost.md §8; `None`: the
+    /// model's, 0 for every preset but the `-ced` ones; 0 turns CED off).
+    pub ced_encoder_layers: Option<u64>,
+    /// `--ced-replay`: W, the prompt tokens a CED model replays (`None`: the model's, 128).
+    pub ced_replay: Option<u64>,
+    /// `--ced-replay-on`: where a CED model replays, `prefill` or `decode` (`None`: the
+    /// model's, `prefill`).
+    #[serde(deserialize_with = "crate::options::by_name_opt")]
+    pub ced_replay_on: Option<disagg_model::ReplayOn>,
     /// `--send`: `whole` (the reference: the KV leaves after the whole prefill step) or `layerwise`
     /// (each layer's slice leaves as soon as that layer is done; also spelt `layer-wise`).
     #[serde(deserialize_with = "crate::options::by_name")]
@@ -267,6 +280,10 @@ pub struct Scenario {
     pub decode_tp: Option<u32>,
     /// `--decode-pp`.
     pub decode_pp: Option<u32>,
+    /// `--devices-from-layout` (beyond the reference, which requires devices per instance to
+    /// equal tp x pp already): a pool with a layout gets tp x pp devices per instance, so a sweep
+    /// over `tp` needs no matching devices axis.
+    pub devices_from_layout: bool,
     /// `--weight-format`: bf16, fp8, int8, int4 or fp4 (levers-cost.md §6).
     #[serde(deserialize_with = "crate::options::by_name")]
     pub weight_format: QuantFormat,
@@ -401,6 +418,9 @@ impl Default for Scenario {
             kv_compress: None,
             kv_compress_at: CompressAt::Transit,
             prefill_lm_head: None,
+            ced_encoder_layers: None,
+            ced_replay: None,
+            ced_replay_on: None,
             send: SendMode::Whole,
             link_sharing: LinkSharing::Fifo,
             link_topology: LinkTopology::Shared,
@@ -435,6 +455,7 @@ impl Default for Scenario {
             prefill_pp: None,
             decode_tp: None,
             decode_pp: None,
+            devices_from_layout: false,
             weight_format: QuantFormat::Bf16,
             kv_format: QuantFormat::Bf16,
             compute_format: QuantFormat::Bf16,
@@ -743,6 +764,18 @@ impl SimConfig {
     pub fn colocated_pool(&self) -> Option<&Pool> {
         self.pools.iter().find(|p| p.role == Role::Colocated)
     }
+    /// The replay window W of a CED model whose decode instances replay (levers-cost.md §8.3:
+    /// `--ced-replay-on decode`, disaggregated); `None` for every other run.
+    pub fn ced_decode_replay(&self) -> Option<u64> {
+        match self.model.ced {
+            Some(c)
+                if c.replay_on == disagg_model::ReplayOn::Decode && self.mode == Mode::Disagg =>
+            {
+                Some(c.replay)
+            }
+            _ => None,
+        }
+    }
     /// Total number of instances.
     pub fn instance_count(&self) -> usize {
         self.pools.iter().map(|p| p.instances).sum()
@@ -820,6 +853,23 @@ impl SimConfig {
             return Err(Error::invalid(
                 "--fast",
                 "the fast decode path does not exist with the scheduling levers",
+            ));
+        }
+        let ced_decode = self
+            .model
+            .ced
+            .is_some_and(|c| c.replay_on == disagg_model::ReplayOn::Decode);
+        if ced_decode
+            && (self.mode != Mode::Disagg
+                || self.fast_forward
+                || self.levers.is_some()
+                || self.handoff.send != SendMode::Whole
+                || self.handoff.first_token != FirstToken::Prefill)
+        {
+            return Err(Error::invalid(
+                "--ced-replay-on",
+                "decode needs --mode disagg, the plain decode loop and the default hand-off, \
+                 without the scheduling levers",
             ));
         }
         if self.link_count() > MAX_LINKS as usize {
@@ -1164,6 +1214,7 @@ impl Scenario {
         self.check_cost_levers(&model, kv_transit.is_some())?;
         let handoff = self.resolve_handoff()?;
         let levers = self.resolve_levers(cat, kv_transit.is_some())?;
+        self.check_ced(&model, levers.is_some())?;
         // The analytic bounds keep the model as given (levers-cost.md §14.3 item 5); everything
         // else sees the quantised copy (§2.2 step 2).
         let plain_model = model;
@@ -1285,17 +1336,65 @@ impl Scenario {
         if let Some(h) = self.prefill_lm_head {
             model.prefill_lm_head = h;
         }
-        if model.fft.is_some() || model.ced.is_some() {
+        self.apply_ced(&mut model)?;
+        if model.fft.is_some() {
             return Err(Error::invalid(
                 "--model",
                 format!(
-                    "{}: FFT-mixing and CED models are in the catalogue but not simulated yet \
+                    "{}: FFT-mixing models are in the catalogue but not simulated yet \
                      (`disagg list models` shows their shapes)",
                     model.key
                 ),
             ));
         }
         Ok(model)
+    }
+
+    /// The CED overrides of levers-cost.md §3.2, in order after the LM head: E, W, where the
+    /// replay runs (each only if given; W and the placement are ignored unless E > 0 after the
+    /// override; E = 0 turns CED off). Errors name the flag.
+    fn apply_ced(&self, model: &mut ModelSpec) -> Result<(), Error> {
+        if self.ced_encoder_layers.is_none()
+            && self.ced_replay.is_none()
+            && self.ced_replay_on.is_none()
+        {
+            return Ok(());
+        }
+        let mut c = model.ced.unwrap_or(disagg_model::Ced::new(0));
+        if let Some(e) = self.ced_encoder_layers {
+            c.encoder_layers = e;
+        }
+        if let Some(w) = self.ced_replay {
+            c.replay = w;
+        }
+        if let Some(on) = self.ced_replay_on {
+            c.replay_on = on;
+        }
+        model.ced = (c.encoder_layers > 0).then_some(c);
+        let Some(c) = model.ced else {
+            return Ok(());
+        };
+        const E_FLAG: &str = "--ced-encoder-layers";
+        if model.fft.is_some() || model.moe.is_some() {
+            return Err(Error::invalid(
+                E_FLAG,
+                format!(
+                    "CED is modelled for dense attention models only; {} is not one",
+                    model.name
+                ),
+            ));
+        }
+        if c.encoder_layers >= model.n_layers {
+            return Err(Error::invalid(
+                E_FLAG,
+                format!(
+                    "{} must be below the {} layers of {} (the decoder needs at least one)",
+                    c.encoder_layers, model.n_layers, model.name
+                ),
+            ));
+        }
+        // W >= 1 is the range of --ced-replay (step 0).
+        Ok(())
     }
 
     /// The weight, KV and compute formats (levers-cost.md §6).
@@ -1624,6 +1723,59 @@ impl Scenario {
         }))
     }
 
+    /// Step 7b: what a CED model (levers-cost.md §8) runs with. The replay on decode needs
+    /// disaggregated mode and the plain decode loop (not `--fast`), and keeps the reference's
+    /// hand-off: whole caches after the encoder step (`--send whole`), the first token from the
+    /// decode instance's replay step (`--first-token prefill`, the convention that counts it). CED
+    /// is not modelled with the scheduling levers (speculative decoding included); formats other
+    /// than BF16 are refused before, by the lever checks, and parallel layouts after, by each
+    /// pool's layout check (levers-cost.md §2.3, §5.3).
+    fn check_ced(&self, model: &ModelSpec, levers: bool) -> Result<(), Error> {
+        let Some(c) = model.ced else {
+            return Ok(());
+        };
+        if levers {
+            return Err(Error::invalid(
+                "--ced-encoder-layers",
+                format!(
+                    "{} is a causal encoder-decoder (CED): not modelled with the scheduling \
+                     levers or speculative decoding",
+                    model.name
+                ),
+            ));
+        }
+        if c.replay_on != disagg_model::ReplayOn::Decode {
+            return Ok(());
+        }
+        const ON: &str = "--ced-replay-on";
+        if self.mode != Mode::Disagg {
+            return Err(Error::invalid(
+                ON,
+                "decode replays on the decode instance after the hand-off: needs --mode disagg",
+            ));
+        }
+        if self.fast {
+            return Err(Error::invalid(
+                ON,
+                "decode needs the plain decode loop: not with --fast",
+            ));
+        }
+        if self.send != SendMode::Whole {
+            return Err(Error::invalid(
+                ON,
+                "decode hands off after the encoder step: not modelled with --send layerwise",
+            ));
+        }
+        if self.first_token != FirstToken::Prefill {
+            return Err(Error::invalid(
+                ON,
+                "decode emits the first token at the end of the decode instance's replay step \
+                 already: not with --first-token decode",
+            ));
+        }
+        Ok(())
+    }
+
     /// The prefix-aware hand-off's options (beyond the reference) need what they build on:
     /// `--prefix-handoff` needs `--prefix-caching` in disaggregated mode, `--decode-router
     /// prefix` needs `--prefix-handoff`, and `--prefix-from-trace` needs `--prefix-caching`.
@@ -1667,6 +1819,10 @@ impl Scenario {
         cat: &Catalogue,
     ) -> Result<Vec<Pool>, Error> {
         let pool = |role, instances: u32, dev: &Device, n, cap, cap_flag| {
+            let n = match self.layout_for(role).filter(|_| self.devices_from_layout) {
+                Some(l) => l.tp.saturating_mul(l.pp),
+                None => n,
+            };
             self.pool(model, role, instances as usize, dev, n, cap, cap_flag, cat)
         };
         Ok(match self.mode {
@@ -1725,6 +1881,7 @@ impl Scenario {
             power_cap_w: cap,
             dvfs: self.dvfs,
             compute_speedup: formats.compute_speedup(dev, role.as_str())?,
+            prefill_only: role == Role::Prefill,
             ..CostOptions::default()
         };
         let mut cost = CostModel::new(model, dev, n, opts).map_err(|e| match e {

@@ -48,6 +48,10 @@ use crate::pyrand::GenRequest;
 use crate::scenario::{LinkSharing, LinkTopology, Mode, ReserveKvOn, Role, SimConfig};
 use crate::workload::{ClosedLoop, Workload};
 
+/// The decode instance of a CED model with the replay on decode (levers-cost.md §8.3).
+#[path = "ced.rs"]
+mod ced;
+
 /// "Not stamped" (Python `None`) inside the engine.
 pub(crate) const UNSET: f64 = f64::NAN;
 pub(crate) const NO_INST: u32 = u32::MAX;
@@ -67,6 +71,9 @@ pub(crate) struct Req {
     pub kv_req: f64,
     /// Decode memory reserved (`--reserve-kv-on transfer` only).
     pub kv_mem: f64,
+    /// CED with the replay on decode: the encoder-only prefill step ended (the first token comes
+    /// later, from the decode instance); NaN otherwise (the prefill ends at the first token).
+    pub prefill_done: f64,
     /// Index of the first decode step it takes part in, in its decode-side instance's step list.
     pub adm: u64,
     pub prompt: u32,
@@ -552,7 +559,8 @@ pub struct RequestRecord {
     pub output_len: u32,
     /// Prefill batch formed.
     pub prefill_start_s: Option<f64>,
-    /// First token emitted (end of its prefill step).
+    /// First token emitted (end of its prefill step; a CED model replaying on decode: end of
+    /// its replay step on the decode instance).
     pub first_token_s: Option<f64>,
     /// Link channel granted.
     pub kv_start_s: Option<f64>,
@@ -769,6 +777,9 @@ struct Sim<'a, O: Observer> {
     max_prefill_tokens: u64,
     max_batch: usize,
     overhead: f64,
+    /// CED with the replay on decode (levers-cost.md §8.3): the replay window W; `None` for
+    /// every other run.
+    ced_replay: Option<u64>,
 }
 
 /// The name of link `i` of `cfg`'s topology.
@@ -796,11 +807,23 @@ impl Req {
             finish: UNSET,
             kv_req: UNSET,
             kv_mem: UNSET,
+            prefill_done: UNSET,
             adm: 0,
             prompt: w.prompt_len,
             output: w.output_len,
             dinst: NO_INST,
             dtarget: NO_INST,
+        }
+    }
+
+    /// The end of its prefill step: `prefill_done` when a CED decode instance emits the first
+    /// token, else the first token.
+    #[inline]
+    pub(crate) fn prefill_end(&self) -> f64 {
+        if self.prefill_done.is_nan() {
+            self.first_token
+        } else {
+            self.prefill_done
         }
     }
 
@@ -1058,6 +1081,7 @@ impl<'a, O: Observer> Sim<'a, O> {
             max_prefill_tokens: cfg.max_prefill_tokens,
             max_batch: cfg.max_decode_batch,
             overhead: cfg.step_overhead_s,
+            ced_replay: cfg.ced_decode_replay(),
         }
     }
 
@@ -1382,6 +1406,8 @@ impl<'a, O: Observer> Sim<'a, O> {
             Mode::Disagg => {
                 if g < self.n_prefill {
                     self.prefill_step_end(g as usize);
+                } else if self.ced_replay.is_some() {
+                    self.ced_step_end((g - self.n_prefill) as usize);
                 } else {
                     self.plain_decode_step_end((g - self.n_prefill) as usize);
                 }
@@ -1416,6 +1442,8 @@ impl<'a, O: Observer> Sim<'a, O> {
             reqs[rid as usize].prefill_start = now;
         }
         let cm = self.pcost.expect("prefill pool");
+        // CED, replay on decode: every request is handed off (§8.3).
+        let ced = self.ced_replay.is_some();
         let mut cost = cm.prefill(inst.batch.iter().map(|&r| reqs[r as usize].prompt as u64));
         if let Some(tr) = self.endpoint {
             cost = cm.endpoint_pass(
@@ -1424,7 +1452,7 @@ impl<'a, O: Observer> Sim<'a, O> {
                 inst.batch
                     .iter()
                     .map(|&r| &reqs[r as usize])
-                    .filter(|r| r.output > 1)
+                    .filter(|r| ced || r.output > 1)
                     .map(|r| r.prompt as u64),
             );
         }
@@ -1448,6 +1476,7 @@ impl<'a, O: Observer> Sim<'a, O> {
         let now = self.q.now();
         let p_idle = self.p_idle;
         let layerwise = self.link.layers.is_some();
+        let ced = self.ced_replay.is_some();
         {
             let Sim {
                 prefill,
@@ -1470,13 +1499,21 @@ impl<'a, O: Observer> Sim<'a, O> {
                 tokens: inst.tokens,
             });
             scratch.clear();
-            for &rid in &inst.batch {
-                let r = &mut reqs[rid as usize];
-                r.first_token = now;
-                if r.output <= 1 {
-                    finish(reqs, books, q, obs, rid, now);
-                } else if !layerwise {
+            if ced {
+                // CED, replay on decode (§8.3): no first token here; every request is handed off.
+                for &rid in &inst.batch {
+                    reqs[rid as usize].prefill_done = now;
                     scratch.push(rid);
+                }
+            } else {
+                for &rid in &inst.batch {
+                    let r = &mut reqs[rid as usize];
+                    r.first_token = now;
+                    if r.output <= 1 {
+                        finish(reqs, books, q, obs, rid, now);
+                    } else if !layerwise {
+                        scratch.push(rid);
+                    }
                 }
             }
         }
@@ -1659,6 +1696,8 @@ impl<'a, O: Observer> Sim<'a, O> {
     fn decode_body(&mut self, d: usize) {
         if self.cfg.fast_forward {
             self.fast_body(d);
+        } else if let Some(w) = self.ced_replay {
+            self.ced_body(d, w);
         } else {
             self.plain_body(d);
         }

@@ -164,6 +164,7 @@ fn the_presets_are_the_runs_flags() {
         "fp8-w8a8-colocated",
         "int8-a100-25gbe",
         "spec-mtp-colocated",
+        "ced-70b-replay-decode",
     ];
     for (k, name) in names.iter().enumerate() {
         let r = &runs()[k];
@@ -177,4 +178,9 @@ fn the_presets_are_the_runs_flags() {
         let got = serde_json::to_value(disagg_sim::presets::find(name).unwrap().scenario).unwrap();
         assert_eq!(got, want, "{name}");
     }
+}
+
+#[test]
+fn run6_ced_replay_on_decode() {
+    replay(6);
 }

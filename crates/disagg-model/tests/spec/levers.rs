@@ -450,6 +450,8 @@ fn draft_cost_model_options() {
         dvfs: true,
         s_min: 0.3,
         compute_speedup: 1.0,
+        // The prefill pool's options: the draft is never a prefill-only cost model (§2.4).
+        prefill_only: true,
     };
     let dc = d.cost_model(&dev, 2, &opts).unwrap();
     assert_eq!(
@@ -462,6 +464,7 @@ fn draft_cost_model_options() {
             dvfs: true,
             s_min: 0.3,
             compute_speedup: 1.0,
+            prefill_only: false,
         }
     );
     assert_eq!(dc.model, d.model);

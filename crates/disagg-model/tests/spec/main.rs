@@ -5,6 +5,7 @@
 mod calc;
 mod calc_levers;
 mod catalogue;
+mod ced;
 mod cost;
 mod cost_fixtures;
 mod custom;
@@ -13,4 +14,5 @@ mod handoff;
 mod levers;
 mod parallel;
 mod pymath;
+mod quant;
 mod ranks;

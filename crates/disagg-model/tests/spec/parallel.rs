@@ -631,3 +631,36 @@ fn imbalance_on_a_pipeline_written_out() {
     assert_eq!(s1.step.time_s, 0.15946689177695497); // fixture moe.mixtral.h100x4.tp2pp2ep2
     assert!(s.step.time_s > s1.step.time_s);
 }
+
+#[test]
+fn the_layout_names_its_scale_up_link() {
+    let c = cat();
+    let m = c.model("llama3-70b").unwrap();
+    let plain = CostModel::new(m, c.device("h100").unwrap(), 4, CostOptions::default()).unwrap();
+    assert_eq!(plain.layout(), None);
+    assert_eq!(plain.scale_up_link_name(), None);
+    let tp4 = Parallel {
+        tp: 4,
+        ..Parallel::default()
+    };
+    let cm = plain.clone().with_layout(tp4.clone(), &c).unwrap();
+    assert_eq!(cm.layout(), Some(&tp4));
+    assert_eq!(
+        cm.scale_up_link_name().as_deref(),
+        Some("NVLink 4 (one direction)")
+    );
+    let b200 = CostModel::new(m, c.device("b200").unwrap(), 4, CostOptions::default())
+        .unwrap()
+        .with_layout(tp4.clone(), &c)
+        .unwrap();
+    assert_eq!(
+        b200.scale_up_link_name().as_deref(),
+        Some("NVLink 5 (one direction)")
+    );
+    let pcie = Parallel {
+        scale_up_link: Some("pcie5".into()),
+        ..tp4
+    };
+    let cm = plain.with_layout(pcie, &c).unwrap();
+    assert_eq!(cm.scale_up_link_name().as_deref(), Some("PCIe Gen5 x16"));
+}
