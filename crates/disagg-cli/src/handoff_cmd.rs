@@ -70,6 +70,20 @@ pub struct HandoffArgs {
     /// One row per link in the catalogue (the chapter's link table).
     #[arg(long, conflicts_with_all = ["link", "link_bandwidth_gb_s", "link_latency_us", "link_pj_per_bit"])]
     all_links: bool,
+    /// KV cache format: bf16, fp8, int8, int4 or fp4 (the hand-off's bytes per value) [bf16].
+    #[arg(long, value_name = "FORMAT")]
+    kv_format: Option<String>,
+    /// Weight format: bf16, fp8, int8, int4 or fp4 (the prefill step's weight bytes) [bf16].
+    #[arg(long, value_name = "FORMAT")]
+    weight_format: Option<String>,
+    /// Matmul format: bf16 (weight-only quantisation) or the weight format (W8A8, W4A4: the
+    /// prefill device's native units) [bf16].
+    #[arg(long, value_name = "FORMAT")]
+    compute_format: Option<String>,
+    /// Speculative decoding's draft, mtp or a model key: the draft's KV of the prompt crosses
+    /// too, and its prefill pass follows the target's [off].
+    #[arg(long, value_name = "DRAFT")]
+    speculative: Option<String>,
     /// Print JSON instead of text.
     #[arg(long)]
     json: bool,
@@ -146,6 +160,10 @@ pub fn run(a: HandoffArgs, cat: Catalogue) -> CmdResult {
         prefill_device: a.prefill_device.clone(),
         devices_per_instance: a.devices_per_instance,
         all_links: a.all_links,
+        kv_format: a.kv_format.clone(),
+        weight_format: a.weight_format.clone(),
+        compute_format: a.compute_format.clone(),
+        speculative: a.speculative.clone(),
     };
     let model = a.hardware.model(&a.model, &cat)?;
     let device = a
@@ -205,6 +223,18 @@ pub fn run(a: HandoffArgs, cat: Catalogue) -> CmdResult {
         comp_text,
         send_text
     );
+    if a.kv_format.is_some() || a.weight_format.is_some() || a.compute_format.is_some() {
+        let fm = disagg_model::calc::formats_of(&spec).map_err(flag_error)?;
+        outln!(
+            "  formats                weights {}, KV {}, compute {} (accuracy not simulated)",
+            fm.weight.as_str(),
+            fm.kv.as_str(),
+            fm.compute.as_str()
+        );
+    }
+    if let Some(d) = &doc.speculative {
+        outln!("  draft                  {d} (its KV of the prompt crosses too)");
+    }
     if let Some(rows) = &doc.rows {
         print_table(rows, send)?;
         return Ok(());

@@ -6,8 +6,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::catalogue::{Catalogue, CompressAt, Device, KvTransit, Link, ModelSpec};
 use crate::cost::{CostModel, CostOptions};
+use crate::draft::Draft;
 use crate::error::Error;
-use crate::handoff::{handoff_shared, Handoff, SendMode, Sharing};
+use crate::handoff::{handoff_shared_draft, Handoff, SendMode, Sharing};
+use crate::quant::{Formats, QuantFormat};
 
 /// The calculator's options (`disagg handoff` flags), with its defaults: the chapter's
 /// interactive (Llama-3-8B, 2,048 tokens, 25 GbE, no compression, sent whole, one H100).
@@ -40,6 +42,20 @@ pub struct HandoffSpec {
     pub devices_per_instance: u64,
     /// One row per catalogue link.
     pub all_links: bool,
+    /// KV cache format (levers-cost.md §6): the hand-off's bytes per value; `None`: BF16.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kv_format: Option<String>,
+    /// Weight format: the prefill step's weight bytes; `None`: BF16.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub weight_format: Option<String>,
+    /// Matmul format: `bf16` or the weight format (the prefill device's native units);
+    /// `None`: BF16.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compute_format: Option<String>,
+    /// Speculative decoding's draft, `mtp` or a model key: its KV of the prompt crosses too
+    /// (levers-cost.md §7.5); `None`: no draft.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub speculative: Option<String>,
 }
 
 impl Default for HandoffSpec {
@@ -58,6 +74,10 @@ impl Default for HandoffSpec {
             prefill_device: "h100".into(),
             devices_per_instance: 1,
             all_links: false,
+            kv_format: None,
+            weight_format: None,
+            compute_format: None,
+            speculative: None,
         }
     }
 }
@@ -108,6 +128,18 @@ pub struct HandoffDoc {
     pub prefill_device: String,
     /// Devices per prefill instance.
     pub devices_per_instance: u64,
+    /// KV cache format (when given).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kv_format: Option<String>,
+    /// Weight format (when given).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub weight_format: Option<String>,
+    /// Compute format (when given).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compute_format: Option<String>,
+    /// The speculative draft (when given).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub speculative: Option<String>,
     /// The single link's answer (without `all_links`).
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub row: Option<HandoffRow>,
@@ -179,6 +211,68 @@ pub fn transit_for(
     Ok(Some(KvTransit::new(c, at)))
 }
 
+/// The formats of `spec` (`None` is BF16); an unknown name is named by its option.
+pub fn formats_of(spec: &HandoffSpec) -> Result<Formats, Error> {
+    let one = |key: &str, v: &Option<String>| match v {
+        None => Ok(QuantFormat::Bf16),
+        Some(name) => QuantFormat::parse(name).map_err(|e| named(key, e)),
+    };
+    Ok(Formats {
+        weight: one("weight_format", &spec.weight_format)?,
+        kv: one("kv_format", &spec.kv_format)?,
+        compute: one("compute_format", &spec.compute_format)?,
+    })
+}
+
+/// An error named by a CLI flag (`--compute-format`) renamed to its option's key
+/// (`compute_format`), so each front end spells it its own way.
+fn keyed(e: Error) -> Error {
+    match e {
+        Error::Invalid { what, why } if what.starts_with("--") => Error::Invalid {
+            what: what[2..].replace('-', "_"),
+            why,
+        },
+        other => other,
+    }
+}
+
+/// The checks of levers-cost.md §2.3 items 2 to 4 and 6 that concern the calculator, in that
+/// order, when a format is given or a draft is: the compute format is BF16 or the weight
+/// format; formats and drafts need an attention model without CED; a non-BF16 KV format or a
+/// draft without a compression stage (`compressed`).
+fn check_levers(
+    spec: &HandoffSpec,
+    formats: &Formats,
+    model: &ModelSpec,
+    compressed: bool,
+) -> Result<(), Error> {
+    if !formats.is_quantised() && spec.speculative.is_none() {
+        return Ok(());
+    }
+    formats.check(model).map_err(keyed)?;
+    if formats.kv != QuantFormat::Bf16 && compressed {
+        return Err(Error::invalid(
+            "kv_format",
+            "KV hand-off compression assumes a BF16 KV cache: not with kv_format != 'bf16'",
+        ));
+    }
+    if spec.speculative.is_some() {
+        if !model.is_attention() || model.ced.is_some() {
+            return Err(Error::invalid(
+                "speculative",
+                "the draft's hand-off is modelled for attention models without CED only",
+            ));
+        }
+        if compressed {
+            return Err(Error::invalid(
+                "speculative",
+                "speculative decoding with KV hand-off compression is not modelled",
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Evaluates the calculator. `model`, `device` and `link` replace the catalogue entries named in
 /// the spec when a front end built custom ones.
 pub fn evaluate(
@@ -212,12 +306,25 @@ pub fn evaluate(
     let sharing = Sharing::parse(&spec.link_sharing).map_err(|e| named("link_sharing", e))?;
     let at = CompressAt::parse(&spec.compress_at).map_err(|e| named("compress_at", e))?;
     let transit = transit_for(cat, &model, &spec.compression, at, spec.kv_keep)?;
-    let cost = CostModel::new(
-        &model,
-        &device,
-        spec.devices_per_instance as u32,
-        CostOptions::default(),
-    )?;
+    let formats = formats_of(spec)?;
+    check_levers(spec, &formats, &model, transit.is_some())?;
+    let model = formats.apply(&model);
+    let draft = match &spec.speculative {
+        Some(name) => {
+            Some(Draft::new(&model, name, cat).map_err(|e| keyed(named("speculative", e)))?)
+        }
+        None => None,
+    };
+    let opts = CostOptions {
+        compute_speedup: formats.compute_speedup(&device, "prefill")?,
+        ..CostOptions::default()
+    };
+    let n = spec.devices_per_instance as u32;
+    let cost = CostModel::new(&model, &device, n, opts)?;
+    let draft_cost = match &draft {
+        Some(d) => Some(d.cost_model(&device, n, &cost.opts)?),
+        None => None,
+    };
     let mut links: Vec<Link> = if spec.all_links {
         let mut v = cat.links.clone();
         v.sort_by(|x, y| y.bandwidth_bps.total_cmp(&x.bandwidth_bps));
@@ -242,8 +349,9 @@ pub fn evaluate(
             link_latency_s: l.latency_s,
             link_pj_per_bit: l.pj_per_bit,
             link_channels: l.channels,
-            handoff: handoff_shared(
+            handoff: handoff_shared_draft(
                 &cost,
+                draft_cost.as_ref(),
                 l,
                 transit.as_ref(),
                 send,
@@ -272,6 +380,16 @@ pub fn evaluate(
         concurrent: spec.concurrent,
         prefill_device: cost.device.key.clone(),
         devices_per_instance: spec.devices_per_instance,
+        kv_format: spec.kv_format.as_ref().map(|_| formats.kv.as_str().into()),
+        weight_format: spec
+            .weight_format
+            .as_ref()
+            .map(|_| formats.weight.as_str().into()),
+        compute_format: spec
+            .compute_format
+            .as_ref()
+            .map(|_| formats.compute.as_str().into()),
+        speculative: draft.map(|d| d.key),
         row,
         rows,
     })

@@ -179,19 +179,58 @@ pub fn handoff(
     send: SendMode,
     prompt_tokens: u64,
 ) -> Handoff {
+    handoff_draft(prefill, None, link, transit, send, prompt_tokens)
+}
+
+/// The transfer of a prompt's KV, the speculative draft's too when there is one (levers-cost.md
+/// §7.5): `S = handoff_bytes(P) + (fl(P) * draft.kv_bytes_per_token)`, the simulator's bytes.
+fn transfer_with_draft(
+    prefill: &CostModel,
+    draft: Option<&CostModel>,
+    link: &Link,
+    transit: Option<&KvTransit>,
+    prompt_tokens: u64,
+) -> Transfer {
     let model = &prefill.model;
-    let x = transfer(model, link, transit, prompt_tokens);
+    match draft {
+        None => transfer(model, link, transit, prompt_tokens),
+        Some(d) => {
+            let s = model.handoff_bytes(prompt_tokens)
+                + prompt_tokens as f64 * d.model.kv_bytes_per_token();
+            transfer_bytes(model.kv_bytes, link, transit, prompt_tokens, s)
+        }
+    }
+}
+
+/// [`handoff`] with a speculative draft (`draft`: its cost model on the prefill device): the
+/// draft's KV of the prompt crosses too, and the prefill step is the target's then the draft's
+/// prefill pass (as in the simulator's speculative step). `None` is [`handoff`].
+pub fn handoff_draft(
+    prefill: &CostModel,
+    draft: Option<&CostModel>,
+    link: &Link,
+    transit: Option<&KvTransit>,
+    send: SendMode,
+    prompt_tokens: u64,
+) -> Handoff {
+    let model = &prefill.model;
+    let x = transfer_with_draft(prefill, draft, link, transit, prompt_tokens);
     let mut step = prefill.prefill([prompt_tokens]);
     if let Some(tr) = transit.filter(|t| t.at == CompressAt::Endpoint) {
         step = prefill.endpoint_pass(step, tr, [prompt_tokens]);
     }
-    let prefill_s = step.time_s;
+    let mut prefill_s = step.time_s;
+    let mut kv_bytes_per_token = model.kv_bytes_per_token();
+    if let Some(d) = draft {
+        prefill_s += d.prefill([prompt_tokens]).time_s;
+        kv_bytes_per_token += d.model.kv_bytes_per_token();
+    }
     let exposed_s = match send {
         SendMode::Whole => x.time_s,
         SendMode::Layerwise => layerwise_exposed(x.fixed_s, x.stream_s, prefill_s, model.n_layers),
     };
     Handoff {
-        kv_bytes_per_token: model.kv_bytes_per_token(),
+        kv_bytes_per_token,
         kv_bytes: x.kv_bytes,
         wire_bytes: x.wire_bytes,
         compression_ratio: transit.map_or(1.0, |t| t.compression.ratio),
@@ -264,11 +303,35 @@ pub fn handoff_shared(
     sharing: Sharing,
     concurrent: u32,
 ) -> Handoff {
-    let mut h = handoff(prefill, link, transit, send, prompt_tokens);
+    handoff_shared_draft(
+        prefill,
+        None,
+        link,
+        transit,
+        send,
+        prompt_tokens,
+        sharing,
+        concurrent,
+    )
+}
+
+/// [`handoff_shared`] with a speculative draft ([`handoff_draft`]); `None` is [`handoff_shared`].
+#[allow(clippy::too_many_arguments)]
+pub fn handoff_shared_draft(
+    prefill: &CostModel,
+    draft: Option<&CostModel>,
+    link: &Link,
+    transit: Option<&KvTransit>,
+    send: SendMode,
+    prompt_tokens: u64,
+    sharing: Sharing,
+    concurrent: u32,
+) -> Handoff {
+    let mut h = handoff_draft(prefill, draft, link, transit, send, prompt_tokens);
     if concurrent <= 1 {
         return h;
     }
-    let x = transfer(&prefill.model, link, transit, prompt_tokens);
+    let x = transfer_with_draft(prefill, draft, link, transit, prompt_tokens);
     let layers = prefill.model.n_layers;
     let c = link.channels.max(1) as f64;
     let n = concurrent as f64;

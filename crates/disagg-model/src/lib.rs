@@ -27,12 +27,13 @@ pub use draft::{spec_cost, Draft};
 pub use error::Error;
 pub use fft::{dm, Ops, OpticalStep, OpticalTerms};
 pub use handoff::{
-    handoff, handoff_shared, layerwise_exposed, layerwise_exposed_after, layerwise_tail, transfer,
-    transfer_bytes, Handoff, SendMode, Sharing, Transfer,
+    handoff, handoff_draft, handoff_shared, handoff_shared_draft, layerwise_exposed,
+    layerwise_exposed_after, layerwise_tail, transfer, transfer_bytes, Handoff, SendMode, Sharing,
+    Transfer,
 };
 pub use parallel::{int_div, LeverStep, Moe, Parallel, ParallelCost, Pass};
 pub use quant::{Formats, QuantFormat};
-pub use ranks::{rank_plan, RankLayout, RankOptions, RankPlan, Relayout};
+pub use ranks::{rank_plan, PortLoads, RankLayout, RankOptions, RankPlan, Relayout};
 pub use variants::{
     ActFormat, Ced, DecodeStyle, Detection, FftMixing, Mixer, ReplayOn, TransformEngine,
 };

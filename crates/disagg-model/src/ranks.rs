@@ -683,6 +683,66 @@ pub fn rank_plan(
     })
 }
 
+/// The ports of a rank plan for the simulator (`disagg run --handoff-ranks`): for every NIC of
+/// both instances, the per-token bytes of its flows in the plan's flow order, so that the
+/// busiest port of any prompt length is found without building the plan again. A flow's bytes
+/// are `P * c` for its per-token shard `c` (one multiplication, [`shard_bytes`]), so the sums
+/// are the plan's own, bit for bit.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PortLoads {
+    /// Per NIC (prefill side first), its flows' per-token bytes.
+    ports: Vec<Vec<f64>>,
+}
+
+impl PortLoads {
+    /// The ports of the plan of `opts` (its `prefill_s` and gather pass are not used).
+    pub fn new(
+        model: &ModelSpec,
+        link: &Link,
+        scale_up: Option<&Link>,
+        decode_device: &Device,
+        opts: &RankOptions,
+    ) -> Result<Self, Error> {
+        let plan = rank_plan(model, link, scale_up, decode_device, 1, opts)?;
+        let ports = plan
+            .nics
+            .iter()
+            .map(|n| {
+                let side = |f: &&Flow| {
+                    let r = if n.side == Side::Prefill {
+                        f.from
+                    } else {
+                        f.to
+                    };
+                    n.ranks.contains(&r)
+                };
+                plan.flows.iter().filter(side).map(|f| f.bytes).collect()
+            })
+            .collect();
+        Ok(PortLoads { ports })
+    }
+
+    /// Each NIC's bytes for a `prompt_tokens` prompt, in the plan's NIC order (the plan's
+    /// `nics[i].bytes`).
+    pub fn port_bytes(&self, prompt_tokens: u64) -> Vec<f64> {
+        let p = prompt_tokens as f64;
+        self.ports
+            .iter()
+            .map(|fs| fs.iter().map(|c| p * c).sum())
+            .collect()
+    }
+
+    /// The busiest port's wire time for a `prompt_tokens` prompt over NICs of `link`: the
+    /// largest `bytes / bandwidth` over the NICs (the plan's `finish_s` less the latency).
+    pub fn stream_s(&self, link: &Link, prompt_tokens: u64) -> f64 {
+        let p = prompt_tokens as f64;
+        self.ports
+            .iter()
+            .map(|fs| link.wire_time(fs.iter().map(|c| p * c).sum()))
+            .fold(0.0, f64::max)
+    }
+}
+
 /// The calculator's rank-aware options: `disagg handoff --handoff-ranks --prefill-tp ...`, and the
 /// same keys in snake_case in `/api/handoff`'s body. Errors name the option by its key.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -815,6 +875,14 @@ pub fn evaluate(
     if let Some(c) = spec.link_channels {
         return Err(Error::invalid("link_channels", format!("{c}: {why}")));
     }
+    if let Some(d) = &doc.speculative {
+        return Err(Error::invalid(
+            "speculative",
+            format!("'{d}': the rank-aware hand-off models the target's KV heads only"),
+        ));
+    }
+    // A KV format scales every shard's bytes (levers-cost.md §6.2 item 4).
+    let model = &crate::calc::formats_of(spec)?.apply(model);
     let Some(row) = doc.row.as_ref() else {
         return Err(Error::invalid(
             "handoff_ranks",

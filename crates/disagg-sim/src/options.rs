@@ -266,6 +266,15 @@ pub fn compute_format_by_name<'de, D: serde::Deserializer<'de>>(
 /// Reads a [`Choice`] field of [`Scenario`] (serde `deserialize_with`): a name, read as its flag
 /// reads it, so scenario files and the web API accept the same names and aliases and an unknown
 /// one is the flag's one-line error (`unknown --send 'x'; valid: whole, layerwise`).
+/// A switch that is left out of the scenario's JSON when off: `null` (how a sweep fills an
+/// absent key) reads as off.
+pub fn switch_or_null<'de, D>(d: D) -> Result<bool, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    <Option<bool> as serde::Deserialize>::deserialize(d).map(|b| b.unwrap_or(false))
+}
+
 pub fn by_name<'de, D, T>(d: D) -> Result<T, D::Error>
 where
     D: serde::Deserializer<'de>,
@@ -477,6 +486,15 @@ options! {
     prefix_from_trace: bool, "--prefix-from-trace", LEVERS, None, None,
         "Beyond the reference: on a Mooncake trace, each request's hash_ids (512-token block \
          hashes) become its prefix chain (needs --prefix-caching)";
+    handoff_ranks: bool, "--handoff-ranks", BEYOND, None, None,
+        "Beyond the reference: each hand-off's stream time is the busiest NIC of the rank-aware \
+         plan (each prefill rank sends its KV shard over its own NIC to the decode ranks that \
+         own those heads and layers; the pools' --tp/--pp layouts, else TP = devices per \
+         instance); the link's queueing still applies to whole hand-offs";
+    nics_per_instance: Option<u32>, "--nics-per-instance", BEYOND, Some("N"),
+        Some("one per GPU"),
+        "NICs per instance with --handoff-ranks, each with the link's bandwidth and latency; \
+         rank i uses NIC i % N";
     tp: Option<u32>, "--tp", PARALLEL, Some("N"), Some("1"),
         "Tensor-parallel degree of every pool's instances (devices per instance must equal \
          tp x pp; ring all-reduces on the scale-up link)";
@@ -653,6 +671,8 @@ mod tests {
         let v = serde_json::to_value(Scenario::default()).unwrap();
         let mut keys: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
         keys.extend(HARDWARE_KEYS.iter().map(|k| k.to_string()));
+        // Left out of the echo at their defaults too (`--handoff-ranks` off).
+        keys.extend(["handoff_ranks", "nics_per_instance"].map(String::from));
         keys.sort();
         keys
     }

@@ -170,6 +170,7 @@ ranges! {
     "--prefill-pp", Some("prefill_pp"), SCENARIO, int(0, MAX_DEVICES as u64), "stages", "the prefill pool's pipeline stages";
     "--decode-tp", Some("decode_tp"), SCENARIO, int(0, MAX_DEVICES as u64), "devices", "the decode pool's tensor-parallel degree";
     "--decode-pp", Some("decode_pp"), SCENARIO, int(0, MAX_DEVICES as u64), "stages", "the decode pool's pipeline stages";
+    "--nics-per-instance", Some("nics_per_instance"), SCENARIO, int(1, MAX_DEVICES as u64), "NICs", "rank-aware hand-off of a run: NICs per instance";
     "--ced-encoder-layers", Some("ced_encoder_layers"), SCENARIO, int(0, SHAPE_MAX), "layers", "CED: encoder layers (0: no CED; below the model's layers)";
     "--ced-replay", Some("ced_replay"), SCENARIO, int(1, MAX_BUDGET), "tokens", "CED: prompt tokens replayed through the whole model";
     "--max-context", Some("max_context"), SCENARIO, int(1, 100_000_000), "tokens", "clip replayed prompts to this length";
@@ -492,6 +493,7 @@ mod defaults {
             prefill_pp: Some(1),
             decode_tp: Some(1),
             decode_pp: Some(2),
+            nics_per_instance: Some(2),
             ced_encoder_layers: Some(16),
             ced_replay: Some(128),
             ttft_slo: Some(1.0),

@@ -4,7 +4,7 @@
 use disagg_model::custom::{CustomDevice, CustomLink, CustomModel, Overlay};
 use disagg_model::{
     Catalogue, CompressAt, CostModel, CostOptions, Device, Error, Formats, KvTransit, Link, LmHead,
-    ModelSpec, Parallel, QuantFormat, SendMode,
+    ModelSpec, Parallel, PortLoads, QuantFormat, RankLayout, RankOptions, SendMode, Transfer,
 };
 use disagg_trace::TraceFormat;
 use serde::{Deserialize, Serialize};
@@ -48,6 +48,8 @@ pub const QUIET_DEFAULT_KEYS: &[&str] = &[
     "prefix_handoff",
     "decode_router",
     "prefix_from_trace",
+    "handoff_ranks",
+    "nics_per_instance",
     "tp",
     "pp",
     "ep",
@@ -80,8 +82,11 @@ pub const QUIET_DEFAULT_KEYS: &[&str] = &[
 pub fn quiet_defaults(v: &mut serde_json::Value) {
     let d = serde_json::to_value(Scenario::default()).expect("scenario");
     if let Some(o) = v.as_object_mut() {
+        // A key the default leaves out (`handoff_ranks`, `nics_per_instance`) is quiet when
+        // absent or null.
+        let null = serde_json::Value::Null;
         for k in QUIET_DEFAULT_KEYS {
-            if o.get(*k) == d.get(*k) {
+            if o.get(*k).unwrap_or(&null) == d.get(*k).unwrap_or(&null) {
                 o.shift_remove(*k);
             }
         }
@@ -243,6 +248,17 @@ pub struct Scenario {
     /// `--prefix-from-trace` (beyond the reference): a Mooncake trace's `hash_ids` become the
     /// requests' prefix chains.
     pub prefix_from_trace: bool,
+    /// `--handoff-ranks` (beyond the reference): each hand-off's stream time is the busiest NIC
+    /// of the rank-aware plan between the pools' layouts (`disagg_model::ranks`). Left out of
+    /// every echo when off (outputs byte-identical to those before the option).
+    #[serde(
+        skip_serializing_if = "std::ops::Not::not",
+        deserialize_with = "crate::options::switch_or_null"
+    )]
+    pub handoff_ranks: bool,
+    /// `--nics-per-instance` (with `handoff_ranks`): NICs per instance; absent: one per GPU.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nics_per_instance: Option<u32>,
     /// `--tp`: tensor-parallel degree of every pool's instances (levers-cost.md §5.2; 0 or
     /// absent: 1). Any of `tp`, `pp`, `ep`, `microbatches` builds the global layout.
     pub tp: Option<u32>,
@@ -427,6 +443,8 @@ impl Default for Scenario {
             prefix_handoff: false,
             decode_router: DecodeRouter::LeastLoaded,
             prefix_from_trace: false,
+            handoff_ranks: false,
+            nics_per_instance: None,
             tp: None,
             pp: None,
             ep: None,
@@ -710,9 +728,30 @@ pub struct SimConfig {
     pub levers: Option<Levers>,
     /// The scenario this was built from.
     pub scenario: Scenario,
+    /// `--handoff-ranks`: the NICs of the rank-aware plan between the pools' layouts; `None`:
+    /// each hand-off is one transfer (the reference).
+    pub rank_ports: Option<PortLoads>,
 }
 
 impl SimConfig {
+    /// A hand-off's transfer `x` of `prompt_tokens` tokens as the link sees it: unchanged, or
+    /// with `--handoff-ranks` its stream time the busiest NIC's wire time (`fixed + stream`
+    /// its time; bytes and energy unchanged).
+    #[inline]
+    pub fn handoff_transfer(&self, x: Transfer, prompt_tokens: u64) -> Transfer {
+        match &self.rank_ports {
+            None => x,
+            Some(ports) => {
+                let stream_s = ports.stream_s(&self.link, prompt_tokens);
+                Transfer {
+                    stream_s,
+                    time_s: x.fixed_s + stream_s,
+                    ..x
+                }
+            }
+        }
+    }
+
     /// The prefill pool (disagg).
     pub fn prefill_pool(&self) -> Option<&Pool> {
         self.pools.iter().find(|p| p.role == Role::Prefill)
@@ -1195,6 +1234,7 @@ impl Scenario {
         )
         .ok()
         .filter(|c| c.kv_capacity_tokens().is_ok());
+        let rank_ports = self.resolve_rank_ports(&model, &link, &pools, cat)?;
         let (source, workload) = self.source(&model)?;
         let (ttft_slo_s, tpot_slo_s) = self.slos();
         Ok(SimConfig {
@@ -1221,7 +1261,70 @@ impl Scenario {
             handoff,
             levers,
             scenario: self.clone(),
+            rank_ports,
         })
+    }
+
+    /// `--handoff-ranks` and `--nics-per-instance`: the rank-aware plan's NICs between the
+    /// prefill and decode pools' layouts (`layout_for`, else TP = devices per instance), on the
+    /// KV link, the decode device pricing nothing but naming its scale-up link. It models an
+    /// uncompressed hand-off of attention KV sent after the prefill, without a draft's KV.
+    fn resolve_rank_ports(
+        &self,
+        model: &ModelSpec,
+        link: &Link,
+        pools: &[Pool],
+        cat: &Catalogue,
+    ) -> Result<Option<PortLoads>, Error> {
+        const FLAG: &str = "--handoff-ranks";
+        if !self.handoff_ranks {
+            return match self.nics_per_instance {
+                Some(_) => Err(Error::invalid(
+                    "--nics-per-instance",
+                    "applies only with --handoff-ranks",
+                )),
+                None => Ok(None),
+            };
+        }
+        let why = |what: &str| {
+            Error::invalid(
+                FLAG,
+                format!(
+                    "the rank-aware hand-off models one uncompressed KV cache sent after the \
+                     prefill: not with {what}"
+                ),
+            )
+        };
+        if self.mode != Mode::Disagg {
+            return Err(Error::invalid(
+                FLAG,
+                "shapes the prefill-to-decode KV hand-off: disaggregated mode only",
+            ));
+        }
+        if self.kv_compress.as_deref().is_some_and(|k| k != "none") {
+            return Err(why("--kv-compress"));
+        }
+        if self.send != SendMode::Whole {
+            return Err(why("--send layerwise"));
+        }
+        if self.speculative.is_some() {
+            return Err(why("--speculative (the draft's KV)"));
+        }
+        let pool = |role: Role| pools.iter().find(|p| p.role == role).expect("a pool");
+        let layout = |role: Role| match self.layout_for(role) {
+            Some(par) => RankLayout::new(par.tp, par.pp),
+            None => RankLayout::new(pool(role).devices, 1),
+        };
+        let mut opts = RankOptions::new(layout(Role::Prefill), layout(Role::Decode));
+        opts.nics_per_instance = self.nics_per_instance.map(u64::from);
+        let device = &pool(Role::Decode).device;
+        let scale_up = match &self.scale_up_link {
+            Some(k) => cat.link(k).ok(),
+            None => cat.link(&device.scale_up).ok(),
+        };
+        PortLoads::new(model, link, scale_up, device, &opts)
+            .map(Some)
+            .map_err(|e| Error::invalid(FLAG, e.to_string()))
     }
 
     /// Step 1: the `model` preset with the custom-shape keys and `prefill_lm_head` applied.

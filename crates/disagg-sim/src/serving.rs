@@ -1616,10 +1616,13 @@ impl<'a, O: Observer> Sim<'a, O> {
             LinkTopology::PerPrefill => p,
             LinkTopology::PerPair => p * self.link.n_decode + r.dtarget,
         };
-        let x = transfer(
-            &self.cfg.model,
-            &self.cfg.link,
-            self.transit,
+        let x = self.cfg.handoff_transfer(
+            transfer(
+                &self.cfg.model,
+                &self.cfg.link,
+                self.transit,
+                r.prompt as u64,
+            ),
             r.prompt as u64,
         );
         let spec = XferSpec::of(rid, &x, plan);

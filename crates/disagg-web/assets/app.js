@@ -116,11 +116,21 @@
   const CALC_DEFAULT = {
     model: 'llama3-8b', prompt_tokens: 2048, link: 'eth-25g', compression: 'none',
     compress_at: 'link', send: 'whole', prefill_device: 'h100', devices_per_instance: 1,
+    kv_format: 'bf16', weight_format: 'bf16', compute_format: 'bf16', speculative: '',
   };
   const calc = { ...CALC_DEFAULT };
   const CALC_URL = {
     model: 'model', prompt_tokens: 'tokens', link: 'link', compression: 'comp', compress_at: 'at',
     send: 'send', prefill_device: 'dev', devices_per_instance: 'gpus',
+    kv_format: 'kvf', weight_format: 'wf', compute_format: 'cf', speculative: 'draft',
+  };
+  // The formats and the draft are sent only when set (the answer echoes what was sent), so the
+  // default request is the one it always was.
+  const CALC_OPTIONAL = ['kv_format', 'weight_format', 'compute_format', 'speculative'];
+  const calcReq = (o) => {
+    const b = { ...o };
+    for (const k of CALC_OPTIONAL) if (b[k] === CALC_DEFAULT[k]) delete b[k];
+    return b;
   };
 
   // Options the engine may or may not have yet: shown always, disabled when the server does not know them.
@@ -209,6 +219,8 @@
     fillSelect($('#calc-link'), cat.links.map((l) => [l.key, `${l.name.replace(' (one direction)', '')} · ${gbps(l.bandwidth_bps)}`]));
     fillSelect($('#calc-compression'), cat.compression.map((c) => [c.key, c.key === 'none' ? 'none (BF16)' : c.key]));
     fillSelect($('#calc-device'), devices());
+    for (const id of ['#calc-kv-format', '#calc-weight-format', '#calc-compute-format']) fillSelect($(id), formats());
+    fillSelect($('#calc-draft'), [['', 'off'], ['mtp', 'MTP head']].concat(cat.models.map((m) => [m.key, m.name])));
     const form = $('#calc-form');
     form.addEventListener('submit', (e) => e.preventDefault());
     const range = $('#calc-tokens-range');
@@ -227,7 +239,8 @@
       setCalc('prompt_tokens', v);
     });
     for (const [id, key] of [['#calc-model', 'model'], ['#calc-link', 'link'], ['#calc-compression', 'compression'],
-      ['#calc-at', 'compress_at'], ['#calc-device', 'prefill_device']]) {
+      ['#calc-at', 'compress_at'], ['#calc-device', 'prefill_device'], ['#calc-kv-format', 'kv_format'],
+      ['#calc-weight-format', 'weight_format'], ['#calc-compute-format', 'compute_format'], ['#calc-draft', 'speculative']]) {
       $(id).addEventListener('change', (e) => setCalc(key, e.target.value));
     }
     $('#calc-gpus').addEventListener('input', (e) => {
@@ -252,6 +265,10 @@
     $('#calc-at').value = calc.compress_at;
     $('#calc-device').value = calc.prefill_device;
     $('#calc-gpus').value = String(calc.devices_per_instance);
+    $('#calc-kv-format').value = calc.kv_format;
+    $('#calc-weight-format').value = calc.weight_format;
+    $('#calc-compute-format').value = calc.compute_format;
+    $('#calc-draft').value = calc.speculative;
     for (const r of document.querySelectorAll('#calc-form input[name="send"]')) r.checked = r.value === calc.send;
     $('#calc-at').disabled = calc.compression === 'none';
   }
@@ -330,7 +347,7 @@
     const seq = ++calcSeq;
     const body = { ...calc };
     const t0 = calcInputAt || performance.now();
-    const r = await api('/api/handoff', body);
+    const r = await api('/api/handoff', calcReq(body));
     if (r.status === 200) calcCache.set(calcKey(body), r.body);
     calcInFlight = false;
     if (calcDirty) sendCalc();
@@ -388,7 +405,7 @@
     }).slice(0, max);
     if (queue.length) {
       perf.handoffBatches++;
-      const r = await api('/api/handoff', { ...base, batch: queue.map(([k, v]) => ({ [k]: v })) });
+      const r = await api('/api/handoff', { ...calcReq(base), batch: queue.map(([k, v]) => ({ [k]: v })) });
       if (r.status === 200 && Array.isArray(r.body.batch)) {
         r.body.batch.forEach((v, i) => {
           const [k, x] = queue[i];
@@ -420,7 +437,7 @@
     const h = r.body;
     lastCalc = { h, req };
     $('#t-kv').textContent = bytes(h.kv_bytes);
-    $('#t-kv-s').textContent = `${thousands(h.prompt_tokens)} tokens`;
+    $('#t-kv-s').textContent = `${thousands(h.prompt_tokens)} tokens${h.kv_format && h.kv_format !== 'bf16' ? ` in ${h.kv_format}` : ''}${h.speculative ? `, the ${h.speculative} draft's too` : ''}`;
     $('#t-wire').textContent = bytes(h.wire_bytes);
     $('#t-wire-s').textContent = h.compression_ratio === 1 ? 'uncompressed' : `${fixed(h.compression_ratio, 2)}x smaller (${h.compression})`;
     $('#t-transfer').textContent = time1(h.transfer_s);
@@ -447,7 +464,7 @@
       drawRanks();
       return;
     }
-    const body = { ...lastCalc.req, handoff_ranks: true };
+    const body = { ...calcReq(lastCalc.req), handoff_ranks: true };
     const dtp = $('#ranks-decode-tp').value;
     const nics = $('#ranks-nics').value;
     if (dtp) body.decode_tp = Number(dtp);

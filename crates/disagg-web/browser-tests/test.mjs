@@ -581,6 +581,44 @@ test('rank by rank: each NIC of TP8 -> TP4 on the timeline, asked for only when 
   await page.close();
 });
 
+test("the calculator's KV format and draft: the bytes change, sent only when set, errors on the field", async () => {
+  const { page, errors } = await open(1280, '?link=ib-ndr');
+  await waitText(page, '#t-kv', '268.4 MB');
+  const bodies = [];
+  page.on('request', (r) => {
+    if (new URL(r.url()).pathname === '/api/handoff') bodies.push(JSON.parse(r.postData() || '{}'));
+  });
+  // The default request has none of the four keys.
+  await page.selectOption('#calc-link', 'eth-100g');
+  await page.waitForFunction(() => window.__disagg.prefetchIdle, null, { timeout: 15000 });
+  for (const b of bodies) for (const k of ['kv_format', 'weight_format', 'compute_format', 'speculative']) {
+    assert.ok(!(k in b), `${k} sent at its default`);
+  }
+  // FP8 KV: 2,048 x 65,536 B = 134.2 MB (levers-cost.md §6.2 item 4).
+  await page.selectOption('#calc-kv-format', 'fp8');
+  await waitText(page, '#t-kv', '134.2 MB');
+  assert.match(await text(page, '#t-kv-s'), /in fp8/);
+  await page.waitForFunction(() => /kvf=fp8/.test(location.search), null, { timeout: 5000 });
+  // An MTP draft's KV too: 2,048 x (65,536 + 2,048) B = 138.4 MB.
+  await page.selectOption('#calc-draft', 'mtp');
+  await waitText(page, '#t-kv', '138.4 MB');
+  assert.match(await text(page, '#t-kv-s'), /mtp draft's too/);
+  // FP8 KV with compression: the run's refusal, next to the KV format.
+  await page.selectOption('#calc-draft', '');
+  await page.selectOption('#calc-compression', 'fp8');
+  await page.waitForFunction(() => /KV hand-off compression assumes a BF16 KV cache/.test(document.getElementById('calc-kv-format-err')?.textContent || ''), null, { timeout: 10000 });
+  assert.equal(await text(page, '#t-kv'), '–');
+  await page.selectOption('#calc-compression', 'none');
+  await waitText(page, '#t-kv', '134.2 MB');
+  assert.deepEqual(errors.filter((e) => !/status of 422/.test(e)), []);
+  await page.close();
+  // From the URL: INT4 KV, 2,048 x 33,792 B = 69.2 MB.
+  const again = await open(1280, '?kvf=int4');
+  await waitText(again.page, '#t-kv', '69.2 MB');
+  assert.equal(await again.page.$eval('#calc-kv-format', (el) => el.value), 'int4');
+  await again.page.close();
+});
+
 test('the API from a client: 800-request runs round-trip in milliseconds', async () => {
   const body = JSON.stringify({ preset: 'link-ib-ndr' });
   const post = async (path, b) => {

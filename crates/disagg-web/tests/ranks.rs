@@ -125,3 +125,104 @@ fn bad_rank_options_name_their_field() {
         "{v}"
     );
 }
+
+#[test]
+fn formats_and_drafts_change_the_bytes_and_are_field_named() {
+    // Llama-3-8B, 2,048 tokens over ib-ndr (50 GB/s, 10 µs): FP8 KV 134,217,728 B in
+    // 1e-5 + 134217728 / 5e10 = 0.00269435456 s; MTP's KV too: 276,824,064 B
+    // (levers-cost.md §6.2 item 4, §7.5).
+    let v = ok(json!({"link": "ib-ndr", "kv_format": "fp8"}));
+    assert_eq!(v["wire_bytes"].as_f64(), Some(134_217_728.0));
+    assert_eq!(v["transfer_s"].as_f64(), Some(0.00269435456));
+    assert_eq!(v["kv_format"], "fp8");
+    assert!(v.get("speculative").is_none() && v.get("weight_format").is_none());
+    let v = ok(json!({"link": "ib-ndr", "speculative": "mtp"}));
+    assert_eq!(v["wire_bytes"].as_f64(), Some(276_824_064.0));
+    assert_eq!(v["transfer_s"].as_f64(), Some(0.0055464812799999996));
+    assert_eq!(v["speculative"], "mtp");
+    // The rank-aware plan in FP8: half of BF16's bytes (S = 335,544,320 B).
+    let r = ok(with(json!({"handoff_ranks": true, "kv_format": "fp8"})));
+    assert_eq!(r["ranks"]["link_bytes"].as_f64(), Some(335_544_320.0));
+    for (body, field, needle) in [
+        (
+            json!({"kv_format": "fp8", "compression": "fp8"}),
+            "kv_format",
+            "KV hand-off compression assumes a BF16 KV cache",
+        ),
+        (
+            json!({"weight_format": "fp8", "compute_format": "int8"}),
+            "compute_format",
+            "compute_format is 'bf16'",
+        ),
+        (
+            json!({"kv_format": "fp9"}),
+            "kv_format",
+            "unknown format 'fp9'",
+        ),
+        (
+            json!({"speculative": "nope"}),
+            "speculative",
+            "unknown draft model 'nope'",
+        ),
+    ] {
+        let (status, v) = post(body.clone());
+        assert_eq!(status, 422, "{body}: {v}");
+        assert_eq!(v["field"], field, "{body}: {v}");
+        assert!(v["error"].as_str().unwrap().contains(needle), "{body}: {v}");
+    }
+    // The device's units: one line naming the pool, as `disagg run` says it.
+    let (status, v) =
+        post(json!({"prefill_device": "a100", "weight_format": "fp8", "compute_format": "fp8"}));
+    assert_eq!(status, 422);
+    assert_eq!(
+        v["error"],
+        "prefill pool: A100-SXM has no fp8 units (use compute_format='bf16' for weight-only fp8)"
+    );
+}
+
+#[test]
+fn a_run_takes_the_rank_aware_hand_off() {
+    // /api/run with `handoff_ranks`: Llama-3-70B TP8 -> TP8 over ib-ndr (50 GB/s, 10 µs), every
+    // request a 2,048-token prompt: each hand-off is 10 µs + 83,886,080 / 5e10 s on an idle link,
+    // an eighth of the single transfer's stream; bytes unchanged.
+    let run = |extra: Value| {
+        let mut b = json!({"model": "llama3-70b", "devices_per_instance": 8, "requests": 20,
+            "rate": 1.0, "prompt": 2048, "prompt_cv": 0.0, "output": 16, "output_cv": 0.0});
+        for (k, v) in extra.as_object().unwrap() {
+            b[k] = v.clone();
+        }
+        let r = handle("POST", "/api/run", b.to_string().as_bytes());
+        assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+        serde_json::from_slice::<Value>(&r.body).unwrap()
+    };
+    let on = run(json!({"handoff_ranks": true}));
+    let off = run(json!({}));
+    assert_eq!(on["scenario"]["handoff_ranks"], true);
+    assert!(off["scenario"].get("handoff_ranks").is_none());
+    assert_eq!(
+        on["summary"]["link"]["bytes"],
+        off["summary"]["link"]["bytes"]
+    );
+    assert_eq!(
+        on["summary"]["link"]["bytes"].as_f64(),
+        Some(20.0 * 671_088_640.0)
+    );
+    // One request in flight at a time at 1 req/s: every hand-off on an idle link.
+    let busy = on["summary"]["link"]["busy_s"].as_f64().unwrap();
+    let one = 1e-5 + 83_886_080.0 / 5e10;
+    assert!(
+        (busy - 20.0 * one).abs() < 1e-12,
+        "{busy} vs {}",
+        20.0 * one
+    );
+    let (status, v) = {
+        let r = handle(
+            "POST",
+            "/api/run",
+            json!({"nics_per_instance": 2}).to_string().as_bytes(),
+        );
+        (r.status, serde_json::from_slice::<Value>(&r.body).unwrap())
+    };
+    assert_eq!(status, 422, "{v}");
+    assert_eq!(v["field"], "nics_per_instance", "{v}");
+}

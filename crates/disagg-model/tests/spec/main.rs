@@ -3,6 +3,7 @@
 //! mutation testing). One test binary, so a mutant costs one link, not six.
 
 mod calc;
+mod calc_levers;
 mod catalogue;
 mod ced;
 mod cost;

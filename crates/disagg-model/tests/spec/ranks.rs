@@ -994,3 +994,55 @@ fn the_calculators_rank_options_refuse_what_they_do_not_model() {
         "{e}"
     );
 }
+
+/// `PortLoads` (the simulator's `--handoff-ranks`): each NIC's bytes are the plan's for any
+/// prompt length, bit for bit, and the stream time is the busiest port's wire time, with closed
+/// forms for the README's three layouts.
+#[test]
+fn port_loads_are_the_plans_ports_for_every_prompt_length() {
+    let m = m70();
+    let layouts = [
+        (tp(8), tp(8)),
+        (tp(8), tp(4)),
+        (tp(4), tp(8)),
+        (RankLayout::new(4, 2), tp(8)),
+        (tp(2), RankLayout::new(2, 4)),
+        (tp(8), tp(16)),
+    ];
+    for (pl, dl) in layouts {
+        for nics in [None, Some(1), Some(3), Some(8)] {
+            let mut o = RankOptions::new(pl, dl);
+            o.nics_per_instance = nics;
+            let ports = PortLoads::new(&m, &eth100(), Some(&nvlink4()), &h100(), &o).unwrap();
+            for p in [1u64, 7, 2048, 3001, 131_072] {
+                let plan = rank_plan(&m, &eth100(), Some(&nvlink4()), &h100(), p, &o).unwrap();
+                let want: Vec<f64> = plan.nics.iter().map(|n| n.bytes).collect();
+                let ctx = format!("{} -> {} nics {nics:?} P {p}", pl.label(), dl.label());
+                assert_eq!(ports.port_bytes(p), want, "{ctx}");
+                let busiest = plan.nics.iter().map(|n| n.busy_s).fold(0.0, f64::max);
+                assert_eq!(ports.stream_s(&eth100(), p), busiest, "{ctx}");
+            }
+        }
+    }
+    let s = |pl, dl| {
+        PortLoads::new(&m, &eth100(), None, &h100(), &RankOptions::new(pl, dl))
+            .unwrap()
+            .stream_s(&eth100(), P)
+    };
+    // TP8 -> TP8: one head per port, S / 8 at 12.5 GB/s.
+    assert_eq!(s(tp(8), tp(8)), HEAD / 12.5e9);
+    // TP8 -> TP4 and TP4 -> TP8: the side with four ports carries two heads each.
+    assert_eq!(s(tp(8), tp(4)), (HEAD + HEAD) / 12.5e9);
+    assert_eq!(s(tp(4), tp(8)), (HEAD + HEAD) / 12.5e9);
+    // One GPU each side: the single transfer's wire time.
+    assert_eq!(s(tp(1), tp(1)), S / 12.5e9);
+    // A replicating decode layout needs the scale-up link, as the plan does.
+    assert!(PortLoads::new(
+        &m,
+        &eth100(),
+        None,
+        &h100(),
+        &RankOptions::new(tp(8), tp(16))
+    )
+    .is_err());
+}

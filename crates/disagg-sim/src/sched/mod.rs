@@ -642,12 +642,13 @@ impl<'a, O: Observer> SchedSim<'a, O> {
     /// The transfer of a `p`-token prompt's KV (with the draft's KV under speculative decoding).
     fn transfer_of(&self, p: u64) -> disagg_model::Transfer {
         let cfg = self.cfg;
-        if self.draft_kv == 0.0 {
+        let x = if self.draft_kv == 0.0 {
             transfer(&cfg.model, &cfg.link, cfg.kv_transit.as_ref(), p)
         } else {
             let s = cfg.model.handoff_bytes(p) + p as f64 * self.draft_kv;
             disagg_model::transfer_bytes(cfg.model.kv_bytes, &cfg.link, None, p, s)
-        }
+        };
+        cfg.handoff_transfer(x, p)
     }
 
     // ── chunk-wise streaming (`--send layerwise`, beyond the reference) ────
