@@ -171,3 +171,50 @@ rows! {
     row28_circulant_last_optical_prefill = 28;
     row29_circulant_last_optical_optimistic = 29;
 }
+
+/// The plain per-step decode path gives the fast macro-step path's numbers for every FFT-mixing
+/// model (the fixture's disaggregated runs all use `--fast`; the plain path prices each step with
+/// `decode_sum`, the fast one with `fft_decode_work` + `step_time_raw`), on an H100 prefill pool
+/// and on an optical-fft one.
+#[test]
+fn the_plain_decode_path_equals_the_fast_one() {
+    for model in [
+        "llama3-8b-hyena",
+        "llama3-8b-hybrid",
+        "llama3-8b-hyena-dist",
+        "llama3-8b-hyena-circ",
+    ] {
+        for dev in ["h100", "optical-fft"] {
+            let base = [
+                "--model",
+                model,
+                "--devices-per-instance",
+                "1",
+                "--rate",
+                "8",
+                "--requests",
+                "200",
+                "--prefill-device",
+                dev,
+            ];
+            let run = |fast: bool| {
+                let mut f: Vec<&str> = base.to_vec();
+                if fast {
+                    f.push("--fast");
+                }
+                let cfg = Scenario::from_flags(f)
+                    .unwrap()
+                    .build(&Catalogue::builtin())
+                    .unwrap();
+                simulate_config(&cfg).unwrap().summary()
+            };
+            let (plain, fast) = (run(false), run(true));
+            let (a, b) = (
+                serde_json::to_value(&plain).unwrap(),
+                serde_json::to_value(&fast).unwrap(),
+            );
+            assert_eq!(a, b, "{model} on {dev}");
+            assert!(plain.requests.completed == 200, "{model} on {dev}");
+        }
+    }
+}
