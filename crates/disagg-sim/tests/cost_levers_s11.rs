@@ -218,3 +218,75 @@ fn the_plain_decode_path_equals_the_fast_one() {
         }
     }
 }
+
+fn build(flags: &[&str]) -> disagg_sim::SimConfig {
+    Scenario::from_flags(flags.iter().copied())
+        .unwrap()
+        .build(&Catalogue::builtin())
+        .unwrap()
+}
+
+/// `--fft-efficiency` sets every device given on the command line; the `--ft-*` overrides set
+/// the engine of each that has one (levers-cost.md §9.3, §10.1), and leave the others alone.
+#[test]
+fn engine_overrides_reach_the_devices_given() {
+    let cfg = build(&[
+        "--model",
+        "llama3-8b-hyena",
+        "--prefill-device",
+        "optical-fft",
+        "--decode-device",
+        "a100",
+        "--fft-efficiency",
+        "0.25",
+        "--ft-samples-per-s",
+        "2e12",
+        "--ft-enob",
+        "10",
+        "--ft-static-w",
+        "30",
+        "--ft-mask-rate",
+        "5000",
+        "--ft-detection",
+        "intensity",
+        "--ft-overlap",
+    ]);
+    let p = &cfg.pools[0].device;
+    assert_eq!(p.fft_efficiency, 0.25);
+    let e = p.engine.as_ref().expect("optical-fft has an engine");
+    assert_eq!(e.samples_per_s, 2e12);
+    assert_eq!(e.enob, 10);
+    // W/2 each: 15 + 15.
+    assert_eq!((e.laser_w, e.tuning_w), (15.0, 15.0));
+    assert_eq!(e.mask_rate_hz, 5000.0);
+    assert_eq!(e.detection, disagg_model::Detection::Intensity);
+    assert!(e.overlap);
+    // Untouched engine fields keep the defaults (10 and 20 fJ, 2,000,000 mask values).
+    assert_eq!(
+        (e.fom_dac_fj, e.fom_adc_fj, e.mask_values),
+        (10.0, 20.0, 2_000_000)
+    );
+    // The decode pool's A100 has no engine: only the efficiency applies.
+    let d = &cfg.pools[1].device;
+    assert_eq!(d.fft_efficiency, 0.25);
+    assert!(d.engine.is_none());
+    // The pool's cost model sees the overridden engine: (15 + 15) W on each of 4 devices.
+    assert_eq!(cfg.pools[0].cost.optical_static_w(), 30.0 * 4.0);
+
+    // Without the overrides: the catalogue's engine (1e12, 8 bits, 10 + 10 W, 1031 Hz,
+    // coherent, no overlap) and efficiency 1.0.
+    let cfg = build(&["--model", "llama3-8b-hyena", "--device", "optical-fft"]);
+    let dev = &cfg.pools[0].device;
+    assert_eq!(dev.fft_efficiency, 1.0);
+    let e = dev.engine.as_ref().unwrap();
+    assert_eq!((e.samples_per_s, e.enob), (1e12, 8));
+    assert_eq!(
+        (e.laser_w, e.tuning_w, e.mask_rate_hz),
+        (10.0, 10.0, 1031.0)
+    );
+    assert_eq!(e.detection, disagg_model::Detection::Coherent);
+    assert!(!e.overlap);
+    // --device alone is a device given: both pools (prefill and decode use it) take X.
+    let cfg = build(&["--fft-efficiency", "0.5"]);
+    assert!(cfg.pools.iter().all(|p| p.device.fft_efficiency == 0.5));
+}
