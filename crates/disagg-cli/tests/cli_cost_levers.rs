@@ -409,12 +409,4 @@ fn fft_mixing_models_refuse_the_levers_they_do_not_model() {
         args.extend(lever);
         bad(&args, &[needle]);
     }
-    // CED models are not simulated yet (another branch wires them).
-    bad(
-        &["run", "--model", "llama3-8b-ced"],
-        &[
-            "--model",
-            "CED models are in the catalogue but not simulated yet",
-        ],
-    );
 }
