@@ -256,6 +256,12 @@ pub fn text(s: &Summary) -> String {
         format!("memory {}", pct0(e.memory_frac)),
         format!("link {}", pct0(e.link_frac)),
     ];
+    if let Some(t) = e.optical_static_frac {
+        parts.push(format!("optical static {}", pct0(t)));
+    }
+    if let Some(t) = e.optical_conversions_frac {
+        parts.push(format!("conversions {}", pct0(t)));
+    }
     if let Some(t) = e.transit_frac {
         parts.push(format!("transit {}", pct0(t)));
     }
@@ -348,6 +354,59 @@ pub fn text(s: &Summary) -> String {
     let _ = writeln!(o, "{line}");
     o.push_str(&scheduler_block(s));
     o.push_str(&cost_levers_block(s));
+    o.push_str(&optical_block(s));
+    o
+}
+
+/// The optical engines' line and the `--ppa` line (levers-cost.md §10.3, §11); empty without
+/// an engine device and without `--ppa`.
+pub fn optical_block(s: &Summary) -> String {
+    let mut o = String::new();
+    if let Some(opt) = &s.optical {
+        // The instances with an engine (static energy), each: its optical-bound share of busy
+        // time, then conversion and static energy.
+        let parts: Vec<String> = opt
+            .iter()
+            .filter(|i| i.static_j != 0.0)
+            .map(|i| {
+                format!(
+                    "{} {} optical-bound, conversions {} J, static {} J",
+                    i.name,
+                    pct0(i.optical_bound_frac),
+                    fixed(i.conversion_j, 1),
+                    fixed(i.static_j, 1)
+                )
+            })
+            .collect();
+        let _ = writeln!(o, "optical      {}", parts.join("  "));
+    }
+    if let Some(p) = &s.ppa {
+        let line = match (p.total_mm2, p.total_usd, p.perf_per_mm2, p.perf_per_kusd) {
+            (Some(mm2), Some(usd), Some(per_mm2), Some(per_kusd)) => format!(
+                "ppa          {} mm2, ${} of silicon: {} tok/J, {} tok/s per mm2, {} tok/s per $1k",
+                fixed(mm2, 0),
+                fixed(usd, 0),
+                or_na(p.perf_per_w, 2),
+                or_na(per_mm2, 3),
+                fixed(per_kusd, 1)
+            ),
+            _ => {
+                // Each device without an area once, in role order.
+                let mut unknown: Vec<&str> = Vec::new();
+                for (_, r) in &p.pools.0 {
+                    if r.mm2_per_instance.is_none() && !unknown.contains(&r.device.as_str()) {
+                        unknown.push(&r.device);
+                    }
+                }
+                format!(
+                    "ppa          area unknown (no die area for {}): {} tok/J",
+                    unknown.join(", "),
+                    or_na(p.perf_per_w, 2)
+                )
+            }
+        };
+        let _ = writeln!(o, "{line}");
+    }
     o
 }
 

@@ -260,3 +260,153 @@ fn devices_from_layout_lets_a_sweep_vary_tp() {
         assert_eq!(row["summary"]["energy"], v["summary"]["energy"]);
     }
 }
+
+/// The FFT-mixing models, the optical engine and `--ppa` at the command line
+/// (levers-cost.md §9.3, §10.1, §11): the report's lines, from the run of
+/// tests/fixtures/levers/cost-runs.json runs[7], whose summary has prefill-0 optical-bound
+/// 1.0, conversions 218.18524192210953 J, static 2137.2669171825232 J; the breakdown's optical
+/// static 0.053394634567116385 and conversions 0.005450849946120237; ppa total_mm2 1731.0,
+/// total_usd 696.3328676787937, perf_per_W 5.152300993114017, perf_per_mm2
+/// 1.1149015916253375, perf_per_kusd 2771.511650077225.
+#[test]
+fn the_optical_and_ppa_lines() {
+    let args = [
+        "run",
+        "--model",
+        "llama3-8b-hyena-circ",
+        "--prefill-lm-head",
+        "last",
+        "--devices-per-instance",
+        "1",
+        "--rate",
+        "8",
+        "--fast",
+        "--prefill-device",
+        "optical-fft",
+        "--ft-enob",
+        "11",
+        "--ft-mask-rate",
+        "20000",
+        "--ft-overlap",
+        "--ppa",
+    ];
+    let t = ok_text(&args);
+    assert!(
+        t.contains(
+            "optical      prefill-0 100% optical-bound, conversions 218.2 J, static 2,137.3 J\n"
+        ),
+        "{t}"
+    );
+    assert!(
+        t.contains(
+            "ppa          1,731 mm2, $696 of silicon: 5.15 tok/J, 1.115 tok/s per mm2, \
+             2,771.5 tok/s per $1k\n"
+        ),
+        "{t}"
+    );
+    assert!(
+        t.contains("link 0%  optical static 5%  conversions 1%"),
+        "{t}"
+    );
+    let mut j = args.to_vec();
+    j.push("--json");
+    let s = &ok_json(&j)["summary"];
+    assert_eq!(s["optical"][0]["name"], "prefill-0");
+    assert_eq!(s["optical"][0]["optical_bound_frac"].as_f64(), Some(1.0));
+    assert_eq!(s["optical"][1]["static_j"].as_f64(), Some(0.0));
+    assert_eq!(s["ppa"]["total_mm2"].as_f64(), Some(1731.0));
+    assert_eq!(
+        s["ppa"]["pools"]["prefill"]["mm2_per_instance"].as_f64(),
+        Some(917.0)
+    );
+    assert!(s["energy"]["optical_static_j"].as_f64().unwrap() > 0.0);
+    // A device without a die area: the totals are unknown (null), tokens per J is not.
+    let u = ok_text(&["run", "--requests", "40", "--device", "b200", "--ppa"]);
+    assert!(
+        u.contains("ppa          area unknown (no die area for B200): 0."),
+        "{u}"
+    );
+    // An A100 prefill pool (with an area) and a B200 decode pool: B200 named once.
+    let m = ok_text(&[
+        "run",
+        "--requests",
+        "40",
+        "--prefill-device",
+        "a100",
+        "--decode-device",
+        "b200",
+        "--ppa",
+    ]);
+    assert!(
+        m.contains("ppa          area unknown (no die area for B200): "),
+        "{m}"
+    );
+    let v = ok_json(&[
+        "run",
+        "--requests",
+        "40",
+        "--device",
+        "b200",
+        "--ppa",
+        "--json",
+    ]);
+    assert!(v["summary"]["ppa"]["total_mm2"].is_null());
+    assert!(v["summary"]["ppa"]["perf_per_W"].as_f64().unwrap() > 0.0);
+    // Without an engine and without --ppa none of it appears.
+    let plain = ok_text(&["run", "--requests", "40"]);
+    assert!(
+        !plain.contains("optical") && !plain.contains("ppa "),
+        "{plain}"
+    );
+    let pj = ok_json(&["run", "--requests", "40", "--json"]);
+    let ps = &pj["summary"];
+    assert!(ps.get("optical").is_none() && ps.get("ppa").is_none());
+    assert!(ps["energy"].get("optical_static_j").is_none());
+}
+
+#[test]
+fn fft_and_engine_options_refuse_bad_values() {
+    bad(
+        &["run", "--fft-efficiency", "fast"],
+        &["--fft-efficiency", "'fast'"],
+    );
+    bad(&["run", "--fft-efficiency", "0"], &["--fft-efficiency"]);
+    bad(&["run", "--ft-enob", "0"], &["--ft-enob"]);
+    bad(&["run", "--ft-enob", "8.5"], &["--ft-enob"]);
+    bad(
+        &["run", "--ft-samples-per-s", "-1"],
+        &["--ft-samples-per-s"],
+    );
+    bad(&["run", "--ft-static-w", "-5"], &["--ft-static-w"]);
+    bad(&["run", "--ft-mask-rate", "0"], &["--ft-mask-rate"]);
+    bad(
+        &["run", "--ft-detection", "direct"],
+        &["--ft-detection", "'direct'", "coherent, intensity"],
+    );
+}
+
+#[test]
+fn fft_mixing_models_refuse_the_levers_they_do_not_model() {
+    for (lever, needle) in [
+        (
+            &["--tp", "2", "--devices-per-instance", "2"][..],
+            "parallelism is modelled for attention models without CED only",
+        ),
+        (
+            &["--weight-format", "fp8"],
+            "formats are modelled for attention models without CED only",
+        ),
+        (
+            &["--batch-policy", "chunked"],
+            "are modelled for attention models without CED only",
+        ),
+        (
+            &["--speculative", "mtp"],
+            "are modelled for attention models without CED only",
+        ),
+    ] {
+        let mut args = vec!["run", "--model", "llama3-8b-hyena", "--mode", "colocated"];
+        args.extend(lever);
+        bad(&args, &[needle]);
+    }
+}

@@ -127,6 +127,35 @@ pub struct Energy {
     /// `scale_up / total` (with `scale_up_j`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scale_up_frac: Option<f64>,
+    /// Static energy of the optical transform engines, `Σ optical_static_w x H`, J (only when a
+    /// device has an engine; levers-cost.md §10.3).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub optical_static_j: Option<f64>,
+    /// `optical_static / total` (with `optical_static_j`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub optical_static_frac: Option<f64>,
+    /// The engines' conversion energy, J (with `optical_static_j`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub optical_conversions_j: Option<f64>,
+    /// `optical_conversions / total` (with `optical_conversions_j`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub optical_conversions_frac: Option<f64>,
+}
+
+/// One instance's optical-engine figures (levers-cost.md §10.3; every instance when any device
+/// has an engine).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct OpticalSummary {
+    /// `prefill-0`, ...
+    pub name: String,
+    /// Share of busy time in optical-bound steps (0 when idle).
+    pub optical_bound_frac: f64,
+    /// Transform and Fourier-plane FLOPs the engine took.
+    pub optical_flops: f64,
+    /// Conversion energy, J.
+    pub conversion_j: f64,
+    /// Engine static energy, `optical_static_w x H`, J.
+    pub static_j: f64,
 }
 
 /// One pool role's parallel layout and what its scale-up traffic cost (levers-cost.md §5.7).
@@ -398,6 +427,12 @@ pub struct Summary {
     /// The formats (only when quantised).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub formats: Option<FormatsSummary>,
+    /// Per instance, the optical engines' figures (only when a device has an engine).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub optical: Option<Vec<OpticalSummary>>,
+    /// Area, silicon cost and performance per W / mm² / $ (`--ppa` only; levers-cost.md §11).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ppa: Option<disagg_model::ppa::PpaReport>,
 }
 
 impl Req {
@@ -667,7 +702,9 @@ fn summarise(res: &RunResult) -> Summary {
         }
     };
 
-    // Energy (§5.7).
+    // Energy (§5.7; the optical engines: levers-cost.md §10.3).
+    let engines = cfg.pools.iter().any(|p| p.device.engine.is_some());
+    let mut optical = Vec::new();
     let mut static_j = 0.0;
     let mut compute_j = 0.0;
     let mut memory_j = 0.0;
@@ -677,6 +714,20 @@ fn summarise(res: &RunResult) -> Summary {
         let idle = pool.cost.idle_w();
         let s_j = idle * h;
         let st = &i.stats;
+        let os_j = pool.cost.optical_static_w() * h;
+        if engines {
+            optical.push(OpticalSummary {
+                name: i.name.clone(),
+                optical_bound_frac: if st.busy_s != 0.0 {
+                    st.optical_bound_s / st.busy_s
+                } else {
+                    0.0
+                },
+                optical_flops: st.optical_flops,
+                conversion_j: st.optical_j,
+                static_j: os_j,
+            });
+        }
         static_j += s_j;
         compute_j += st.compute_j;
         memory_j += st.memory_j;
@@ -707,7 +758,11 @@ fn summarise(res: &RunResult) -> Summary {
             } else {
                 0.0
             },
-            avg_w: (s_j + st.compute_j + st.memory_j) / h,
+            avg_w: if engines {
+                ((((s_j + st.compute_j) + st.memory_j) + os_j) + st.optical_j) / h
+            } else {
+                (s_j + st.compute_j + st.memory_j) / h
+            },
             peak_step_w: st.peak_power_w,
             compute_j: st.compute_j,
             memory_j: st.memory_j,
@@ -716,6 +771,17 @@ fn summarise(res: &RunResult) -> Summary {
     }
     let link_j = res.link.energy_j;
     let mut total = static_j + compute_j + memory_j + link_j;
+    let optical_j = engines.then(|| {
+        let (mut o_static, mut o_conv) = (0.0, 0.0);
+        for o in &optical {
+            o_static += o.static_j;
+            o_conv += o.conversion_j;
+        }
+        (o_static, o_conv)
+    });
+    if let Some((o_static, o_conv)) = optical_j {
+        total = (total + o_static) + o_conv;
+    }
     let transit = cfg.kv_transit.is_some();
     if transit {
         total += res.link.transit_j;
@@ -750,6 +816,10 @@ fn summarise(res: &RunResult) -> Summary {
         swap_frac: swap_j.map(|sj| sj / total),
         scale_up_j,
         scale_up_frac: scale_up_j.map(|c| c / total),
+        optical_static_j: optical_j.map(|o| o.0),
+        optical_static_frac: optical_j.map(|o| o.0 / total),
+        optical_conversions_j: optical_j.map(|o| o.1),
+        optical_conversions_frac: optical_j.map(|o| o.1 / total),
     };
 
     let handoffs: Vec<f64> = reqs
@@ -827,6 +897,16 @@ fn summarise(res: &RunResult) -> Summary {
             cap,
         ));
     }
+    let throughput_tok_s = out_tokens as f64 / h;
+    let tokens_per_j = if total != 0.0 {
+        out_tokens as f64 / total
+    } else {
+        f64::NAN
+    };
+    let ppa = cfg
+        .scenario
+        .ppa
+        .then(|| ppa_block(cfg, tokens_per_j, throughput_tok_s));
     Summary {
         workload,
         warnings,
@@ -863,7 +943,7 @@ fn summarise(res: &RunResult) -> Summary {
         } else {
             f64::NAN
         },
-        throughput_tok_s: out_tokens as f64 / h,
+        throughput_tok_s,
         throughput_rps: lam,
         link_busy: link_util,
         link_j_per_request: (lk.energy_j + lk.transit_j) / lk.transfers.max(1) as f64,
@@ -874,11 +954,7 @@ fn summarise(res: &RunResult) -> Summary {
         } else {
             f64::NAN
         },
-        tokens_per_j: if total != 0.0 {
-            out_tokens as f64 / total
-        } else {
-            f64::NAN
-        },
+        tokens_per_j,
         j_per_slo_met_request: if met > 0 {
             total / met as f64
         } else {
@@ -909,7 +985,29 @@ fn summarise(res: &RunResult) -> Summary {
         }),
         parallel: parallel_summary(res),
         formats: formats_summary(cfg),
+        optical: engines.then_some(optical),
+        ppa,
     }
+}
+
+/// The `ppa` block (levers-cost.md §11): one role per pool in order (prefill, decode; or
+/// colocated), each with its device and devices per instance.
+fn ppa_block(
+    cfg: &SimConfig,
+    tokens_per_j: f64,
+    throughput_tok_s: f64,
+) -> disagg_model::ppa::PpaReport {
+    let roles: Vec<disagg_model::ppa::PpaRole<'_>> = cfg
+        .pools
+        .iter()
+        .map(|p| disagg_model::ppa::PpaRole {
+            role: p.role.as_str(),
+            device: &p.device,
+            instances: p.instances as u64,
+            devices_per_instance: p.devices,
+        })
+        .collect();
+    disagg_model::ppa::ppa_report(&roles, tokens_per_j, throughput_tok_s)
 }
 
 /// The `parallel` block (levers-cost.md §5.7): one entry per pool with a layout, in instance
@@ -1241,6 +1339,10 @@ mod tests {
             // Scale-up energy without a layout is never added (the run below has none).
             comm_s: 1.0,
             comm_j: 2.0,
+            // Nor optical energy without an engine device.
+            optical_bound_s: 0.5,
+            optical_flops: 4.0,
+            optical_j: 3.0,
         };
         r.instances = vec![
             inst(
@@ -1452,8 +1554,13 @@ mod tests {
                 swap_frac: None,
                 scale_up_j: None,
                 scale_up_frac: None,
+                optical_static_j: None,
+                optical_static_frac: None,
+                optical_conversions_j: None,
+                optical_conversions_frac: None,
             }
         );
+        assert!(s.optical.is_none() && s.ppa.is_none());
         assert_eq!(s.j_per_token, total / 57.0);
         assert_eq!(s.tokens_per_j, 57.0 / total);
         assert_eq!(s.j_per_slo_met_request, total / 6.0);
@@ -1806,5 +1913,138 @@ mod tests {
         // Clipped prompts: one warning, and the workload summary says how many.
         assert_eq!(s.warnings.len(), 1);
         assert_eq!(s.workload.clipped_prompts, 2);
+    }
+
+    #[test]
+    fn optical_engines_energy_block_and_ppa() {
+        // An optical-fft prefill pool of 2-device instances and an H100 decode pool, a
+        // compression stage in transit, --ppa; horizon 8 s; two finished requests of 7 tokens.
+        let c = cfg(&[
+            "--model",
+            "llama3-8b-hyena",
+            "--prefill-device",
+            "optical-fft",
+            "--devices-per-instance",
+            "2",
+            "--kv-compress",
+            "fp8",
+            "--ppa",
+        ]);
+        let (ip, id) = (c.pools[0].cost.idle_w(), c.pools[1].cost.idle_w());
+        let reqs = vec![staged(0.0, 0.25, 1.0, 7), staged(1.0, 0.25, 1.0, 7)];
+        let mut r = run(c, reqs, 8.0);
+        r.link.energy_j = 2.0;
+        r.link.transit_j = 0.5;
+        r.link.transfers = 2;
+        r.instances = vec![
+            inst(
+                "prefill-0",
+                Role::Prefill,
+                0,
+                InstanceStats {
+                    busy_s: 4.0,
+                    compute_j: 10.0,
+                    memory_j: 5.0,
+                    optical_bound_s: 1.0,
+                    optical_flops: 6.0,
+                    optical_j: 2.5,
+                    ..InstanceStats::default()
+                },
+            ),
+            inst(
+                "decode-0",
+                Role::Decode,
+                1,
+                InstanceStats {
+                    busy_s: 2.0,
+                    compute_j: 1.0,
+                    memory_j: 0.5,
+                    ..InstanceStats::default()
+                },
+            ),
+        ];
+        let s = r.summary();
+        let h = 8.0;
+        // The engine's static power: laser 10 W + tuning 10 W per device, 2 devices: 40 W.
+        let os = 40.0 * h;
+        let static_j = 0.0 + ip * h + id * h;
+        let (compute_j, memory_j) = (0.0 + 10.0 + 1.0, 0.0 + 5.0 + 0.5);
+        // levers-cost.md §10.3 then §5.7: optical static, conversions, then transit.
+        let total = (((static_j + compute_j + memory_j + 2.0) + (0.0 + os + 0.0))
+            + (0.0 + 2.5 + 0.0))
+            + 0.5;
+        assert_eq!(s.energy.total_j, total);
+        assert_eq!(s.energy.optical_static_j, Some(os));
+        assert_eq!(s.energy.optical_static_frac, Some(os / total));
+        assert_eq!(s.energy.optical_conversions_j, Some(2.5));
+        assert_eq!(s.energy.optical_conversions_frac, Some(2.5 / total));
+        assert_eq!(s.energy.transit_frac, Some(0.5 / total));
+        let p0 = &s.instances[0];
+        assert_eq!(p0.avg_w, ((((ip * h + 10.0) + 5.0) + os) + 2.5) / h);
+        assert_eq!(s.instances[1].avg_w, (((id * h + 1.0) + 0.5) + 0.0) / h);
+        let o = s.optical.as_ref().unwrap();
+        assert_eq!(
+            o,
+            &vec![
+                OpticalSummary {
+                    name: "prefill-0".into(),
+                    optical_bound_frac: 1.0 / 4.0,
+                    optical_flops: 6.0,
+                    conversion_j: 2.5,
+                    static_j: os,
+                },
+                OpticalSummary {
+                    name: "decode-0".into(),
+                    optical_bound_frac: 0.0,
+                    optical_flops: 0.0,
+                    conversion_j: 0.0,
+                    static_j: 0.0,
+                },
+            ]
+        );
+        // --ppa: optical-fft 817 + 100 mm², $357.23423079414755 per device; H100 814 mm²,
+        // $339.09863688464617 (levers-cost.md §11); 14 tokens over 8 s.
+        let tok_s = 14.0 / h;
+        let usd = (0.0 + 2.0 * 357.23423079414755) + 2.0 * 339.09863688464617;
+        let ppa = s.ppa.as_ref().unwrap();
+        assert_eq!(ppa.total_mm2, Some((0.0 + 2.0 * 917.0) + 2.0 * 814.0));
+        assert_eq!(ppa.total_usd, Some(usd));
+        assert_eq!(ppa.perf_per_w, 14.0 / total);
+        assert_eq!(ppa.perf_per_mm2, Some(tok_s / 3462.0));
+        assert_eq!(ppa.perf_per_kusd, Some((1e3 * tok_s) / usd));
+        let pools = &ppa.pools.0;
+        assert_eq!(pools[0].0, "prefill");
+        assert_eq!(pools[0].1.device, "Optical-FFT + H100-class");
+        assert_eq!(pools[0].1.instances, 1);
+        assert_eq!(pools[0].1.devices_per_instance, 2);
+        assert_eq!(pools[0].1.mm2_per_instance, Some(2.0 * 917.0));
+        assert_eq!(pools[1].0, "decode");
+        assert_eq!(pools[1].1.device, "H100-SXM");
+        assert_eq!(pools[1].1.usd_per_instance, Some(2.0 * 339.09863688464617));
+    }
+
+    #[test]
+    fn an_idle_engine_instance_is_not_optical_bound() {
+        // busy 0: the optical-bound share is 0.0, not NaN.
+        let c = cfg(&[
+            "--model",
+            "llama3-8b-hyena",
+            "--device",
+            "optical-fft",
+            "--mode",
+            "colocated",
+        ]);
+        let mut r = run(c, vec![], 2.0);
+        r.instances = vec![inst(
+            "colocated-0",
+            Role::Colocated,
+            0,
+            InstanceStats::default(),
+        )];
+        let s = r.summary();
+        assert_eq!(s.optical.as_ref().unwrap()[0].optical_bound_frac, 0.0);
+        // 4 devices (the default) x 20 W x 2 s.
+        assert_eq!(s.optical.as_ref().unwrap()[0].static_j, 160.0);
+        assert!(s.ppa.is_none());
     }
 }

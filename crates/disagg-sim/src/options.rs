@@ -10,7 +10,7 @@
 //! entry by key. Scenario files and the web API read a [`Scenario`] with serde, whose names are
 //! the same keys and the same enum names.
 
-use disagg_model::{CompressAt, Error, LmHead, QuantFormat, ReplayOn, SendMode};
+use disagg_model::{CompressAt, Detection, Error, LmHead, QuantFormat, ReplayOn, SendMode};
 use disagg_trace::TraceFormat;
 
 use crate::levers::{BatchPolicy, DecodeRouter, KvPolicy, Preemption, SwapIn};
@@ -230,6 +230,9 @@ choice!(CompressAt, "--kv-compress-at", &CompressAt::NAMES, |s| {
 choice!(QuantFormat, "--weight-format", &QuantFormat::NAMES, |s| {
     QuantFormat::parse(s).ok()
 });
+choice!(Detection, "--ft-detection", Detection::NAMES, |s| {
+    Detection::parse(s).ok()
+});
 choice!(LmHead, "--prefill-lm-head", &["all", "last"], |s| {
     LmHead::parse(s).ok()
 });
@@ -324,6 +327,8 @@ const POOLS: &str = "Pools and link";
 const BEYOND: &str = "Beyond the reference";
 /// The heading of the cost levers (levers-cost.md §5, §6).
 pub const PARALLEL: &str = "Parallelism and formats";
+/// The heading of the FFT-mixing, optical engine and PPA options (levers-cost.md §9-§11).
+pub const OPTICAL: &str = "FFT-mixing models, optical engine and PPA";
 /// The heading of the scheduling levers (levers-scheduling.md §2.2).
 pub const LEVERS: &str = "Scheduling and KV memory";
 const WORKLOAD: &str = "Workload";
@@ -530,6 +535,23 @@ options! {
     compute_format: QuantFormat, "--compute-format", PARALLEL, Some("FORMAT"), Some("bf16"),
         "Matmul format: bf16 (weight-only quantisation) or the weight format (W8A8, W4A4: the \
          device's native units)";
+    fft_efficiency: Option<f64>, "--fft-efficiency", OPTICAL, Some("X"), Some("the device's"),
+        "Speed of FFT work on the digital units relative to dense FLOPs (every device given); \
+         FFT-mixing models only";
+    ft_samples_per_s: Option<f64>, "--ft-samples-per-s", OPTICAL, Some("X"), Some("1e12"),
+        "Optical transform engine: converter samples per second";
+    ft_enob: Option<u32>, "--ft-enob", OPTICAL, Some("N"), Some("8"),
+        "Optical transform engine: effective bits of the converters";
+    ft_static_w: Option<f64>, "--ft-static-w", OPTICAL, Some("W"), Some("20"),
+        "Optical transform engine: static power per device, W (laser and tuning W/2 each)";
+    ft_mask_rate: Option<f64>, "--ft-mask-rate", OPTICAL, Some("HZ"), Some("1031"),
+        "Optical transform engine: Fourier-plane mask rewrites per second";
+    ft_detection: Option<Detection>, "--ft-detection", OPTICAL, Some("coherent|intensity"),
+        Some("coherent"), "Optical transform engine: detection (intensity doubles the passes)";
+    ft_overlap: bool, "--ft-overlap", OPTICAL, None, None,
+        "Optical transform engine: optical and GPU work overlap within a step";
+    ppa: bool, "--ppa", OPTICAL, None, None,
+        "Add die area, silicon cost and performance per W / mm2 / $ to the summary";
     workload: Option<String>, "--workload", WORKLOAD, Some("NAME"), None,
         "A named workload: chat, coding-agent, offline-batch, long-rag, voice (its lengths, \
          sessions and SLOs; a shared prefix is sent and computed like any prompt: no prefix \
@@ -714,6 +736,7 @@ mod tests {
                 "weight_format" => choice("fp8"),
                 "kv_format" => choice("int4"),
                 "compute_format" => choice("fp4"),
+                "ft_detection" => choice("intensity"),
                 other => panic!("no sample for choice option {other}"),
             },
         }

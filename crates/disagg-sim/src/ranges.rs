@@ -173,6 +173,11 @@ ranges! {
     "--nics-per-instance", Some("nics_per_instance"), SCENARIO, int(1, MAX_DEVICES as u64), "NICs", "rank-aware hand-off of a run: NICs per instance";
     "--ced-encoder-layers", Some("ced_encoder_layers"), SCENARIO, int(0, SHAPE_MAX), "layers", "CED: encoder layers (0: no CED; below the model's layers)";
     "--ced-replay", Some("ced_replay"), SCENARIO, int(1, MAX_BUDGET), "tokens", "CED: prompt tokens replayed through the whole model";
+    "--fft-efficiency", Some("fft_efficiency"), SCENARIO, closed(1e-6, 1e6), "", "speed of FFT work on the digital units relative to dense FLOPs";
+    "--ft-samples-per-s", Some("ft_samples_per_s"), SCENARIO, closed(1.0, 1e18), "samples/s", "optical engine: converter samples per second";
+    "--ft-enob", Some("ft_enob"), SCENARIO, int(1, 32), "bits", "optical engine: effective bits of the converters";
+    "--ft-static-w", Some("ft_static_w"), SCENARIO, closed(0.0, 1e5), "W", "optical engine: static power per device";
+    "--ft-mask-rate", Some("ft_mask_rate"), SCENARIO, closed(1e-6, 1e12), "Hz", "optical engine: mask rewrites per second";
     "--max-context", Some("max_context"), SCENARIO, int(1, 100_000_000), "tokens", "clip replayed prompts to this length";
     "--time-scale", Some("time_scale"), TRACE, closed(1e-6, 1e6), "", "multiplier of a trace's inter-arrival gaps";
     "--start", Some("trace_start"), TRACE, closed(0.0, 1e9), "s", "start of the replayed window after the first arrival";
@@ -489,6 +494,11 @@ mod defaults {
             ep: Some(2),
             microbatches: Some(3),
             expert_imbalance: Some(1.5),
+            fft_efficiency: Some(0.0625),
+            ft_samples_per_s: Some(1e12),
+            ft_enob: Some(11),
+            ft_static_w: Some(20.0),
+            ft_mask_rate: Some(20000.0),
             prefill_tp: Some(2),
             prefill_pp: Some(1),
             decode_tp: Some(1),

@@ -3,8 +3,9 @@
 
 use disagg_model::custom::{CustomDevice, CustomLink, CustomModel, Overlay};
 use disagg_model::{
-    Catalogue, CompressAt, CostModel, CostOptions, Device, Error, Formats, KvTransit, Link, LmHead,
-    ModelSpec, Parallel, PortLoads, QuantFormat, RankLayout, RankOptions, SendMode, Transfer,
+    Catalogue, CompressAt, CostModel, CostOptions, Detection, Device, Error, Formats, KvTransit,
+    Link, LmHead, ModelSpec, Parallel, PortLoads, QuantFormat, RankLayout, RankOptions, SendMode,
+    Transfer,
 };
 use disagg_trace::TraceFormat;
 use serde::{Deserialize, Serialize};
@@ -64,6 +65,14 @@ pub const QUIET_DEFAULT_KEYS: &[&str] = &[
     "weight_format",
     "kv_format",
     "compute_format",
+    "fft_efficiency",
+    "ft_samples_per_s",
+    "ft_enob",
+    "ft_static_w",
+    "ft_mask_rate",
+    "ft_detection",
+    "ft_overlap",
+    "ppa",
     "speculative",
     "gamma",
     "alpha",
@@ -293,6 +302,24 @@ pub struct Scenario {
     /// `--compute-format`: bf16 (weight-only) or the weight format (W8A8, W4A4).
     #[serde(deserialize_with = "crate::options::compute_format_by_name")]
     pub compute_format: QuantFormat,
+    /// `--fft-efficiency`: replaces `fft_efficiency` on every device given (levers-cost.md §9.3;
+    /// `None`: the devices' own).
+    pub fft_efficiency: Option<f64>,
+    /// `--ft-samples-per-s`: the transform engine's converter rate (levers-cost.md §10.1).
+    pub ft_samples_per_s: Option<f64>,
+    /// `--ft-enob`: the engine's effective bits.
+    pub ft_enob: Option<u32>,
+    /// `--ft-static-w`: the engine's static power, W (laser and tuning W/2 each).
+    pub ft_static_w: Option<f64>,
+    /// `--ft-mask-rate`: Fourier-plane mask rewrites per second.
+    pub ft_mask_rate: Option<f64>,
+    /// `--ft-detection`: `coherent` or `intensity`.
+    #[serde(deserialize_with = "crate::options::by_name_opt")]
+    pub ft_detection: Option<Detection>,
+    /// `--ft-overlap`: optical and GPU work overlap within a step.
+    pub ft_overlap: bool,
+    /// `--ppa`: the summary's area, silicon cost and perf per W / mm² / $ (levers-cost.md §11).
+    pub ppa: bool,
     /// `--workload`: a named workload (`chat`, `coding-agent`, `offline-batch`, `long-rag`,
     /// `voice`): its length distributions and sessions replace `prompt`/`output`/`turns`/...; its
     /// SLOs apply where `ttft_slo`/`tpot_slo` are not given.
@@ -459,6 +486,14 @@ impl Default for Scenario {
             weight_format: QuantFormat::Bf16,
             kv_format: QuantFormat::Bf16,
             compute_format: QuantFormat::Bf16,
+            fft_efficiency: None,
+            ft_samples_per_s: None,
+            ft_enob: None,
+            ft_static_w: None,
+            ft_mask_rate: None,
+            ft_detection: None,
+            ft_overlap: false,
+            ppa: false,
             workload: None,
             turns: 1,
             think: 0.0,
@@ -1213,7 +1248,7 @@ impl Scenario {
             .map_err(|e| rename(e, HOST_LINK_FLAG))?;
         self.check_cost_levers(&model, kv_transit.is_some())?;
         let handoff = self.resolve_handoff()?;
-        let levers = self.resolve_levers(cat, kv_transit.is_some())?;
+        let levers = self.resolve_levers(cat, &model, kv_transit.is_some())?;
         self.check_ced(&model, levers.is_some())?;
         // The analytic bounds keep the model as given (levers-cost.md §14.3 item 5); everything
         // else sees the quantised copy (§2.2 step 2).
@@ -1337,16 +1372,6 @@ impl Scenario {
             model.prefill_lm_head = h;
         }
         self.apply_ced(&mut model)?;
-        if model.fft.is_some() {
-            return Err(Error::invalid(
-                "--model",
-                format!(
-                    "{}: FFT-mixing models are in the catalogue but not simulated yet \
-                     (`disagg list models` shows their shapes)",
-                    model.key
-                ),
-            ));
-        }
         Ok(model)
     }
 
@@ -1500,6 +1525,7 @@ impl Scenario {
         let one = |key: &str, flag: &'static str| {
             self.custom_device(key)
                 .overlay(cat)
+                .map(|d| self.engine_overrides(d))
                 .map_err(|e| rename(e, flag))
         };
         let all = one(&self.device, "--device")?;
@@ -1516,6 +1542,37 @@ impl Scenario {
             prefill,
             decode,
         })
+    }
+
+    /// `--fft-efficiency` and the `--ft-*` engine overrides applied to a device given on the
+    /// command line (levers-cost.md §9.3, §10.1); the `--ft-*` ones only to a device with an
+    /// engine.
+    fn engine_overrides(&self, mut d: Device) -> Device {
+        if let Some(x) = self.fft_efficiency {
+            d.fft_efficiency = x;
+        }
+        if let Some(e) = d.engine.as_mut() {
+            if let Some(x) = self.ft_samples_per_s {
+                e.samples_per_s = x;
+            }
+            if let Some(x) = self.ft_enob {
+                e.enob = x;
+            }
+            if let Some(w) = self.ft_static_w {
+                e.laser_w = w / 2.0;
+                e.tuning_w = w / 2.0;
+            }
+            if let Some(x) = self.ft_mask_rate {
+                e.mask_rate_hz = x;
+            }
+            if let Some(x) = self.ft_detection {
+                e.detection = x;
+            }
+            if self.ft_overlap {
+                e.overlap = true;
+            }
+        }
+        d
     }
 
     /// Step 3: the `link` preset with the `link_*` overrides and `link_channels` applied.
@@ -1638,13 +1695,19 @@ impl Scenario {
     /// Step 7: the scheduling levers (levers-scheduling.md §2.1-§2.3): `None` unless they switch
     /// the scheduled instances on ([`Scenario::levers_on`]). The host link must be a catalogue
     /// link whether or not it is used (the reference's CLI choices). With the levers on, in this
-    /// order: `--fast` in disaggregated mode, speculative decoding with hand-off compression
+    /// order: a model that is not an attention transformer (FFT-mixing), `--fast` in
+    /// disaggregated mode, speculative decoding with hand-off compression
     /// (`compressed`: a KV transit stage was resolved), prefix caching with swap preemption, and
     /// the hand-off options this project adds beyond the reference (not modelled with the levers
     /// yet). The ranges of block size, budget, gamma and alpha are checked with every other range
     /// (step 0). The draft of `--speculative` is kept as a name here: the cost side resolves it
     /// (`disagg_model::Draft::new`: unknown draft, vocabulary, capacity) where the engine is built.
-    fn resolve_levers(&self, cat: &Catalogue, compressed: bool) -> Result<Option<Levers>, Error> {
+    fn resolve_levers(
+        &self,
+        cat: &Catalogue,
+        model: &ModelSpec,
+        compressed: bool,
+    ) -> Result<Option<Levers>, Error> {
         let host_link = cat
             .link(&self.host_link)
             .map_err(|e| rename(e, HOST_LINK_FLAG))?
@@ -1652,6 +1715,18 @@ impl Scenario {
         self.check_prefix_handoff()?;
         if !self.levers_on() {
             return Ok(None);
+        }
+        // (A CED model with the levers is refused by `check_ced`, with its own message.)
+        if !model.is_attention() {
+            return Err(Error::invalid(
+                "--model",
+                format!(
+                    "{}: the scheduling levers (batch policy, token budget, KV policy, prefix \
+                     caching, speculative decoding) are modelled for attention models without \
+                     CED only",
+                    model.key
+                ),
+            ));
         }
         let disagg = self.mode == Mode::Disagg;
         if disagg && self.fast {

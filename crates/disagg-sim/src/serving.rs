@@ -113,6 +113,12 @@ pub struct InstanceStats {
     pub comm_s: f64,
     /// Scale-up link energy, J.
     pub comm_j: f64,
+    /// Time of steps whose bound was `optical` (the transform engine), s (levers-cost.md §10.3).
+    pub optical_bound_s: f64,
+    /// Transform and Fourier-plane FLOPs the optical engine took.
+    pub optical_flops: f64,
+    /// The engine's conversion energy, J.
+    pub optical_j: f64,
 }
 
 impl InstanceStats {
@@ -143,8 +149,7 @@ impl InstanceStats {
         match bound {
             Bound::Compute => self.compute_bound_s += dt,
             Bound::Power => self.power_bound_s += dt,
-            // An optical-bound step (levers-cost.md §10.3: `optical_bound_time`) is not yet
-            // accounted apart; only FFT-mixing prefills on a transform-engine device have one.
+            // Only an engine step is optical-bound, and those go through `account_optical`.
             Bound::Memory | Bound::Optical => {}
         }
     }
@@ -167,6 +172,60 @@ impl InstanceStats {
 }
 
 impl InstanceStats {
+    /// Accounts a prefill step on a transform-engine device (`account_optical`, levers-cost.md
+    /// §10.3): `c` is the step (its `compute_j` and `memory_j` are the GPU part's), `oj` and `of`
+    /// the engine's conversion energy and FLOPs, `static_w` the instance's engine static power.
+    /// The step's power for the peak is `(idle_w + static_w) + (((ec + em) + oj) / time)`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn account_optical(
+        &mut self,
+        c: &StepCost,
+        oj: f64,
+        of: f64,
+        batch: u64,
+        idle_w: f64,
+        static_w: f64,
+    ) {
+        let dt = c.time_s;
+        self.busy_s += dt;
+        self.steps += 1;
+        self.flops += c.flops.to_f64();
+        self.bytes += c.bytes;
+        self.batch_sum += batch;
+        self.compute_j += c.compute_j;
+        self.memory_j += c.memory_j;
+        self.optical_j += oj;
+        self.optical_flops += of;
+        let p = (idle_w + static_w) + (((c.compute_j + c.memory_j) + oj) / dt);
+        if p > self.peak_power_w {
+            self.peak_power_w = p;
+        }
+        match c.bound {
+            Bound::Compute => self.compute_bound_s += dt,
+            Bound::Power => self.power_bound_s += dt,
+            Bound::Optical => self.optical_bound_s += dt,
+            Bound::Memory => {}
+        }
+    }
+
+    /// Accounts a prefill step: on the engine's books (`account_optical`) when it did optical
+    /// work (`oj != 0`) or the engine bound it, else the ordinary way.
+    #[inline(always)]
+    pub(crate) fn account_prefill(
+        &mut self,
+        c: &StepCost,
+        (oj, of): (f64, f64),
+        batch: u64,
+        idle_w: f64,
+        static_w: f64,
+    ) {
+        if oj != 0.0 || c.bound == Bound::Optical {
+            self.account_optical(c, oj, of, batch, idle_w, static_w);
+        } else {
+            self.account_cost(c, batch, idle_w);
+        }
+    }
+
     /// Adds a step's scale-up communication time and energy (levers-cost.md §5.7).
     #[inline(always)]
     pub(crate) fn account_comm(&mut self, c: &StepCost) {
@@ -291,6 +350,8 @@ struct PrefillInst {
     batch: Vec<u32>,
     tokens: u64,
     cur: StepCost,
+    /// The optical engine's conversion energy and FLOPs of the step in flight.
+    cur_optical: (f64, f64),
     step_start: f64,
     /// Layer-wise timing of the step in flight.
     plan: LayerPlan,
@@ -342,6 +403,8 @@ struct ColocInst {
     batch: Vec<u32>,
     tokens: u64,
     cur: StepCost,
+    /// The optical engine's conversion energy and FLOPs of the prefill step in flight.
+    cur_optical: (f64, f64),
     step_start: f64,
     stats: InstanceStats,
 }
@@ -769,6 +832,12 @@ struct Sim<'a, O: Observer> {
     p_idle: f64,
     d_idle: f64,
     c_idle: f64,
+    /// Static power of the prefill, colocated instances' optical engines, W.
+    p_ostatic: f64,
+    c_ostatic: f64,
+    /// The model is FFT-mixing (levers-cost.md §9): prefills through `prefill_optical`, fast
+    /// decode steps through `fft_decode_work`.
+    fft: bool,
     kv_cap0: u64,
     need_one: bool,
     transit: Option<&'a KvTransit>,
@@ -999,6 +1068,7 @@ impl<'a, O: Observer> Sim<'a, O> {
                 batch: Vec::new(),
                 tokens: 0,
                 cur: NO_COST,
+                cur_optical: (0.0, 0.0),
                 step_start: 0.0,
                 plan: LayerPlan::new(0.0, 0.0, 1),
                 stats: InstanceStats::default(),
@@ -1018,6 +1088,7 @@ impl<'a, O: Observer> Sim<'a, O> {
                 batch: Vec::new(),
                 tokens: 0,
                 cur: NO_COST,
+                cur_optical: (0.0, 0.0),
                 step_start: 0.0,
                 stats: InstanceStats::default(),
             })
@@ -1073,6 +1144,9 @@ impl<'a, O: Observer> Sim<'a, O> {
             p_idle: pp.map_or(0.0, |p| p.cost.idle_w()),
             d_idle: dp.map_or(0.0, |p| p.cost.idle_w()),
             c_idle: cp.map_or(0.0, |p| p.cost.idle_w()),
+            p_ostatic: pp.map_or(0.0, |p| p.cost.optical_static_w()),
+            c_ostatic: cp.map_or(0.0, |p| p.cost.optical_static_w()),
+            fft: cfg.model.fft.is_some(),
             kv_cap0,
             need_one: cfg.model.kv_bytes_per_token() == 0.0,
             transit,
@@ -1444,7 +1518,21 @@ impl<'a, O: Observer> Sim<'a, O> {
         let cm = self.pcost.expect("prefill pool");
         // CED, replay on decode: every request is handed off (§8.3).
         let ced = self.ced_replay.is_some();
-        let mut cost = cm.prefill(inst.batch.iter().map(|&r| reqs[r as usize].prompt as u64));
+        let (mut cost, optical) = if self.fft {
+            let lens: Vec<u64> = inst
+                .batch
+                .iter()
+                .map(|&r| reqs[r as usize].prompt as u64)
+                .collect();
+            let o = cm.prefill_optical(&lens);
+            (o.step, (o.optical_j, o.optical_flops))
+        } else {
+            (
+                cm.prefill(inst.batch.iter().map(|&r| reqs[r as usize].prompt as u64)),
+                (0.0, 0.0),
+            )
+        };
+        inst.cur_optical = optical;
         if let Some(tr) = self.endpoint {
             cost = cm.endpoint_pass(
                 cost,
@@ -1475,6 +1563,7 @@ impl<'a, O: Observer> Sim<'a, O> {
     fn prefill_step_end(&mut self, p: usize) {
         let now = self.q.now();
         let p_idle = self.p_idle;
+        let p_ostatic = self.p_ostatic;
         let layerwise = self.link.layers.is_some();
         let ced = self.ced_replay.is_some();
         {
@@ -1489,7 +1578,8 @@ impl<'a, O: Observer> Sim<'a, O> {
             } = self;
             let inst = &mut prefill[p];
             let n = inst.batch.len() as u64;
-            inst.stats.account_cost(&inst.cur, n, p_idle);
+            inst.stats
+                .account_prefill(&inst.cur, inst.cur_optical, n, p_idle, p_ostatic);
             obs.step(&StepEvent {
                 instance: p,
                 kind: StepKind::Prefill,
@@ -1822,16 +1912,23 @@ impl<'a, O: Observer> Sim<'a, O> {
         let k = ((fin0 - base + 1) as usize).min(inst.horizon);
         let cm = self.dcost.expect("decode pool");
         let overhead = self.overhead;
+        let fft = self.fft;
         inst.plan_ends.clear();
         inst.plan_steps.clear();
         let mut t = now;
         let mut ctx = inst.ctx_sum;
         for _ in 0..k {
-            let (f, by) = cm.decode_work(ctx, b);
-            // Same rounding as `f as f64`, without the slow 128-bit conversion when it fits.
-            let ff = match i64::try_from(f) {
-                Ok(x) => x as f64,
-                Err(_) => f as f64,
+            let (ff, by) = if fft {
+                // An FFT-mixing model's FLOPs are a double (levers-cost.md §9.3).
+                cm.fft_decode_work(ctx, b)
+            } else {
+                let (f, by) = cm.decode_work(ctx, b);
+                // Same rounding as `f as f64`, without the slow 128-bit conversion when it fits.
+                let ff = match i64::try_from(f) {
+                    Ok(x) => x as f64,
+                    Err(_) => f as f64,
+                };
+                (ff, by)
             };
             let raw = cm.step_time_raw(ff, by);
             let dt = raw.t + overhead;
@@ -1957,8 +2054,18 @@ impl<'a, O: Observer> Sim<'a, O> {
             for &rid in &inst.batch {
                 reqs[rid as usize].prefill_start = now;
             }
-            let cost = cm.prefill(inst.batch.iter().map(|&r| reqs[r as usize].prompt as u64));
-            inst.cur = cost;
+            if self.fft {
+                let lens: Vec<u64> = inst
+                    .batch
+                    .iter()
+                    .map(|&r| reqs[r as usize].prompt as u64)
+                    .collect();
+                let o = cm.prefill_optical(&lens);
+                inst.cur = o.step;
+                inst.cur_optical = (o.optical_j, o.optical_flops);
+            } else {
+                inst.cur = cm.prefill(inst.batch.iter().map(|&r| reqs[r as usize].prompt as u64));
+            }
             inst.tokens = tokens;
             inst.phase = Phase::Prefill;
         } else if !inst.running.is_empty() {
@@ -1977,6 +2084,7 @@ impl<'a, O: Observer> Sim<'a, O> {
         let now = self.q.now();
         let need_one = self.need_one;
         let c_idle = self.c_idle;
+        let c_ostatic = self.c_ostatic;
         {
             let Sim {
                 coloc,
@@ -1990,7 +2098,8 @@ impl<'a, O: Observer> Sim<'a, O> {
             match inst.phase {
                 Phase::Prefill => {
                     let n = inst.batch.len() as u64;
-                    inst.stats.account_cost(&inst.cur, n, c_idle);
+                    inst.stats
+                        .account_prefill(&inst.cur, inst.cur_optical, n, c_idle, c_ostatic);
                     obs.step(&StepEvent {
                         instance: c,
                         kind: StepKind::Prefill,
@@ -2085,3 +2194,80 @@ pub(crate) fn next_sample_time<E>(q: &EventQueue<E>, dt: f64, every_interval: bo
 /// Event-free stretches longer than this many sample intervals are not sampled interval by
 /// interval (see `Sim::schedule_next_sample`).
 const SKIP_SAMPLES_AFTER: f64 = 1000.0;
+
+#[cfg(test)]
+mod tests {
+    //! The step accounting of a transform-engine prefill (levers-cost.md §10.3), with dyadic
+    //! values chosen by hand so every sum below is exact.
+
+    use super::*;
+
+    fn step(time_s: f64, bound: Bound) -> StepCost {
+        StepCost {
+            flops: PyNum::Float(8.0),
+            bytes: 16.0,
+            time_s,
+            bound,
+            energy_j: 0.0,
+            compute_j: 3.0,
+            memory_j: 1.0,
+            comm_time_s: 0.0,
+            comm_j: 0.0,
+        }
+    }
+
+    #[test]
+    fn an_engine_step_goes_on_the_optical_books() {
+        let mut s = InstanceStats::default();
+        // Conversions 4 J, engine FLOPs 32, idle 100 W, engine static 20 W, 0.5 s, optical-bound.
+        s.account_prefill(&step(0.5, Bound::Optical), (4.0, 32.0), 3, 100.0, 20.0);
+        assert_eq!(s.busy_s, 0.5);
+        assert_eq!(s.steps, 1);
+        assert_eq!(s.flops, 8.0);
+        assert_eq!(s.bytes, 16.0);
+        assert_eq!(s.batch_sum, 3);
+        assert_eq!((s.compute_j, s.memory_j), (3.0, 1.0));
+        assert_eq!((s.optical_j, s.optical_flops), (4.0, 32.0));
+        assert_eq!(s.optical_bound_s, 0.5);
+        assert_eq!((s.compute_bound_s, s.power_bound_s), (0.0, 0.0));
+        // (idle + static) + ((ec + em) + oj) / t = 120 + 8 / 0.5 = 136 W.
+        assert_eq!(s.peak_power_w, 136.0);
+        // A compute-bound engine step (the GPU part was slower) with conversions: 0.25 s,
+        // (100 + 20) + 8 / 0.25 = 152 W, the new peak.
+        s.account_prefill(&step(0.25, Bound::Compute), (4.0, 1.0), 1, 100.0, 20.0);
+        assert_eq!(s.compute_bound_s, 0.25);
+        assert_eq!(s.optical_bound_s, 0.5);
+        assert_eq!((s.optical_j, s.optical_flops), (8.0, 33.0));
+        assert_eq!(s.peak_power_w, 152.0);
+        assert_eq!(s.steps, 2);
+        // Power-bound, 1 s: 120 + 8 = 128 W stays below the peak.
+        s.account_prefill(&step(1.0, Bound::Power), (4.0, 0.0), 1, 100.0, 20.0);
+        assert_eq!(s.power_bound_s, 1.0);
+        assert_eq!(s.peak_power_w, 152.0);
+        assert_eq!(s.busy_s, 1.75);
+    }
+
+    #[test]
+    fn an_optical_bound_step_without_conversions_is_an_engine_step() {
+        let mut s = InstanceStats::default();
+        s.account_prefill(&step(0.5, Bound::Optical), (0.0, 0.0), 1, 100.0, 20.0);
+        assert_eq!(s.optical_bound_s, 0.5);
+        // 120 + 4 / 0.5 = 128 W: the engine's static power is in the peak.
+        assert_eq!(s.peak_power_w, 128.0);
+    }
+
+    #[test]
+    fn other_steps_keep_the_ordinary_books() {
+        let mut s = InstanceStats::default();
+        // No conversions, memory-bound: the engine's static power is not in the peak
+        // (levers-cost.md §14.3 item 4): 100 + 4 / 0.5 = 108 W.
+        s.account_prefill(&step(0.5, Bound::Memory), (0.0, 0.0), 2, 100.0, 20.0);
+        assert_eq!(s.peak_power_w, 108.0);
+        assert_eq!(
+            (s.optical_j, s.optical_flops, s.optical_bound_s),
+            (0.0, 0.0, 0.0)
+        );
+        assert_eq!((s.busy_s, s.steps, s.batch_sum), (0.5, 1, 2));
+        assert_eq!((s.compute_j, s.memory_j), (3.0, 1.0));
+    }
+}

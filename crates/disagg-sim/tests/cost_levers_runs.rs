@@ -94,6 +94,8 @@ fn replay(k: usize) {
     check_full(full, &s);
     check_parallel(full, &s);
     check_formats(full, &s);
+    check_optical(full, &s);
+    check_ppa(full, &s);
 }
 
 #[test]
@@ -152,6 +154,27 @@ fn run5_colocated_speculative_mtp() {
             _ => assert_eq!(g, w, "speculative.{k}"),
         }
     }
+}
+
+#[test]
+fn run7_optical_prefill_pool_circulant_hyena_with_ppa() {
+    replay(7);
+    // The blocks are there (`replay` checks them against the fixture when present).
+    let full = &runs()[7]["summary"];
+    assert!(full.get("optical").is_some() && full.get("ppa").is_some());
+    let b = full["energy"]["breakdown"].as_object().unwrap();
+    let keys: Vec<&str> = b.keys().map(|k| k.as_str()).collect();
+    assert_eq!(
+        keys,
+        [
+            "static",
+            "compute",
+            "memory",
+            "link",
+            "optical_static",
+            "optical_conversions"
+        ]
+    );
 }
 
 /// Each whole run is a preset: `disagg run --preset NAME` is the reference's command line.

@@ -290,6 +290,19 @@ pub fn check_full(full: &Value, s: &Summary) {
     eq(s.energy.compute_frac, &b["compute"], "compute frac");
     eq(s.energy.memory_frac, &b["memory"], "memory frac");
     eq(s.energy.link_frac, &b["link"], "link frac");
+    match (s.energy.optical_static_frac, b.get("optical_static")) {
+        (Some(x), Some(w)) => eq(x, w, "optical_static frac"),
+        (None, None) => {}
+        other => panic!("optical_static fraction presence differs: {other:?}"),
+    }
+    match (
+        s.energy.optical_conversions_frac,
+        b.get("optical_conversions"),
+    ) {
+        (Some(x), Some(w)) => eq(x, w, "optical_conversions frac"),
+        (None, None) => {}
+        other => panic!("optical_conversions fraction presence differs: {other:?}"),
+    }
     match (s.energy.transit_frac, b.get("transit")) {
         (Some(x), Some(w)) => eq(x, w, "transit frac"),
         (None, None) => {}
@@ -307,6 +320,12 @@ pub fn check_full(full: &Value, s: &Summary) {
     }
     let keys: Vec<&str> = b.as_object().unwrap().keys().map(|k| k.as_str()).collect();
     let mut want = vec!["static", "compute", "memory", "link"];
+    want.extend(s.energy.optical_static_frac.map(|_| "optical_static"));
+    want.extend(
+        s.energy
+            .optical_conversions_frac
+            .map(|_| "optical_conversions"),
+    );
     want.extend(s.energy.transit_frac.map(|_| "transit"));
     want.extend(s.energy.swap_frac.map(|_| "swap"));
     want.extend(s.energy.scale_up_frac.map(|_| "scale_up"));
@@ -316,4 +335,71 @@ pub fn check_full(full: &Value, s: &Summary) {
     assert_eq!(s.requests.completed, rq["completed"].as_u64().unwrap());
     assert_eq!(s.requests.rejected, rq["rejected"].as_u64().unwrap());
     assert_eq!(s.requests.measured, rq["measured"].as_u64().unwrap());
+}
+
+/// The `optical` block: every instance, in instance order, keys in the reference's order.
+pub fn check_optical(full: &Value, s: &Summary) {
+    let Some(want) = full.get("optical") else {
+        assert!(s.optical.is_none(), "no optical block expected");
+        return;
+    };
+    let want = want.as_object().unwrap();
+    let got = s.optical.as_ref().expect("optical block");
+    assert_eq!(got.len(), want.len());
+    for (g, (name, w)) in got.iter().zip(want) {
+        assert_eq!(&g.name, name);
+        let keys: Vec<&str> = w.as_object().unwrap().keys().map(|k| k.as_str()).collect();
+        assert_eq!(
+            keys,
+            [
+                "optical_bound_frac",
+                "optical_flops",
+                "conversion_J",
+                "static_J"
+            ]
+        );
+        eq(
+            g.optical_bound_frac,
+            &w["optical_bound_frac"],
+            &format!("{name} optical_bound_frac"),
+        );
+        eq(
+            g.optical_flops,
+            &w["optical_flops"],
+            &format!("{name} optical_flops"),
+        );
+        eq(
+            g.conversion_j,
+            &w["conversion_J"],
+            &format!("{name} conversion_J"),
+        );
+        eq(g.static_j, &w["static_J"], &format!("{name} static_J"));
+    }
+}
+
+/// The `ppa` block: compared as JSON (keys, order, nulls), numbers with f64 `==`.
+pub fn check_ppa(full: &Value, s: &Summary) {
+    let Some(want) = full.get("ppa") else {
+        assert!(s.ppa.is_none(), "no ppa block expected");
+        return;
+    };
+    let got = serde_json::to_value(s.ppa.as_ref().expect("ppa block")).unwrap();
+    same_json(&got, want, "ppa");
+}
+
+/// `got` and `want` have the same keys in the same order, the same strings, nulls and integers,
+/// and numbers equal as f64.
+pub fn same_json(got: &Value, want: &Value, what: &str) {
+    match (got, want) {
+        (Value::Object(g), Value::Object(w)) => {
+            let gk: Vec<&String> = g.keys().collect();
+            let wk: Vec<&String> = w.keys().collect();
+            assert_eq!(gk, wk, "{what} keys");
+            for (k, wv) in w {
+                same_json(&g[k], wv, &format!("{what}.{k}"));
+            }
+        }
+        (Value::Number(_), Value::Number(_)) => eq(f(got), want, what),
+        _ => assert_eq!(got, want, "{what}"),
+    }
 }
