@@ -148,7 +148,8 @@ pub struct HandoffDoc {
     pub rows: Option<Vec<HandoffRow>>,
 }
 
-fn count(what: &str, v: u64, max: u64) -> Result<u64, Error> {
+/// `v` if it is between 1 and `max`, else an error naming `what`.
+pub(crate) fn count(what: &str, v: u64, max: u64) -> Result<u64, Error> {
     if v < 1 {
         Err(Error::invalid(what, format!("must be at least 1, got {v}")))
     } else if v > max {

@@ -370,9 +370,16 @@ impl CostModel {
 
     /// A step of `flops` and `bytes` (cost-model.md §3.5): the roofs plus the fixed overhead.
     pub fn step(&self, flops: i128, bytes: f64) -> StepCost {
-        let r = self.step_time_raw(crate::pymath::fl(flops), bytes);
+        self.step_of(PyNum::Int(flops), crate::pymath::fl(flops), bytes)
+    }
+
+    /// A step whose FLOPs are `flops` (`f` as a double): the roofs of `f` and `bytes` plus the
+    /// fixed overhead, no scale-up terms.
+    #[inline]
+    pub(crate) fn step_of(&self, flops: PyNum, f: f64, bytes: f64) -> StepCost {
+        let r = self.step_time_raw(f, bytes);
         StepCost {
-            flops: PyNum::Int(flops),
+            flops,
             bytes,
             time_s: r.t + self.opts.step_overhead_s,
             bound: r.bound,

@@ -410,19 +410,8 @@ impl CostModel {
         let Some(ot) = self.optical_terms(lens) else {
             let b = b + self.model.filter_spectrum_bytes(lens);
             let f = self.digital_flops(&o);
-            let r = self.step_time_raw(f, b);
             return OpticalStep {
-                step: StepCost {
-                    flops: PyNum::Float(f),
-                    bytes: b,
-                    time_s: r.t + self.opts.step_overhead_s,
-                    bound: r.bound,
-                    energy_j: r.ec + r.em,
-                    compute_j: r.ec,
-                    memory_j: r.em,
-                    comm_time_s: 0.0,
-                    comm_j: 0.0,
-                },
+                step: self.step_of(PyNum::Float(f), f, b),
                 optical_j: 0.0,
                 optical_flops: 0.0,
             };
@@ -478,17 +467,6 @@ impl CostModel {
     /// The cost of an FFT-mixing decode step (`decode_sum`).
     pub fn fft_decode_sum(&self, ctx: u64, b: u64) -> StepCost {
         let (f, by) = self.fft_decode_work(ctx, b);
-        let r = self.step_time_raw(f, by);
-        StepCost {
-            flops: PyNum::Float(f),
-            bytes: by,
-            time_s: r.t + self.opts.step_overhead_s,
-            bound: r.bound,
-            energy_j: r.ec + r.em,
-            compute_j: r.ec,
-            memory_j: r.em,
-            comm_time_s: 0.0,
-            comm_j: 0.0,
-        }
+        self.step_of(PyNum::Float(f), f, by)
     }
 }

@@ -49,7 +49,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::calc::{HandoffDoc, HandoffSpec};
+use crate::calc::{count, HandoffDoc, HandoffSpec};
 use crate::catalogue::{Catalogue, Device, Link, ModelSpec};
 use crate::error::Error;
 use crate::handoff::SendMode;
@@ -426,19 +426,6 @@ pub struct RankPlan {
     pub single_transfer_s: f64,
     /// `single_transfer_s / total_s`.
     pub speedup: f64,
-}
-
-fn count(what: &str, v: u64, max: u64) -> Result<u64, Error> {
-    if v < 1 {
-        Err(Error::invalid(what, format!("must be at least 1, got {v}")))
-    } else if v > max {
-        Err(Error::invalid(
-            what,
-            format!("{v} is absurdly large (limit {max})"),
-        ))
-    } else {
-        Ok(v)
-    }
 }
 
 /// The hand-off of a `prompt_tokens` prompt's KV from `opts.prefill` to `opts.decode` over NICs of

@@ -22,33 +22,10 @@ impl<O: Observer> Sim<'_, O> {
     /// Admits from the queue, then starts the next step (§8.3); idle when nothing runs.
     pub(super) fn ced_body(&mut self, d: usize, w: u64) {
         let now = self.q.now();
-        let need_one = self.need_one;
-        let cap = self.kv_cap0;
-        let reserved = self.link.reserve;
+        let j = self.decode[d].step_end.len() as u64;
+        // `ctx_sum` counts the decoding rows only: a replay row joins it after its replay.
+        self.admit_fifo(d, j + 1, false);
         let inst = &mut self.decode[d];
-        let j = inst.step_end.len() as u64;
-        while let Some(&h) = inst.queue.front() {
-            if inst.running.len() >= self.max_batch {
-                break;
-            }
-            let r = &mut self.reqs[h as usize];
-            let need = if need_one {
-                1
-            } else {
-                r.prompt as u64 + r.output as u64
-            };
-            if !reserved {
-                if inst.kv_used + need > cap {
-                    break;
-                }
-                inst.kv_used += need;
-            }
-            inst.queue.pop_front();
-            r.decode_start = now;
-            r.adm = j + 1;
-            r.dinst = d as u32;
-            inst.running.push(h);
-        }
         inst.n_running = inst.running.len();
         if inst.running.is_empty() {
             inst.busy = false;

@@ -1793,13 +1793,17 @@ impl<'a, O: Observer> Sim<'a, O> {
         }
     }
 
-    fn plain_body(&mut self, d: usize) {
+    /// Admits decode instance `d`'s queue FIFO with head-of-line blocking under the batch cap
+    /// and the KV capacity (KV reserved at transfer: a batch slot suffices). Each admitted row
+    /// gets `adm` (the index of its first decoding step); `count_ctx` adds its `prompt + 1`
+    /// positions to the instance's context.
+    #[inline]
+    pub(super) fn admit_fifo(&mut self, d: usize, adm: u64, count_ctx: bool) {
         let now = self.q.now();
         let need_one = self.need_one;
         let cap = self.kv_cap0;
         let reserved = self.link.reserve;
         let inst = &mut self.decode[d];
-        // Admit FIFO with head-of-line blocking (KV reserved at transfer: a batch slot suffices).
         while let Some(&h) = inst.queue.front() {
             if inst.running.len() >= self.max_batch {
                 break;
@@ -1818,11 +1822,20 @@ impl<'a, O: Observer> Sim<'a, O> {
             }
             inst.queue.pop_front();
             r.decode_start = now;
-            r.adm = inst.step_end.len() as u64;
+            r.adm = adm;
             r.dinst = d as u32;
             inst.running.push(h);
-            inst.ctx_sum += r.prompt as u64 + 1;
+            if count_ctx {
+                inst.ctx_sum += r.prompt as u64 + 1;
+            }
         }
+    }
+
+    fn plain_body(&mut self, d: usize) {
+        let now = self.q.now();
+        let adm = self.decode[d].step_end.len() as u64;
+        self.admit_fifo(d, adm, true);
+        let inst = &mut self.decode[d];
         inst.n_running = inst.running.len();
         if inst.running.is_empty() {
             inst.busy = false;

@@ -117,3 +117,84 @@ fn section_18_every_cell() {
     let (cells, sims) = check_rates("§18", &s18["rates"], &ALL);
     assert_eq!((cells, sims), (12, 105));
 }
+
+/// results.md §16: the CED model's parameters per token, the prefill steps on 4xH100 of the
+/// decoder-only model, CED with the replay on prefill and the encoder-only prefill instance, and
+/// the prefill instance's resident weights and KV room on 1, 2 and 4 H100s.
+#[test]
+fn section_16_every_value() {
+    use disagg_model::{CostModel, CostOptions, PyNum, ReplayOn};
+    let s16 = &results()["s16"];
+    let cat = Catalogue::builtin();
+    let dense = cat.model("llama3-70b").unwrap().clone();
+    let ced = cat.model("llama3-70b-ced").unwrap().clone();
+    let c = ced.ced.unwrap();
+    let p = &s16["params"];
+    let int = |v: &Value| v.as_i64().unwrap() as i128;
+    assert_eq!(dense.matmul_params(), int(&p["decoder_only_token"]));
+    assert_eq!(c.ced_prompt_params(&ced), int(&p["ced_prompt_token"]));
+    assert_eq!(ced.matmul_params(), int(&p["ced_decode_token"]));
+    assert_eq!(c.ced_kv_proj_params(&ced), int(&p["ced_kv_proj"]));
+    assert_eq!(ced.layer_params(), int(&p["layer_params"]));
+    assert_eq!(ced.vocab_params(), int(&p["lm_head"]));
+    assert_eq!(c.replay as i128, int(&p["replay"]));
+    let on_decode = {
+        let mut m = ced.clone();
+        m.ced.as_mut().unwrap().replay_on = ReplayOn::Decode;
+        m
+    };
+    let h100 = cat.device("h100").unwrap();
+    let cm = |m: &disagg_model::ModelSpec, n: u32, prefill_only: bool| {
+        CostModel::new(
+            m,
+            h100,
+            n,
+            CostOptions {
+                prefill_only,
+                ..CostOptions::default()
+            },
+        )
+        .unwrap()
+    };
+    let mut n = 0;
+    for (s, row) in s16["prefill_steps_4xH100"].as_object().unwrap() {
+        let s: u64 = s.parse().unwrap();
+        for (name, m, po) in [
+            ("decoder_only", &dense, false),
+            ("ced_replay_on_prefill", &ced, false),
+            ("ced_encoder_only", &on_decode, true),
+        ] {
+            let got = cm(m, 4, po).prefill([s]);
+            let w = &row[name];
+            assert_eq!(got.flops, PyNum::Int(int(&w["flops"])), "{s} {name}");
+            eq(got.time_s, &w["time"], &format!("{s} {name} time"));
+            assert_eq!(
+                got.bound.as_str(),
+                w["bound"].as_str().unwrap(),
+                "{s} {name}"
+            );
+            n += 1;
+        }
+    }
+    for (k, row) in s16["prefill_instance_room"].as_object().unwrap() {
+        let devices: u32 = k[..1].parse().unwrap();
+        for (name, m, po) in [
+            ("decoder_only", &dense, false),
+            ("ced_replay_on_decode_prefill_instance", &on_decode, true),
+        ] {
+            let c = cm(m, devices, po);
+            let w = &row[name];
+            eq(c.resident_weight_bytes(), &w["resident_weight_bytes"], name);
+            match (c.kv_capacity_tokens(), &w["kv_capacity_tokens"]) {
+                (Ok(t), Value::Number(x)) => assert_eq!(Some(t), x.as_u64(), "{k} {name}"),
+                (Err(e), Value::String(x)) => {
+                    assert!(x.starts_with("error: "), "{x}");
+                    assert!(e.to_string().ends_with(&x["error: ".len()..]), "{e} vs {x}");
+                }
+                other => panic!("{k} {name}: {other:?}"),
+            }
+            n += 1;
+        }
+    }
+    assert_eq!(n, 9 + 6);
+}
