@@ -30,8 +30,14 @@ pub fn chapter_base() -> Scenario {
     }
 }
 
-/// Every preset, in the order `disagg presets` lists them.
+/// Every preset, in the order `disagg presets` lists them (built once: the generated names live
+/// for the whole process).
 pub fn all() -> Vec<Preset> {
+    static ALL: std::sync::OnceLock<Vec<Preset>> = std::sync::OnceLock::new();
+    ALL.get_or_init(build_all).clone()
+}
+
+fn build_all() -> Vec<Preset> {
     let base = chapter_base;
     let mut v = vec![Preset {
         name: "reference-default",
@@ -232,6 +238,8 @@ pub fn all() -> Vec<Preset> {
     }
     v.extend(levers());
     v.extend(cost_levers());
+    v.extend(optical_table());
+    v.extend(ced_capacity());
     v
 }
 
@@ -391,6 +399,189 @@ fn cost_levers() -> Vec<Preset> {
             scenario,
         })
         .collect()
+}
+
+/// A preset from the reference's command line (`flags` are valid: the presets' test builds every
+/// one).
+fn flags(f: &[&str]) -> Scenario {
+    Scenario::from_flags(f).expect("a preset's flags")
+}
+
+/// results.md §11 (levers-cost.md §13.2 `results_md.s11`): six models (the Llama-3-8B transformer
+/// and the FFT-mixing variants) in five configurations each, with `--ppa`.
+fn optical_table() -> Vec<Preset> {
+    let group = "results.md §11 FFT-mixing models and the optical transform engine (with --ppa)";
+    let models: [(&str, &str, &[&str]); 6] = [
+        ("transformer", "Llama-3-8B", &["--model", "llama3-8b"]),
+        ("hyena", "Hyena-2", &["--model", "llama3-8b-hyena"]),
+        ("hybrid", "hybrid 1:3", &["--model", "llama3-8b-hybrid"]),
+        (
+            "hyena-dist",
+            "Hyena-2, distilled decode",
+            &["--model", "llama3-8b-hyena-dist"],
+        ),
+        (
+            "hyena-circ",
+            "Hyena-2 + circulant 256",
+            &["--model", "llama3-8b-hyena-circ"],
+        ),
+        (
+            "hyena-circ-last",
+            "Hyena-2 + circulant 256, last-token head",
+            &[
+                "--model",
+                "llama3-8b-hyena-circ",
+                "--prefill-lm-head",
+                "last",
+            ],
+        ),
+    ];
+    let configs: [(&str, &str, &[&str]); 5] = [
+        (
+            "colocated",
+            "colocated x2 on H100",
+            &["--mode", "colocated"],
+        ),
+        ("h100", "1P1D on H100", &[]),
+        (
+            "gpu-fft16",
+            "1P1D on H100, FFTs at 1/16 of the GPU's FLOP rate",
+            &["--fft-efficiency", "0.0625"],
+        ),
+        (
+            "engine",
+            "optical-fft prefill (default engine) + H100 decode",
+            &["--prefill-device", "optical-fft"],
+        ),
+        (
+            "engine-optimistic",
+            "optical-fft prefill (ENOB 11, 20 kHz masks, overlapped) + H100 decode",
+            &[
+                "--prefill-device",
+                "optical-fft",
+                "--ft-enob",
+                "11",
+                "--ft-mask-rate",
+                "20000",
+                "--ft-overlap",
+            ],
+        ),
+    ];
+    let mut v = Vec::new();
+    for (mk, mname, mflags) in models {
+        for (ck, cname, cflags) in configs {
+            let mut f: Vec<&str> = mflags.to_vec();
+            f.extend([
+                "--devices-per-instance",
+                "1",
+                "--rate",
+                "8",
+                "--fast",
+                "--ppa",
+            ]);
+            f.extend(cflags);
+            v.push(Preset {
+                name: Box::leak(format!("optical-{mk}-{ck}").into_boxed_str()),
+                group,
+                about: Box::leak(format!("{mname}: {cname}").into_boxed_str()),
+                scenario: flags(&f),
+            });
+        }
+    }
+    v
+}
+
+/// results.md §17 and §18 (levers-cost.md §13.2 `results_md.s17` / `s18`): Llama-3-70B
+/// decoder-only against CED 40+40 with the replay on prefill or on decode, six 4xH100 instances
+/// split 3P3D (§17; vary `--prefill`/`--decode` for the other splits) or 4x2-GPU prefill + 4x4-GPU
+/// decode (§18). `disagg plan --max-rate --preset NAME` runs the reference's bisection.
+fn ced_capacity() -> Vec<Preset> {
+    let group17 = "results.md §17 CED vs decoder-only capacity (disagg plan --max-rate)";
+    let group18 = "results.md §18 CED vs decoder-only with 2-GPU prefill instances";
+    let models: [(&str, &str, &[&str]); 3] = [
+        (
+            "decoder-only",
+            "decoder-only Llama-3-70B",
+            &["--model", "llama3-70b", "--fast"],
+        ),
+        (
+            "ced-prefill",
+            "CED 40+40, replay on prefill",
+            &["--model", "llama3-70b-ced", "--fast"],
+        ),
+        (
+            "ced-decode",
+            "CED 40+40, replay on decode",
+            &["--model", "llama3-70b-ced", "--ced-replay-on", "decode"],
+        ),
+    ];
+    // (prompt, output, the TTFT SLO: 5 x the 4xH100 prefill time of one mean prompt).
+    let workloads: [(&str, &str, &str); 4] = [
+        ("2048", "512", "0.669333497579998"),
+        ("4096", "256", "1.3614338309853478"),
+        ("8192", "128", "2.8214350052721016"),
+        ("16384", "64", "6.044639383749829"),
+    ];
+    let mut v = Vec::new();
+    let mut push = |name: String, group, about: String, f: Vec<&str>| {
+        v.push(Preset {
+            name: Box::leak(name.into_boxed_str()),
+            group,
+            about: Box::leak(about.into_boxed_str()),
+            scenario: flags(&f),
+        })
+    };
+    for (p, o, slo) in workloads {
+        for (mk, mname, mflags) in models {
+            let mut f: Vec<&str> = mflags.to_vec();
+            f.extend([
+                "--prefill",
+                "3",
+                "--decode",
+                "3",
+                "--ttft-slo",
+                slo,
+                "--requests",
+                "1000",
+                "--prompt",
+                p,
+                "--output",
+                o,
+            ]);
+            push(
+                format!("ced17-{p}-{o}-{mk}"),
+                group17,
+                format!("{mname}, {p}:{o} tokens, 3P3D of 4xH100, TTFT SLO {slo} s"),
+                f,
+            );
+        }
+    }
+    for (mk, mname, mflags) in models {
+        let mut f: Vec<&str> = mflags.to_vec();
+        f.extend([
+            "--prefill",
+            "4",
+            "--decode",
+            "4",
+            "--ttft-slo",
+            "2.8214350052721016",
+            "--requests",
+            "1000",
+            "--prompt",
+            "8192",
+            "--output",
+            "128",
+            "--prefill-devices-per-instance",
+            "2",
+        ]);
+        push(
+            format!("ced18-{mk}"),
+            group18,
+            format!("{mname}, 8192:128 tokens, 4 prefill instances of 2xH100 + 4 decode of 4xH100"),
+            f,
+        );
+    }
+    v
 }
 
 /// results.md §21's prefix-caching configuration: Mistral-7B on one A100, a token budget of 8192

@@ -198,3 +198,89 @@ fn section_16_every_value() {
     }
     assert_eq!(n, 9 + 6);
 }
+
+fn preset_json(name: &str) -> Value {
+    serde_json::to_value(disagg_sim::presets::find(name).unwrap().scenario).unwrap()
+}
+
+fn cell_json(cell: &Value, rate: f64) -> Value {
+    let flags: Vec<String> = cell["cli_flags_per_run"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| match x.as_str().unwrap() {
+            "<RATE>" => format!("{rate:?}"),
+            s => s.to_string(),
+        })
+        .collect();
+    serde_json::to_value(Scenario::from_flags(&flags).unwrap()).unwrap()
+}
+
+/// The §17 presets are the 3P3D cells' command lines, the §18 ones the 4x2+4x4 cells' (the rate
+/// is the preset's default: `plan --max-rate` searches it).
+#[test]
+fn the_section_17_and_18_presets_are_the_cells_flags() {
+    let r = results();
+    let rate = Scenario::default().rate;
+    let models = [
+        ("decoder-only", "decoder-only"),
+        ("ced-prefill", "CED, replay on prefill"),
+        ("ced-decode", "CED, replay on decode"),
+    ];
+    let mut n = 0;
+    for (w, v) in r["s17"]["workloads"].as_object().unwrap() {
+        let (p, o) = w.split_once(':').unwrap();
+        for (key, label) in models {
+            let cell = &v["rates"][label]["3P3D"];
+            assert_eq!(
+                preset_json(&format!("ced17-{p}-{o}-{key}")),
+                cell_json(cell, rate),
+                "{w} {label}"
+            );
+            n += 1;
+        }
+    }
+    for (key, label) in models {
+        let cell = &r["s18"]["rates"][label]["4x2+4x4"];
+        assert_eq!(
+            preset_json(&format!("ced18-{key}")),
+            cell_json(cell, rate),
+            "{label}"
+        );
+        n += 1;
+    }
+    assert_eq!(n, 15);
+}
+
+/// The §11 presets are its 30 rows' command lines.
+#[test]
+fn the_section_11_presets_are_the_rows_flags() {
+    let rows = results()["s11"]["rows"].as_array().unwrap().clone();
+    let models = [
+        "transformer",
+        "hyena",
+        "hybrid",
+        "hyena-dist",
+        "hyena-circ",
+        "hyena-circ-last",
+    ];
+    let configs = [
+        "colocated",
+        "h100",
+        "gpu-fft16",
+        "engine",
+        "engine-optimistic",
+    ];
+    assert_eq!(rows.len(), models.len() * configs.len());
+    for (k, row) in rows.iter().enumerate() {
+        let name = format!("optical-{}-{}", models[k / 5], configs[k % 5]);
+        let flags: Vec<String> = row["flags"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_str().unwrap().to_string())
+            .collect();
+        let want = serde_json::to_value(Scenario::from_flags(&flags).unwrap()).unwrap();
+        assert_eq!(preset_json(&name), want, "{name}: {}", row["row"]);
+    }
+}
