@@ -195,6 +195,13 @@
     { k: 'weight_format', label: 'Weight format', select: formats },
     { k: 'kv_format', label: 'KV cache format', select: formats },
     { k: 'compute_format', label: 'Compute format', select: formats },
+    { group: 'Models and engines' },
+    { k: 'ppa', label: 'Area and cost (PPA)', select: () => [['false', 'off'], ['true', 'on']], bool: true },
+    { k: 'fft_efficiency', label: 'FFT efficiency', num: { min: 0, step: 'any' }, blank: true },
+    { k: 'ft_enob', label: 'Optical engine ENOB (bits)', num: { min: 1, step: 1 }, blank: true },
+    { k: 'ft_mask_rate', label: 'Mask rewrites (Hz)', num: { min: 0, step: 'any' }, blank: true },
+    { k: 'ft_overlap', label: 'Optical and GPU overlap', select: () => [['false', 'off'], ['true', 'on']], bool: true },
+    { k: 'ced_replay_on', label: 'CED replay on', select: () => [['', 'unset'], ['prefill', 'prefill'], ['decode', 'decode']] },
     { group: 'SLOs' },
     { k: 'ttft_slo', label: 'TTFT SLO (ms)', num: { min: 1, step: 'any' }, scale: 1000 },
     { k: 'tpot_slo', label: 'TPOT SLO (ms)', num: { min: 0.1, step: 'any' }, scale: 1000 },
@@ -974,7 +981,7 @@
       if (f.scale) v /= f.scale;
     } else {
       v = el.value;
-      if ((f.k === 'kv_compress' || f.k === 'speculative') && v === '') v = null;
+      if ((f.k === 'kv_compress' || f.k === 'speculative' || f.k === 'ced_replay_on') && v === '') v = null;
       if (f.bool) v = v === 'true';
     }
     fieldError(el, '');
@@ -1132,6 +1139,7 @@
     }).join('');
     renderScheduler();
     renderLevers();
+    renderEngines();
   }
 
   // The scheduler block of a scheduled run (summary.scheduler, levers-scheduling.md §11.1): one
@@ -1197,6 +1205,37 @@
       const vals = sums.map((s) => (s ? f(s) : null));
       if (vals.every((v) => v === null)) return '';
       const cells = ['a', 'b'].map((id, k) => `<td class="num wrap col-${id}" id="p-${id}-${key}">${esc(vals[k] ?? '–')}</td>`);
+      return `<tr><th scope="row">${esc(label)}</th>${cells.join('')}</tr>`;
+    }).join('');
+  }
+
+  // The optical engines' and the area/cost blocks of a run (summary.optical, one per instance,
+  // and summary.ppa; levers-cost.md §10.3, §11): one row per instance and one per PPA figure that
+  // either side has; the card is hidden when neither run has an engine device or --ppa.
+  function opticalText(o) {
+    return `${pct(o.optical_bound_frac)} of busy time optical-bound · ${o.optical_flops.toExponential(3)} FLOPs · conversions ${fixed(o.conversion_j, 1)} J, static ${fixed(o.static_j, 1)} J`;
+  }
+  const PPA_ROWS = [
+    ['ppa-mm2', 'Silicon area', (p) => (p.total_mm2 == null ? null : `${fixed(p.total_mm2, 0)} mm²`)],
+    ['ppa-usd', 'Silicon cost', (p) => (p.total_usd == null ? null : `$${fixed(p.total_usd, 0)}`)],
+    ['ppa-w', 'Output tokens per J', (p) => `${fixed(p.perf_per_W, 3)} tok/J`],
+    ['ppa-mm2-perf', 'Output tok/s per mm²', (p) => (p.perf_per_mm2 == null ? null : fixed(p.perf_per_mm2, 4))],
+    ['ppa-kusd', 'Output tok/s per $1k', (p) => (p.perf_per_kusd == null ? null : fixed(p.perf_per_kusd, 3))],
+  ];
+  function renderEngines() {
+    const sums = ['a', 'b'].map((id) => (cfgs[id].on && cfgs[id].result?.summary) || null);
+    const card = $('#engines-card');
+    card.hidden = !sums.some((s) => s && (s.optical || s.ppa));
+    if (card.hidden) { $('#engines-body').innerHTML = ''; return; }
+    const names = [];
+    for (const s of sums) for (const o of (s && s.optical) || []) if (!names.includes(o.name)) names.push(o.name);
+    const rows = names.map((n) => [`opt-${n}`, `Optical engine, ${n}`,
+      (s) => { const o = (s.optical || []).find((b) => b.name === n); return o ? opticalText(o) : null; }]);
+    for (const [key, label, f] of PPA_ROWS) rows.push([key, label, (s) => (s.ppa ? f(s.ppa) : null)]);
+    $('#engines-body').innerHTML = rows.map(([key, label, f]) => {
+      const vals = sums.map((s) => (s ? f(s) : null));
+      if (vals.every((v) => v === null)) return '';
+      const cells = ['a', 'b'].map((id, k) => `<td class="num wrap col-${id}" id="e-${id}-${key}">${esc(vals[k] ?? '–')}</td>`);
       return `<tr><th scope="row">${esc(label)}</th>${cells.join('')}</tr>`;
     }).join('');
   }

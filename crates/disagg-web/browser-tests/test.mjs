@@ -36,7 +36,7 @@ async function open(width, query = '') {
 }
 
 // Presses Tab until the element with id `id` has the focus.
-async function tabTo(page, id, max = 120) {
+async function tabTo(page, id, max = 160) {
   for (let i = 0; i < max; i++) {
     if (await page.evaluate(() => document.activeElement && document.activeElement.id) === id) return;
     await page.keyboard.press('Tab');
@@ -515,6 +515,60 @@ test('the parallelism and formats group: fields from the URL, the blocks in the 
   await page.waitForFunction(() => /^tp 2 × pp 1 × ep 1 · /.test(document.getElementById('p-a-prefill')?.textContent || '')
     && !document.getElementById('levers-card').hidden, null, { timeout: 15000 });
   assert.deepEqual(errors.filter((e) => !/status of 422/.test(e)), []);
+  await page.close();
+});
+
+test('the models and engines group: fields from the URL, the optical and ppa blocks in the results', async () => {
+  // A: Hyena (circular FFT mixing) with optical-fft prefill on 1 device an instance and --ppa;
+  // B: plain.
+  const q = 'a.fast=false&a.requests=50&a.model=llama3-8b-hyena-circ&a.prefill_device=optical-fft&a.devices_per_instance=1&a.ppa=true';
+  const { page, errors } = await open(1280, `?${q}`);
+  await page.waitForFunction(() => !document.getElementById('engines-card').hidden
+    && document.getElementById('e-a-opt-prefill-0') && document.getElementById('e-a-ppa-w'), null, { timeout: 20000 });
+  assert.equal(await page.$eval('#a-ppa', (el) => el.value), 'true');
+  assert.equal(await page.$eval('#a-ft_overlap', (el) => el.value), 'false');
+  for (const k of ['fft_efficiency', 'ft_enob', 'ft_mask_rate', 'ced_replay_on']) {
+    assert.equal(await page.$eval(`#a-${k}`, (el) => el.value), '', k);
+  }
+  const opts = await page.$$eval('#a-ced_replay_on option', (os) => os.map((o) => o.value));
+  assert.deepEqual(opts, ['', 'prefill', 'decode']);
+  const r = await fetch(server.url + 'api/run', {
+    method: 'POST', headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ preset: 'link-ib-ndr', fast: false, requests: 50, model: 'llama3-8b-hyena-circ', prefill_device: 'optical-fft', devices_per_instance: 1, ppa: true }),
+  });
+  assert.equal(r.status, 200);
+  const s = (await r.json()).summary;
+  const o = s.optical.find((x) => x.name === 'prefill-0');
+  assert.ok(o.optical_flops > 0);
+  assert.equal(await text(page, '#e-a-opt-prefill-0'),
+    `${(100 * o.optical_bound_frac).toFixed(1)}% of busy time optical-bound · ${o.optical_flops.toExponential(3)} FLOPs · `
+    + `conversions ${o.conversion_j.toFixed(1)} J, static ${o.static_j.toFixed(1)} J`);
+  // B has no engine and no --ppa: its cells are empty.
+  assert.equal(await text(page, '#e-b-opt-prefill-0'), '–');
+  assert.equal(await text(page, '#e-b-ppa-w'), '–');
+  const heads = await page.$$eval('#engines-body th', (ths) => ths.map((t) => t.textContent));
+  assert.deepEqual(heads, s.optical.map((x) => `Optical engine, ${x.name}`)
+    .concat(['Silicon area', 'Silicon cost', 'Output tokens per J', 'Output tok/s per mm²', 'Output tok/s per $1k']));
+  const p = s.ppa;
+  assert.equal((await text(page, '#e-a-ppa-mm2')).replace(/,/g, ''), `${p.total_mm2.toFixed(0)} mm²`);
+  assert.equal((await text(page, '#e-a-ppa-usd')).replace(/,/g, ''), `$${p.total_usd.toFixed(0)}`);
+  assert.equal(await text(page, '#e-a-ppa-w'), `${p.perf_per_W.toFixed(3)} tok/J`);
+  assert.equal(await text(page, '#e-a-ppa-mm2-perf'), p.perf_per_mm2.toFixed(4));
+  assert.equal(await text(page, '#e-a-ppa-kusd'), p.perf_per_kusd.toFixed(3));
+  // A set field goes into the URL; --ppa off takes the ppa rows away and keeps the optical ones.
+  await page.fill('#a-ft_enob', '6');
+  await page.waitForTimeout(150);
+  await page.selectOption('#a-ppa', 'false');
+  await page.waitForFunction(() => !document.getElementById('e-a-ppa-w')
+    && document.getElementById('e-a-opt-prefill-0'), null, { timeout: 20000 });
+  await page.waitForTimeout(150);
+  assert.match(page.url(), /a\.ft_enob=6/);
+  assert.doesNotMatch(page.url(), /a\.ppa=/);
+  // A page without an engine device or --ppa hides the card.
+  await page.goto(server.url);
+  await ready(page);
+  assert.equal(await page.$eval('#engines-card', (el) => el.hidden), true);
+  assert.deepEqual(errors, []);
   await page.close();
 });
 

@@ -1136,3 +1136,128 @@ fn the_page_has_the_parallel_and_format_fields() {
     assert_eq!(d["weight_format"], "bf16");
     assert_eq!(d["tp"], Value::Null);
 }
+
+#[test]
+fn optical_and_ppa_blocks_flow_through_the_api() {
+    // An FFT-mixing model on optical transform engines for prefill, --ppa (levers-cost.md §10.3,
+    // §11): the scenario keys through serde, and the run's optical and ppa blocks.
+    let v = ok(
+        "POST",
+        "/api/run",
+        json!({"model": "llama3-8b-hyena-circ", "prefill_device": "optical-fft", "ppa": true,
+               "devices_per_instance": 1, "requests": 50}),
+    );
+    let sc = &v["scenario"];
+    assert_eq!(
+        (sc["ppa"].clone(), sc["prefill_device"].clone()),
+        (json!(true), json!("optical-fft"))
+    );
+    let s = &v["summary"];
+    let h = s["horizon_s"].as_f64().expect("horizon");
+    assert!(h > 0.0);
+    // One optical entry per instance, in instance order.
+    let opt = s["optical"].as_array().expect("optical block");
+    let inst = s["instances"].as_array().expect("instances");
+    assert_eq!(opt.len(), inst.len());
+    let mut prefills = 0;
+    for (o, i) in opt.iter().zip(inst) {
+        assert_eq!(o["name"], i["name"]);
+        let name = o["name"].as_str().unwrap();
+        let (frac, flops) = (
+            o["optical_bound_frac"].as_f64().unwrap(),
+            o["optical_flops"].as_f64().unwrap(),
+        );
+        let (conv, stat) = (
+            o["conversion_j"].as_f64().unwrap(),
+            o["static_j"].as_f64().unwrap(),
+        );
+        if name.starts_with("prefill-") {
+            prefills += 1;
+            // The engine took transform work and spent conversion energy; its static energy is
+            // the default 20 W a device x 1 device x the horizon.
+            assert!(flops > 0.0 && conv > 0.0, "{o}");
+            assert!((0.0..=1.0).contains(&frac), "{o}");
+            assert_eq!(stat, 20.0 * 1.0 * h, "{o}");
+        } else {
+            // The H100 decode instances have no engine: all zero.
+            assert!(name.starts_with("decode-"), "{o}");
+            assert_eq!((frac, flops, conv, stat), (0.0, 0.0, 0.0, 0.0), "{o}");
+        }
+    }
+    assert!(prefills > 0);
+    // The energy breakdown's optical shares: static is the sum of the instances' static energy.
+    let e = &s["energy"];
+    let want_static: f64 = opt.iter().map(|o| o["static_j"].as_f64().unwrap()).sum();
+    assert_eq!(e["optical_static_j"].as_f64(), Some(want_static));
+    assert!(e["optical_conversions_j"].as_f64().unwrap() > 0.0);
+    // The ppa block: one line per pool, totals summed in role order, the ratios of §11.
+    let p = &s["ppa"];
+    let pools = p["pools"].as_object().expect("pools");
+    assert_eq!(pools.keys().collect::<Vec<_>>(), ["prefill", "decode"]);
+    let (mut mm2, mut usd) = (0.0, 0.0);
+    for role in ["prefill", "decode"] {
+        let l = &pools[role];
+        assert_eq!(l["devices_per_instance"], json!(1));
+        let n = l["instances"].as_f64().unwrap();
+        mm2 += n * l["mm2_per_instance"].as_f64().unwrap();
+        usd += n * l["usd_per_instance"].as_f64().unwrap();
+    }
+    assert_eq!(pools["prefill"]["device"], sc_device_name("optical-fft"));
+    assert_eq!(p["total_mm2"].as_f64(), Some(mm2));
+    assert_eq!(p["total_usd"].as_f64(), Some(usd));
+    assert_eq!(p["perf_per_W"], s["tokens_per_j"]);
+    let tput = s["throughput_tok_s"].as_f64().unwrap();
+    assert_eq!(p["perf_per_mm2"].as_f64(), Some(tput / mm2));
+    assert_eq!(p["perf_per_kusd"].as_f64(), Some((1e3 * tput) / usd));
+    // The other keys of the page's group go through serde and are echoed.
+    let v = ok(
+        "POST",
+        "/api/run",
+        json!({"model": "llama3-8b-hyena-circ", "prefill_device": "optical-fft",
+               "devices_per_instance": 1, "requests": 20, "ft_enob": 6, "ft_mask_rate": 500.0,
+               "ft_overlap": true, "fft_efficiency": 0.5}),
+    );
+    let sc = &v["scenario"];
+    assert_eq!(
+        (
+            sc["ft_enob"].clone(),
+            sc["ft_mask_rate"].clone(),
+            sc["ft_overlap"].clone(),
+            sc["fft_efficiency"].clone()
+        ),
+        (json!(6), json!(500.0), json!(true), json!(0.5))
+    );
+    assert!(v["summary"]["optical"].is_array());
+    assert!(v["summary"].get("ppa").is_none());
+    // Without an engine device or --ppa, neither block: the default run stays as it was.
+    let s = &ok("POST", "/api/run", json!({"requests": 20}))["summary"];
+    assert!(s.get("optical").is_none() && s.get("ppa").is_none(), "{s}");
+    assert!(s["energy"].get("optical_static_j").is_none());
+    // The page's group has the fields and the card the blocks are drawn in.
+    let js = handle("GET", "/assets/app.js", b"").text();
+    for k in [
+        "ppa",
+        "fft_efficiency",
+        "ft_enob",
+        "ft_mask_rate",
+        "ft_overlap",
+        "ced_replay_on",
+    ] {
+        assert!(js.contains(&format!("{{ k: '{k}', ")), "{k}");
+    }
+    let html = handle("GET", "/", b"").text();
+    assert!(html.contains(r#"id="engines-card" hidden"#));
+    assert!(html.contains(r#"<tbody id="engines-body"></tbody>"#));
+}
+
+/// The catalogue's display name of a device key.
+fn sc_device_name(key: &str) -> Value {
+    let c = ok("GET", "/api/catalogue", Value::Null);
+    let d = c["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["key"] == key)
+        .expect("device");
+    d["name"].clone()
+}
