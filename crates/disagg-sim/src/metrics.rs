@@ -1916,6 +1916,87 @@ mod tests {
     }
 
     #[test]
+    fn parallel_and_formats_blocks_and_scale_up_energy() {
+        // Per-pool layouts (prefill TP2 x PP2 with 3 micro-batches, decode TP4 on NVLink 3 of
+        // A100s), FP8 weights and KV; hand-built step totals: horizon 10 s.
+        let c = cfg(&[
+            "--device",
+            "a100",
+            "--prefill-tp",
+            "2",
+            "--prefill-pp",
+            "2",
+            "--microbatches",
+            "3",
+            "--decode-tp",
+            "4",
+            "--weight-format",
+            "fp8",
+            "--kv-format",
+            "fp8",
+        ]);
+        let reqs = vec![staged(0.0, 0.25, 1.0, 7)];
+        let mut r = run(c, reqs, 10.0);
+        let st = |busy_s, comm_s, comm_j| InstanceStats {
+            busy_s,
+            comm_s,
+            comm_j,
+            ..InstanceStats::default()
+        };
+        r.instances = vec![
+            inst("prefill-0", Role::Prefill, 0, st(4.0, 1.0, 3.0)),
+            inst("decode-0", Role::Decode, 1, st(8.0, 0.5, 1.0)),
+            inst("decode-1", Role::Decode, 1, st(0.0, 0.0, 0.25)),
+        ];
+        let s = r.summary();
+        let p = s.parallel.clone().expect("a parallel block");
+        assert_eq!(p.len(), 2);
+        let (a, b) = (&p[0], &p[1]);
+        assert_eq!(
+            (a.role, a.tp, a.pp, a.ep, a.microbatches),
+            (Role::Prefill, 2, 2, 1, 3)
+        );
+        assert_eq!(
+            (b.role, b.tp, b.pp, b.microbatches),
+            (Role::Decode, 4, 1, 3)
+        );
+        assert_eq!(a.link, "NVLink 3 (one direction)");
+        assert_eq!(
+            (a.busy_s, a.comm_s, a.comm_j, a.comm_frac),
+            (4.0, 1.0, 3.0, 0.25)
+        );
+        // The decode pool's sums over its two instances: 8 + 0, 0.5 + 0, 1 + 0.25.
+        assert_eq!(
+            (b.busy_s, b.comm_s, b.comm_j, b.comm_frac),
+            (8.0, 0.5, 1.25, 0.0625)
+        );
+        // Scale-up energy: 3 + 1 + 0.25 J, added last to the total, with its share.
+        let e = s.energy;
+        assert_eq!(e.scale_up_j, Some(4.25));
+        let before = e.static_j + e.compute_j + e.memory_j + e.link_j;
+        assert_eq!(e.total_j, before + 4.25);
+        assert_eq!(e.scale_up_frac, Some(4.25 / e.total_j));
+        let f = s.formats.expect("a formats block");
+        assert_eq!(
+            (f.weights.as_str(), f.kv.as_str(), f.compute.as_str()),
+            ("fp8", "fp8", "bf16")
+        );
+        assert_eq!((f.weight_bytes, f.kv_bytes), (1.0, 1.0));
+        // An idle role's comm_frac is 0, not NaN; without layouts or formats, no blocks.
+        let mut q = run(cfg(&["--tp", "4"]), vec![], 1.0);
+        q.instances = vec![
+            inst("prefill-0", Role::Prefill, 0, st(0.0, 0.0, 0.0)),
+            inst("decode-0", Role::Decode, 1, st(0.0, 0.0, 0.0)),
+        ];
+        let sq = q.summary();
+        assert!(sq.parallel.unwrap().iter().all(|x| x.comm_frac == 0.0));
+        assert!(sq.formats.is_none());
+        let plain = run(cfg(&[]), vec![], 1.0).summary();
+        assert!(plain.parallel.is_none() && plain.formats.is_none());
+        assert_eq!(plain.energy.scale_up_j, None);
+    }
+
+    #[test]
     fn optical_engines_energy_block_and_ppa() {
         // An optical-fft prefill pool of 2-device instances and an H100 decode pool, a
         // compression stage in transit, --ppa; horizon 8 s; two finished requests of 7 tokens.
