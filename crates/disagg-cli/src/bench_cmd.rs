@@ -131,6 +131,19 @@ fn cases() -> Vec<Case> {
             scenario: levers(Mode::Disagg, 100_000),
         },
         Case {
+            name: "tp4-fp8-spec-800",
+            about: "Llama-3-70B 1P1D on 4xH100, TP4 + FP8 W8A8 + FP8 KV + MTP speculation, 800 \
+                    requests (issue 13's speed case)",
+            scenario: Scenario {
+                tp: Some(4),
+                weight_format: disagg_model::QuantFormat::Fp8,
+                kv_format: disagg_model::QuantFormat::Fp8,
+                compute_format: disagg_model::QuantFormat::Fp8,
+                speculative: Some("mtp".into()),
+                ..Scenario::default()
+            },
+        },
+        Case {
             name: "plain-10k",
             about: "chapter config, plain per-step decode loop, 10,000 requests",
             scenario: Scenario {
