@@ -1936,12 +1936,7 @@ impl<'a, O: Observer> Sim<'a, O> {
                 cm.fft_decode_work(ctx, b)
             } else {
                 let (f, by) = cm.decode_work(ctx, b);
-                // Same rounding as `f as f64`, without the slow 128-bit conversion when it fits.
-                let ff = match i64::try_from(f) {
-                    Ok(x) => x as f64,
-                    Err(_) => f as f64,
-                };
-                (ff, by)
+                (disagg_model::pymath::fl(f), by)
             };
             let raw = cm.step_time_raw(ff, by);
             let dt = raw.t + overhead;
