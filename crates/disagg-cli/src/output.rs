@@ -36,8 +36,32 @@ pub fn stdout_error(e: std::io::Error) -> UsageError {
     UsageError(format!("cannot write to standard output: {e}"))
 }
 
-/// Writes formatted text to standard output.
+thread_local! {
+    /// Where standard output goes on this thread while [`capturing`]: a buffer, not the process's.
+    static CAPTURE: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `f` with what it writes through [`out!`] and [`outln!`] on this thread kept in a string
+/// (for in-process callers: the Python package); returns `f`'s result and the text.
+pub fn capturing<T>(f: impl FnOnce() -> T) -> (T, String) {
+    let outer = CAPTURE.with(|c| c.replace(Some(String::new())));
+    let result = f();
+    let text = CAPTURE.with(|c| c.replace(outer)).unwrap_or_default();
+    (result, text)
+}
+
+/// Writes formatted text to standard output (or to the buffer of [`capturing`]).
 pub fn write_stdout(args: std::fmt::Arguments) -> Result<(), UsageError> {
+    let captured = CAPTURE.with(|c| match c.borrow_mut().as_mut() {
+        Some(buf) => {
+            std::fmt::Write::write_fmt(buf, args).expect("a String takes any text");
+            true
+        }
+        None => false,
+    });
+    if captured {
+        return Ok(());
+    }
     std::io::stdout()
         .lock()
         .write_fmt(args)
@@ -46,6 +70,9 @@ pub fn write_stdout(args: std::fmt::Arguments) -> Result<(), UsageError> {
 
 /// Flushes standard output.
 pub fn flush_stdout() -> Result<(), UsageError> {
+    if CAPTURE.with(|c| c.borrow().is_some()) {
+        return Ok(());
+    }
     std::io::stdout().lock().flush().map_err(stdout_error)
 }
 

@@ -96,6 +96,11 @@ impl RunWarnings {
     }
 }
 
+/// Forgets the warnings kept so far (an in-process caller runs many commands in one process).
+pub fn clear_warnings() {
+    WARNINGS.lock().unwrap_or_else(|e| e.into_inner()).clear();
+}
+
 /// Every warning printed so far (for a `warnings` array in JSON output; empty: leave it out).
 pub fn warnings() -> Vec<String> {
     WARNINGS.lock().unwrap_or_else(|e| e.into_inner()).clone()

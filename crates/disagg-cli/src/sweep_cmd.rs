@@ -296,6 +296,70 @@ pub(crate) fn spec_from_table(
     Ok(Sweep { base, axes })
 }
 
+/// The sweep of a `[base]` table (scenario keys; may name a `preset`) and a `[vary]` table (axis
+/// name to an array of values, in axis order), exactly as a `--spec` file with these tables gives
+/// it; `shown` names the source in messages. For in-process callers (the Python package).
+pub fn from_tables(base: toml::Table, vary: toml::Table, shown: &str) -> Result<Sweep, UsageError> {
+    let mut t = toml::Table::new();
+    t.insert("base".into(), toml::Value::Table(base));
+    t.insert("vary".into(), toml::Value::Table(vary));
+    spec_from_table(t, Path::new(shown), &ScenarioFlags::default())
+}
+
+/// The rows `disagg sweep --jsonl` writes for slice `shard` (`(i, n)`: the runs whose index modulo
+/// `n` is `i`) of `sweep`, in run order, computed on `threads` workers (default: all cores). Every
+/// run is validated before any runs, as the command does. For in-process callers.
+pub fn rows(
+    sweep: &Sweep,
+    cat: &Catalogue,
+    shard: (u64, u64),
+    threads: Option<usize>,
+) -> Result<Vec<Value>, UsageError> {
+    use rayon::prelude::*;
+    let (shard_i, shard_n) = shard;
+    if shard_n == 0 || shard_i >= shard_n {
+        return Err(UsageError(format!(
+            "shard: expected (i, n) with 0 <= i < n, got ({shard_i}, {shard_n})"
+        )));
+    }
+    let total = sweep.runs();
+    if total > MAX_RUNS_WITHOUT_YES {
+        return Err(UsageError(format!(
+            "the sweep has {total} runs, more than {MAX_RUNS_WITHOUT_YES}: split it into shards"
+        )));
+    }
+    let runs = shard_runs(total, shard_i, shard_n);
+    let mut work = Vec::with_capacity(runs as usize);
+    for k in 0..runs {
+        let i = shard_i + k * shard_n;
+        let sc = sweep.scenario(i)?;
+        let cfg = sc.build(cat).map_err(|e| {
+            let point: Vec<String> = sweep
+                .point(i)
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
+            UsageError(format!("run {i} ({}): {e}", point.join(" ")))
+        })?;
+        work.push((i, sc, cfg));
+    }
+    let mut b = rayon::ThreadPoolBuilder::new();
+    if let Some(t) = threads {
+        b = b.num_threads(t);
+    }
+    let pool = b.build().map_err(|e| UsageError(format!("threads: {e}")))?;
+    let fp = sweep.fingerprint();
+    pool.install(|| {
+        work.par_iter()
+            .map(|(i, sc, cfg)| {
+                run_one(cfg, *i, sweep, total, &fp, sc, false)
+                    .map(|r| r.row)
+                    .map_err(UsageError)
+            })
+            .collect()
+    })
+}
+
 /// The sweep described by flags and/or a spec file.
 fn sweep_from(a: &SweepArgs) -> Result<Sweep, UsageError> {
     let mut sweep = match &a.spec {

@@ -18,6 +18,7 @@
 pub use disagg_model::pymath;
 pub mod document;
 pub mod engine;
+pub mod input;
 pub mod kv_memory;
 pub mod levers;
 pub mod link;

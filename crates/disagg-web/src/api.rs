@@ -12,15 +12,15 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Instant;
 
-use disagg_model::calc::{self, HandoffSpec};
-use disagg_model::ranks::{self, RankSpec};
+use disagg_model::calc::HandoffSpec;
+use disagg_model::ranks::RankSpec;
 use disagg_model::{Catalogue, SendMode};
 use disagg_sim::{
     simulate_config_observed, simulate_workload, RunResult, Scenario, SimConfig, Summary,
 };
 use serde_json::{json, Map, Value};
 
-use crate::input::{api_spelling, object, overlay, take, ApiError};
+use crate::input::{api_spelling, handoff_json, object, overlay, take, ApiError};
 use crate::observe::{latency_samples, quiet_time_up_panics, Deadline, Series, TimeUp};
 use crate::{page, Limits, Response};
 
@@ -212,7 +212,7 @@ impl Api {
         let ranks: RankSpec = overlay(&RankSpec::default(), &rank_keys)?;
         let req: HandoffSpec = overlay(&HandoffSpec::default(), &obj)?;
         let Some(items) = batch else {
-            return Ok((self.handoff_json(&req, &ranks)?, Vec::new()));
+            return Ok((handoff_json(&self.catalogue, &req, &ranks)?, Vec::new()));
         };
         let max = self.limits.max_handoff_batch;
         if items.len() > max {
@@ -228,40 +228,20 @@ impl Api {
         }
         let answers: Vec<Value> = items
             .iter()
-            .map(
-                |item| match overlay(&req, item).and_then(|one| self.handoff_json(&one, &ranks)) {
+            .map(|item| {
+                match overlay(&req, item)
+                    .and_then(|one| handoff_json(&self.catalogue, &one, &ranks))
+                {
                     Ok(v) => v,
                     Err(e) => {
                         let mut v = e.to_json();
                         v["status"] = json!(e.status);
                         v
                     }
-                },
-            )
+                }
+            })
             .collect();
         Ok((json!({ "batch": answers }), Vec::new()))
-    }
-
-    /// `disagg handoff --json` for `a`, with `ranks` when `r.handoff_ranks`.
-    fn handoff_json(&self, a: &HandoffSpec, r: &RankSpec) -> Result<Value, ApiError> {
-        let invalid = |e| match e {
-            disagg_model::Error::Invalid { what, why } => {
-                let field = what.chars().all(|c| c.is_ascii_lowercase() || c == '_');
-                ApiError::invalid(field.then_some(what.as_str()), format!("{what}: {why}"))
-            }
-            other => ApiError::invalid(None, other.to_string()),
-        };
-        let doc = calc::evaluate(&self.catalogue, a, None, None, None).map_err(invalid)?;
-        let mut v = serde_json::to_value(&doc).expect("plain struct");
-        if *r != RankSpec::default() {
-            let model = self.catalogue.model(&doc.model).map_err(invalid)?;
-            let plan =
-                ranks::evaluate(&self.catalogue, a, &doc, r, model, None).map_err(invalid)?;
-            if let Some(plan) = plan {
-                v["ranks"] = serde_json::to_value(&plan).expect("plain struct");
-            }
-        }
-        Ok(v)
     }
 
     // ---- /api/run and /api/sweep ---------------------------------------------------------------

@@ -20,7 +20,7 @@
 //! ```
 
 mod api;
-mod input;
+use disagg_sim::input;
 mod observe;
 mod page;
 mod server;

@@ -1,5 +1,6 @@
-//! Request bodies: JSON objects whose keys are the CLI's option names in snake_case, laid over a
-//! base value (the CLI's defaults, or a preset), with one-line errors that name the field.
+//! Option objects from outside (a JSON API body, a Python call): keys are the CLI's option names
+//! in snake_case, laid over a base value (the CLI's defaults, or a preset), with one-line errors
+//! that name the field. The status of an [`ApiError`] is the HTTP status the web API answers with.
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -348,6 +349,33 @@ pub fn api_spelling(msg: &str) -> (String, Option<String>) {
     (out, first)
 }
 
+/// `disagg handoff --json` for `a` over catalogue `cat`, with `ranks` when `r.handoff_ranks` (or
+/// any rank option) is set. Invalid values are 422s naming the field.
+pub fn handoff_json(
+    cat: &disagg_model::Catalogue,
+    a: &disagg_model::calc::HandoffSpec,
+    r: &disagg_model::ranks::RankSpec,
+) -> Result<Value, ApiError> {
+    use disagg_model::ranks::{self, RankSpec};
+    let invalid = |e| match e {
+        disagg_model::Error::Invalid { what, why } => {
+            let field = what.chars().all(|c| c.is_ascii_lowercase() || c == '_');
+            ApiError::invalid(field.then_some(what.as_str()), format!("{what}: {why}"))
+        }
+        other => ApiError::invalid(None, other.to_string()),
+    };
+    let doc = disagg_model::calc::evaluate(cat, a, None, None, None).map_err(invalid)?;
+    let mut v = serde_json::to_value(&doc).expect("plain struct");
+    if *r != RankSpec::default() {
+        let model = cat.model(&doc.model).map_err(invalid)?;
+        let plan = ranks::evaluate(cat, a, &doc, r, model, None).map_err(invalid)?;
+        if let Some(plan) = plan {
+            v["ranks"] = serde_json::to_value(&plan).expect("plain struct");
+        }
+    }
+    Ok(v)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -452,7 +480,7 @@ mod tests {
 
     #[test]
     fn an_unknown_option_name_is_a_422_in_the_api_spelling() {
-        let base = disagg_sim::Scenario::default();
+        let base = crate::Scenario::default();
         for (body, msg) in [
             (
                 serde_json::json!({"mode": "both"}),

@@ -1,0 +1,846 @@
+//! `disagg._core`: the disagg engine as a Python extension module (PyO3, abi3).
+//!
+//! The Python package `disagg` (`python/disagg/__init__.py`) wraps these functions with
+//! docstrings and optional pandas / Arrow conversions. Everything here calls the library crates
+//! in-process: options are laid over a scenario exactly as `/api/run` and scenario files are
+//! ([`disagg_sim::input::overlay`]), runs release the GIL, and sweeps run in parallel in Rust.
+//! `compare`, `plan`, `trace_stats` and `list` run the command line's own code in-process
+//! ([`disagg_cli::capture`]) and parse its `--json` output, so they print what the CLI prints.
+//!
+//! Errors: bad input is `disagg.ConfigError` (a `ValueError`) with the CLI's or the API's one-line
+//! message and a `field` attribute naming the option when one is at fault; a panic (a bug) is
+//! caught and raised as `RuntimeError`, never unwound across the boundary.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use disagg_model::calc::HandoffSpec;
+use disagg_model::ranks::RankSpec;
+use disagg_model::Catalogue;
+use disagg_sim::input::{api_spelling, handoff_json, overlay, ApiError};
+use disagg_sim::{
+    simulate_workload, ChromeTrace, GenRequest, LengthDist, RunResult, Scenario, SimConfig,
+    Summary, TimeSeries, Workload,
+};
+use pyo3::create_exception;
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyByteArray, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use serde_json::{Map, Value};
+
+create_exception!(
+    disagg,
+    ConfigError,
+    PyValueError,
+    "Bad input: an unknown name, a value out of range, a configuration that cannot run. The \
+     message is one line naming the option; `field` is the option's name when one is at fault."
+);
+
+// ---- errors and panics ---------------------------------------------------------------------------
+
+fn config_error(py: Python<'_>, message: &str, field: Option<&str>) -> PyErr {
+    let e = ConfigError::new_err(message.to_string());
+    let _ = e.value(py).setattr("field", field);
+    e
+}
+
+fn api_error(py: Python<'_>, e: &ApiError) -> PyErr {
+    config_error(py, &e.message, e.field.as_deref())
+}
+
+/// A CLI or engine message (`--rate: ...`): the option it names becomes `field`.
+fn cli_error(py: Python<'_>, message: &str) -> PyErr {
+    let (_, field) = api_spelling(message);
+    config_error(py, message, field.as_deref())
+}
+
+/// Runs `f`, turning a panic into a `RuntimeError` (a bug in disagg, never the caller's fault).
+fn guard<T>(f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(p) => {
+            let what = p
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "unknown panic".into());
+            Err(PyRuntimeError::new_err(format!(
+                "internal error in disagg (please report it): {what}"
+            )))
+        }
+    }
+}
+
+// ---- values between Python and JSON --------------------------------------------------------------
+
+/// A JSON value as a Python object: objects are dicts (key order kept), arrays lists, whole
+/// numbers ints, other numbers floats.
+fn to_py<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match v {
+        Value::Null => py.None().into_bound(py),
+        Value::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
+        Value::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                i.into_pyobject(py)?.into_any()
+            } else if let Some(u) = n.as_u64() {
+                u.into_pyobject(py)?.into_any()
+            } else {
+                PyFloat::new(py, n.as_f64().unwrap_or(f64::NAN)).into_any()
+            }
+        }
+        Value::String(s) => PyString::new(py, s).into_any(),
+        Value::Array(a) => {
+            let items = a
+                .iter()
+                .map(|x| to_py(py, x))
+                .collect::<PyResult<Vec<_>>>()?;
+            PyList::new(py, items)?.into_any()
+        }
+        Value::Object(m) => {
+            let d = PyDict::new(py);
+            for (k, x) in m {
+                d.set_item(k, to_py(py, x)?)?;
+            }
+            d.into_any()
+        }
+    })
+}
+
+/// A Python value as JSON: None, bool, int, float (finite), str, os.PathLike, list/tuple, dict
+/// with str keys, and NumPy scalars. `what` names the value in messages.
+fn from_py(o: &Bound<'_, PyAny>, what: &str) -> PyResult<Value> {
+    let py = o.py();
+    if o.is_none() {
+        return Ok(Value::Null);
+    }
+    if let Ok(b) = o.cast::<PyBool>() {
+        return Ok(Value::Bool(b.is_true()));
+    }
+    if o.is_instance_of::<PyInt>() {
+        if let Ok(i) = o.extract::<i64>() {
+            return Ok(Value::from(i));
+        }
+        if let Ok(u) = o.extract::<u64>() {
+            return Ok(Value::from(u));
+        }
+        return Err(config_error(
+            py,
+            &format!("{what}: {o} is too large"),
+            Some(what),
+        ));
+    }
+    if o.is_instance_of::<PyFloat>() {
+        let x: f64 = o.extract()?;
+        return serde_json::Number::from_f64(x)
+            .map(Value::Number)
+            .ok_or_else(|| {
+                config_error(
+                    py,
+                    &format!("{what}: expected a finite number, got {x}"),
+                    Some(what),
+                )
+            });
+    }
+    if let Ok(s) = o.cast::<PyString>() {
+        return Ok(Value::String(s.to_cow()?.into_owned()));
+    }
+    if let Ok(d) = o.cast::<PyDict>() {
+        let mut m = Map::new();
+        for (k, v) in d.iter() {
+            let key: String = k.extract().map_err(|_| {
+                PyTypeError::new_err(format!("{what}: keys must be strings, got {k:?}"))
+            })?;
+            let inner = format!("{what}.{key}");
+            m.insert(key, from_py(&v, &inner)?);
+        }
+        return Ok(Value::Object(m));
+    }
+    if let Ok(l) = o.cast::<PyList>() {
+        return l
+            .iter()
+            .map(|x| from_py(&x, what))
+            .collect::<PyResult<_>>()
+            .map(Value::Array);
+    }
+    if let Ok(t) = o.cast::<PyTuple>() {
+        return t
+            .iter()
+            .map(|x| from_py(&x, what))
+            .collect::<PyResult<_>>()
+            .map(Value::Array);
+    }
+    if o.hasattr("__fspath__")? {
+        let p = o.call_method0("__fspath__")?;
+        return from_py(&p, what);
+    }
+    // NumPy scalars and other numbers: an integer if it says it is one, else a float.
+    if o.hasattr("__index__")? {
+        if let Ok(i) = o.extract::<i64>() {
+            return Ok(Value::from(i));
+        }
+    }
+    if let Ok(x) = o.extract::<f64>() {
+        return from_py(&PyFloat::new(py, x).into_any(), what);
+    }
+    Err(PyTypeError::new_err(format!(
+        "{what}: cannot use a {} as an option value",
+        o.get_type().name()?
+    )))
+}
+
+fn options_map(options: Option<&Bound<'_, PyDict>>) -> PyResult<Map<String, Value>> {
+    let mut m = Map::new();
+    if let Some(d) = options {
+        for (k, v) in d.iter() {
+            let key: String = k.extract()?;
+            let val = from_py(&v, &key)?;
+            m.insert(key, val);
+        }
+    }
+    Ok(m)
+}
+
+/// The catalogue: the built-in one, with a `--catalogue` TOML file laid over it if given.
+fn catalogue_of(py: Python<'_>, path: Option<&str>) -> PyResult<Catalogue> {
+    disagg_cli::custom::load_catalogue(path.map(std::path::Path::new))
+        .map_err(|e| cli_error(py, &e.0))
+}
+
+fn take_catalogue(py: Python<'_>, m: &mut Map<String, Value>) -> PyResult<Catalogue> {
+    let path = match m.remove("catalogue") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s),
+        Some(other) => {
+            return Err(config_error(
+                py,
+                &format!("catalogue: expected a path to a TOML file, got {other}"),
+                Some("catalogue"),
+            ))
+        }
+    };
+    catalogue_of(py, path.as_deref())
+}
+
+// ---- scenarios ---------------------------------------------------------------------------------
+
+/// The scenario of `base` (None: the CLI's defaults; a str: a preset's name; a dict: keys, which
+/// may name a `preset`) with `options` laid over it.
+fn scenario_of(
+    py: Python<'_>,
+    base: Option<&Bound<'_, PyAny>>,
+    mut options: Map<String, Value>,
+) -> PyResult<Scenario> {
+    let mut keys = Map::new();
+    match base {
+        None => {}
+        Some(b) if b.is_none() => {}
+        Some(b) => match from_py(b, "scenario")? {
+            Value::String(name) => {
+                keys.insert("preset".into(), Value::String(name));
+            }
+            Value::Object(m) => keys = m,
+            other => {
+                return Err(config_error(
+                    py,
+                    &format!(
+                        "scenario: expected a preset name or a dict of scenario keys, got {}",
+                        disagg_sim::input::kind(&other)
+                    ),
+                    Some("scenario"),
+                ))
+            }
+        },
+    }
+    // The keyword options override the scenario's keys; a preset among them starts over.
+    if options.contains_key("preset") {
+        keys.remove("preset");
+    }
+    for (k, v) in std::mem::take(&mut options) {
+        keys.insert(k, v);
+    }
+    let start = match keys.remove("preset") {
+        None | Some(Value::Null) => Scenario::default(),
+        Some(Value::String(name)) => {
+            disagg_sim::presets::find(&name)
+                .map_err(|e| config_error(py, &format!("preset: {e}"), Some("preset")))?
+                .scenario
+        }
+        Some(other) => {
+            return Err(config_error(
+                py,
+                &format!("preset: expected a preset name, got {other}"),
+                Some("preset"),
+            ))
+        }
+    };
+    overlay(&start, &keys).map_err(|e| api_error(py, &e))
+}
+
+fn build(py: Python<'_>, sc: &Scenario, cat: &Catalogue) -> PyResult<SimConfig> {
+    sc.build(cat).map_err(|e| cli_error(py, &e.to_string()))
+}
+
+// ---- runs --------------------------------------------------------------------------------------
+
+/// One finished simulation: its scenario, configuration, per-request records and summary.
+#[pyclass(module = "disagg._core", frozen)]
+struct RunHandle {
+    scenario: Scenario,
+    cfg: SimConfig,
+    workload: Workload,
+    run: RunResult,
+    summary: Summary,
+}
+
+fn simulate_handle(
+    py: Python<'_>,
+    scenario: Scenario,
+    cfg: SimConfig,
+    workload: Option<Workload>,
+) -> PyResult<RunHandle> {
+    let result = py.detach(move || {
+        catch_unwind(AssertUnwindSafe(move || {
+            let workload = workload.unwrap_or_else(|| cfg.requests());
+            let run = simulate_workload(&cfg, &workload, &mut ());
+            run.map(|run| {
+                let summary = run.summary();
+                RunHandle {
+                    scenario,
+                    cfg,
+                    workload,
+                    run,
+                    summary,
+                }
+            })
+        }))
+    });
+    match result {
+        Ok(Ok(h)) => Ok(h),
+        Ok(Err(e)) => Err(cli_error(py, &e.to_string())),
+        Err(_) => Err(PyRuntimeError::new_err(
+            "internal error in disagg (please report it): the simulation panicked",
+        )),
+    }
+}
+
+/// Reads one stamp of a request record.
+type Stamp = fn(&disagg_sim::RequestRecord) -> Option<f64>;
+
+/// A column of f64 (None as NaN) as a NumPy array.
+fn f64_array<'py>(
+    np: &Bound<'py, PyModule>,
+    xs: impl Iterator<Item = f64>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let mut bytes = Vec::new();
+    for x in xs {
+        bytes.extend_from_slice(&x.to_le_bytes());
+    }
+    let buf = PyByteArray::new(np.py(), &bytes);
+    np.call_method1("frombuffer", (buf, "<f8"))
+}
+
+fn i64_array<'py>(
+    np: &Bound<'py, PyModule>,
+    xs: impl Iterator<Item = i64>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let mut bytes = Vec::new();
+    for x in xs {
+        bytes.extend_from_slice(&x.to_le_bytes());
+    }
+    let buf = PyByteArray::new(np.py(), &bytes);
+    np.call_method1("frombuffer", (buf, "<i8"))
+}
+
+#[pymethods]
+impl RunHandle {
+    /// The CLI's `run --json` document: schema_version, tool, scenario, summary (and warnings).
+    fn document<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let doc = disagg_sim::RunDocument::new(
+            &self.scenario,
+            &self.summary,
+            self.summary.warnings.clone(),
+        );
+        to_py(py, &serde_json::to_value(doc).expect("json"))
+    }
+
+    /// The report `disagg run` prints.
+    fn text(&self) -> String {
+        disagg_cli::report::text(&self.summary)
+    }
+
+    /// Per-request columns as NumPy arrays (`disagg run --requests-out` columns; stamps in
+    /// seconds, NaN where a request has none).
+    fn requests<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let np = py.import("numpy")?;
+        let recs: Vec<_> = self.run.requests().collect();
+        let d = PyDict::new(py);
+        let nan = |x: Option<f64>| x.unwrap_or(f64::NAN);
+        d.set_item("rid", i64_array(&np, recs.iter().map(|r| r.rid as i64))?)?;
+        d.set_item(
+            "arrival_s",
+            f64_array(&np, recs.iter().map(|r| r.arrival_s))?,
+        )?;
+        d.set_item(
+            "prompt_len",
+            i64_array(&np, recs.iter().map(|r| r.prompt_len as i64))?,
+        )?;
+        d.set_item(
+            "output_len",
+            i64_array(&np, recs.iter().map(|r| r.output_len as i64))?,
+        )?;
+        let cols: [(&str, Stamp); 6] = [
+            ("prefill_start_s", |r| r.prefill_start_s),
+            ("first_token_s", |r| r.first_token_s),
+            ("kv_start_s", |r| r.kv_start_s),
+            ("kv_ready_s", |r| r.kv_ready_s),
+            ("decode_start_s", |r| r.decode_start_s),
+            ("finish_s", |r| r.finish_s),
+        ];
+        for (name, get) in cols {
+            d.set_item(name, f64_array(&np, recs.iter().map(|r| nan(get(r))))?)?;
+        }
+        if self.run.scheduler().is_some() {
+            let levers: Vec<_> = recs.iter().map(|r| self.run.lever_record(r.rid)).collect();
+            if levers.iter().all(Option::is_some) {
+                let l: Vec<_> = levers.into_iter().flatten().collect();
+                d.set_item(
+                    "sched_delay_s",
+                    f64_array(&np, l.iter().map(|r| r.sched_delay_s))?,
+                )?;
+                d.set_item(
+                    "preemptions",
+                    i64_array(&np, l.iter().map(|r| r.preemptions as i64))?,
+                )?;
+                d.set_item(
+                    "prefix_hit_tokens",
+                    i64_array(&np, l.iter().map(|r| r.prefix_hit_tokens as i64))?,
+                )?;
+                d.set_item("n_itl", i64_array(&np, l.iter().map(|r| r.n_itl as i64))?)?;
+                d.set_item(
+                    "itl_max_s",
+                    f64_array(&np, l.iter().map(|r| nan(r.itl_max_s)))?,
+                )?;
+                d.set_item(
+                    "n_itl_zero",
+                    i64_array(&np, l.iter().map(|r| r.n_itl_zero as i64))?,
+                )?;
+            }
+        }
+        Ok(d)
+    }
+
+    /// The sampler's time series (every `sample_dt`): the queues, running batches, KV occupancy
+    /// and link state that `disagg run --plot` draws, as NumPy arrays. Computed by running the
+    /// same simulation again with the sampler on (runs are deterministic).
+    fn series<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let (cfg, workload) = (&self.cfg, &self.workload);
+        let ts = py
+            .detach(|| {
+                catch_unwind(AssertUnwindSafe(|| {
+                    let mut ts = TimeSeries::default();
+                    simulate_workload(cfg, workload, &mut ts).map(|_| ts)
+                }))
+            })
+            .map_err(|_| PyRuntimeError::new_err("internal error in disagg: series panicked"))?
+            .map_err(|e| cli_error(py, &e.to_string()))?;
+        let np = py.import("numpy")?;
+        let d = PyDict::new(py);
+        let rows = &ts.rows;
+        d.set_item("t_s", f64_array(&np, rows.iter().map(|r| r.t))?)?;
+        d.set_item(
+            "in_system",
+            i64_array(&np, rows.iter().map(|r| r.in_system))?,
+        )?;
+        d.set_item(
+            "link_queue",
+            i64_array(&np, rows.iter().map(|r| r.link_queue as i64))?,
+        )?;
+        d.set_item(
+            "link_busy",
+            i64_array(&np, rows.iter().map(|r| r.link_busy as i64))?,
+        )?;
+        d.set_item(
+            "link_bytes_in_flight",
+            f64_array(&np, rows.iter().map(|r| r.link_bytes_in_flight))?,
+        )?;
+        d.set_item(
+            "decode_mem_wait",
+            i64_array(&np, rows.iter().map(|r| r.decode_mem_wait as i64))?,
+        )?;
+        for (k, inst) in ts.instances.iter().enumerate() {
+            let name = &inst.name;
+            d.set_item(
+                format!("{name}.queue"),
+                i64_array(&np, rows.iter().map(|r| r.instances[k].queue as i64))?,
+            )?;
+            d.set_item(
+                format!("{name}.running"),
+                i64_array(&np, rows.iter().map(|r| r.instances[k].running as i64))?,
+            )?;
+            d.set_item(
+                format!("{name}.kv_used"),
+                i64_array(&np, rows.iter().map(|r| r.instances[k].kv_used as i64))?,
+            )?;
+            d.set_item(
+                format!("{name}.kv"),
+                f64_array(
+                    &np,
+                    rows.iter().map(|r| {
+                        let i = &r.instances[k];
+                        i.kv_used as f64 / i.kv_cap as f64
+                    }),
+                )?,
+            )?;
+        }
+        Ok(d)
+    }
+
+    /// Writes the Chrome / Perfetto trace of the run to `path` (whole or not at all), by running
+    /// the same simulation again with the trace writer on.
+    fn write_trace(&self, py: Python<'_>, path: &Bound<'_, PyAny>) -> PyResult<()> {
+        let path = match from_py(path, "path")? {
+            Value::String(s) => std::path::PathBuf::from(s),
+            _ => return Err(PyTypeError::new_err("path: expected a str or os.PathLike")),
+        };
+        let (cfg, workload) = (&self.cfg, &self.workload);
+        let r = py.detach(|| {
+            catch_unwind(AssertUnwindSafe(|| -> Result<(), String> {
+                let mut pending =
+                    disagg_cli::output::Pending::create("path", &path).map_err(|e| e.0)?;
+                let mut tr = ChromeTrace::new(pending.writer());
+                simulate_workload(cfg, workload, &mut tr).map_err(|e| e.to_string())?;
+                let finished = tr.finish().map(drop);
+                finished.map_err(|e| pending.error(e).0)?;
+                pending.commit().map_err(|e| e.0)
+            }))
+        });
+        match r {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(msg)) => Err(cli_error(py, &msg)),
+            Err(_) => Err(PyRuntimeError::new_err(
+                "internal error in disagg: write_trace panicked",
+            )),
+        }
+    }
+
+    /// Requests in the run.
+    fn __len__(&self) -> usize {
+        self.run.len()
+    }
+}
+
+/// `run(scenario, options)`: one simulation.
+#[pyfunction]
+#[pyo3(signature = (scenario=None, options=None))]
+fn run(
+    py: Python<'_>,
+    scenario: Option<&Bound<'_, PyAny>>,
+    options: Option<&Bound<'_, PyDict>>,
+) -> PyResult<RunHandle> {
+    guard(|| {
+        let mut m = options_map(options)?;
+        let cat = take_catalogue(py, &mut m)?;
+        let sc = scenario_of(py, scenario, m)?;
+        let cfg = build(py, &sc, &cat)?;
+        simulate_handle(py, sc, cfg, None)
+    })
+}
+
+/// `simulate_rows(scenario, rows, options)`: one simulation of the given workload rows
+/// `(arrival_s, prompt_len, output_len)` in rid order (the reference's replay).
+#[pyfunction]
+#[pyo3(signature = (scenario, rows, options=None))]
+fn simulate_rows(
+    py: Python<'_>,
+    scenario: Option<&Bound<'_, PyAny>>,
+    rows: Vec<(f64, i64, i64)>,
+    options: Option<&Bound<'_, PyDict>>,
+) -> PyResult<RunHandle> {
+    guard(|| {
+        let mut m = options_map(options)?;
+        let cat = take_catalogue(py, &mut m)?;
+        let mut sc = scenario_of(py, scenario, m)?;
+        sc.requests = rows.len().max(1) as u64;
+        let cfg = build(py, &sc, &cat)?;
+        let mut reqs = Vec::with_capacity(rows.len());
+        for (rid, (arrival_s, p, o)) in rows.into_iter().enumerate() {
+            let bad = |what: &str, v: i64| {
+                config_error(
+                    py,
+                    &format!("workload row {rid}: {what} must be a whole number from 0 to 4294967295, got {v}"),
+                    Some("workload"),
+                )
+            };
+            if !arrival_s.is_finite() || arrival_s < 0.0 {
+                return Err(config_error(
+                    py,
+                    &format!(
+                        "workload row {rid}: arrival must be a finite time >= 0, got {arrival_s}"
+                    ),
+                    Some("workload"),
+                ));
+            }
+            let prompt_len = u32::try_from(p).map_err(|_| bad("prompt_len", p))?;
+            let output_len = u32::try_from(o).map_err(|_| bad("output_len", o))?;
+            reqs.push(GenRequest {
+                rid,
+                arrival_s,
+                prompt_len,
+                output_len,
+            });
+        }
+        simulate_handle(py, sc, cfg, Some(Workload::from(reqs)))
+    })
+}
+
+/// The reference's `poisson_workload(rate, n, prompt, output, seed)`: rows
+/// `(arrival_s, prompt_len, output_len)`, bit for bit (Python's Mersenne Twister).
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (rate, n, prompt, output, seed))]
+fn poisson_workload(
+    py: Python<'_>,
+    rate: f64,
+    n: usize,
+    prompt: (f64, f64, i64, i64),
+    output: (f64, f64, i64, i64),
+    seed: u64,
+) -> PyResult<Vec<(f64, u32, u32)>> {
+    guard(|| {
+        if !(rate.is_finite() && rate > 0.0) {
+            return Err(config_error(
+                py,
+                &format!("rate: must be a positive number of requests per second, got {rate}"),
+                Some("rate"),
+            ));
+        }
+        let dist = |(mean, cv, lo, hi): (f64, f64, i64, i64)| LengthDist { mean, cv, lo, hi };
+        let w = disagg_sim::poisson_workload(rate, n, &dist(prompt), &dist(output), seed);
+        Ok(w.into_iter()
+            .map(|r| (r.arrival_s, r.prompt_len, r.output_len))
+            .collect())
+    })
+}
+
+/// `handoff(options)`: the CLI's `handoff --json` object.
+#[pyfunction]
+#[pyo3(signature = (options=None))]
+fn handoff<'py>(
+    py: Python<'py>,
+    options: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    guard(|| {
+        let mut m = options_map(options)?;
+        let cat = take_catalogue(py, &mut m)?;
+        let mut rank_keys = Map::new();
+        for k in RankSpec::KEYS {
+            if let Some(v) = m.remove(k) {
+                rank_keys.insert(k.to_string(), v);
+            }
+        }
+        let ranks: RankSpec =
+            overlay(&RankSpec::default(), &rank_keys).map_err(|e| api_error(py, &e))?;
+        let spec: HandoffSpec =
+            overlay(&HandoffSpec::default(), &m).map_err(|e| api_error(py, &e))?;
+        let v = handoff_json(&cat, &spec, &ranks).map_err(|e| api_error(py, &e))?;
+        to_py(py, &v)
+    })
+}
+
+/// `sweep(base, vary, threads, shard, catalogue)`: the rows `disagg sweep --jsonl` writes.
+#[pyfunction]
+#[pyo3(signature = (base, vary, threads=None, shard=None, catalogue=None))]
+fn sweep<'py>(
+    py: Python<'py>,
+    base: Option<&Bound<'py, PyAny>>,
+    vary: Option<&Bound<'py, PyDict>>,
+    threads: Option<usize>,
+    shard: Option<(u64, u64)>,
+    catalogue: Option<String>,
+) -> PyResult<Bound<'py, PyAny>> {
+    guard(|| {
+        let cat = catalogue_of(py, catalogue.as_deref())?;
+        let base = match base {
+            None => Map::new(),
+            Some(b) if b.is_none() => Map::new(),
+            Some(b) => match from_py(b, "base")? {
+                Value::String(name) => {
+                    let mut m = Map::new();
+                    m.insert("preset".into(), Value::String(name));
+                    m
+                }
+                Value::Object(m) => m,
+                _ => {
+                    return Err(config_error(
+                        py,
+                        "base: expected a preset name or a dict of scenario keys",
+                        Some("base"),
+                    ))
+                }
+            },
+        };
+        let vary = options_map(vary)?;
+        let to_table = |m: Map<String, Value>, what: &str| -> PyResult<toml::Table> {
+            let mut t = toml::Table::new();
+            for (k, v) in m {
+                if v.is_null() {
+                    if what == "base" {
+                        continue; // unset: the default
+                    }
+                    return Err(config_error(
+                        py,
+                        &format!("vary.{k}: None is not a value an axis can take"),
+                        Some(&k),
+                    ));
+                }
+                let tv = toml::Value::try_from(&v)
+                    .map_err(|e| config_error(py, &format!("{what}.{k}: {e}"), Some(&k)))?;
+                t.insert(k, tv);
+            }
+            Ok(t)
+        };
+        let sw = disagg_cli::sweep_cmd::from_tables(
+            to_table(base, "base")?,
+            to_table(vary, "vary")?,
+            "sweep",
+        )
+        .map_err(|e| cli_error(py, &e.0))?;
+        let shard = shard.unwrap_or((0, 1));
+        if threads == Some(0) {
+            return Err(config_error(
+                py,
+                "threads: must be at least 1",
+                Some("threads"),
+            ));
+        }
+        let rows = py.detach(|| {
+            catch_unwind(AssertUnwindSafe(|| {
+                disagg_cli::sweep_cmd::rows(&sw, &cat, shard, threads)
+            }))
+        });
+        let rows = match rows {
+            Ok(r) => r.map_err(|e| cli_error(py, &e.0))?,
+            Err(_) => {
+                return Err(PyRuntimeError::new_err(
+                    "internal error in disagg (please report it): a sweep run panicked",
+                ))
+            }
+        };
+        let out = PyList::empty(py);
+        for r in &rows {
+            out.append(to_py(py, r)?)?;
+        }
+        Ok(out.into_any())
+    })
+}
+
+/// `jsonl(rows)`: sweep rows as the JSON Lines text `disagg sweep --jsonl` writes.
+#[pyfunction]
+fn jsonl(rows: &Bound<'_, PyAny>) -> PyResult<String> {
+    guard(|| {
+        let mut out = String::new();
+        for (k, r) in rows.try_iter()?.enumerate() {
+            let v = from_py(&r?, &format!("rows[{k}]"))?;
+            out.push_str(&v.to_string());
+            out.push('\n');
+        }
+        Ok(out)
+    })
+}
+
+/// `cli(args)`: runs `disagg ARGS...` in this process and returns what it prints.
+#[pyfunction]
+fn cli(py: Python<'_>, args: Vec<String>) -> PyResult<String> {
+    guard(|| {
+        py.detach(|| catch_unwind(AssertUnwindSafe(|| disagg_cli::capture(&args))))
+            .map_err(|_| PyRuntimeError::new_err("internal error in disagg: the command panicked"))?
+            .map_err(|msg| cli_error(py, &msg))
+    })
+}
+
+/// `help(command)`: the command line's help text of a subcommand (`run`, `plan`, ...).
+#[pyfunction]
+fn help(command: &str) -> PyResult<String> {
+    disagg_cli::help(command)
+        .ok_or_else(|| PyValueError::new_err(format!("no command '{command}'")))
+}
+
+/// The named scenarios: name, group, about, scenario (its keys as `disagg presets --json`).
+#[pyfunction]
+fn presets(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+    let v: Vec<Value> = disagg_sim::presets::all()
+        .iter()
+        .map(|p| {
+            serde_json::json!({"name": p.name, "group": p.group, "about": p.about,
+                               "scenario": p.scenario.echo_value()})
+        })
+        .collect();
+    to_py(py, &Value::Array(v))
+}
+
+/// Every scenario option: key, flag, kind, optional, help, heading, default (as help shows it),
+/// and the value of `Scenario::default()`.
+#[pyfunction]
+fn options(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+    let defaults = serde_json::to_value(Scenario::default()).expect("json");
+    let v: Vec<Value> = disagg_sim::options::OPTIONS
+        .iter()
+        .map(|o| {
+            serde_json::json!({
+                "key": o.key, "flag": o.flag, "optional": o.optional, "help": o.help,
+                "heading": o.heading, "shown_default": o.shown_default,
+                "default": defaults.get(o.key).cloned().unwrap_or(Value::Null),
+            })
+        })
+        .collect();
+    to_py(py, &Value::Array(v))
+}
+
+/// `time_runs(scenario, n, options)`: seconds per run of `n` runs of the scenario in Rust alone
+/// (build once, simulate and summarise `n` times, no Python objects): the pure-Rust baseline of
+/// the Python benchmark (`bench/bench_python.py`).
+#[pyfunction]
+#[pyo3(signature = (scenario=None, n=10, options=None))]
+fn time_runs(
+    py: Python<'_>,
+    scenario: Option<&Bound<'_, PyAny>>,
+    n: usize,
+    options: Option<&Bound<'_, PyDict>>,
+) -> PyResult<f64> {
+    guard(|| {
+        let mut m = options_map(options)?;
+        let cat = take_catalogue(py, &mut m)?;
+        let sc = scenario_of(py, scenario, m)?;
+        let cfg = build(py, &sc, &cat)?;
+        let n = n.max(1);
+        py.detach(|| {
+            let t = std::time::Instant::now();
+            for _ in 0..n {
+                let w = cfg.requests();
+                let run = simulate_workload(&cfg, &w, &mut ()).map_err(|e| e.to_string())?;
+                std::hint::black_box(run.summary());
+            }
+            Ok(t.elapsed().as_secs_f64() / n as f64)
+        })
+        .map_err(|e: String| cli_error(py, &e))
+    })
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("ConfigError", m.py().get_type::<ConfigError>())?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("SCHEMA_VERSION", disagg_sim::SCHEMA_VERSION)?;
+    m.add_class::<RunHandle>()?;
+    m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(simulate_rows, m)?)?;
+    m.add_function(wrap_pyfunction!(poisson_workload, m)?)?;
+    m.add_function(wrap_pyfunction!(handoff, m)?)?;
+    m.add_function(wrap_pyfunction!(sweep, m)?)?;
+    m.add_function(wrap_pyfunction!(jsonl, m)?)?;
+    m.add_function(wrap_pyfunction!(cli, m)?)?;
+    m.add_function(wrap_pyfunction!(help, m)?)?;
+    m.add_function(wrap_pyfunction!(presets, m)?)?;
+    m.add_function(wrap_pyfunction!(options, m)?)?;
+    m.add_function(wrap_pyfunction!(time_runs, m)?)?;
+    Ok(())
+}
