@@ -536,6 +536,11 @@ class SimConfig:
                 n if n is not None else self.devices_per_instance)
 
 
+def _device_of(cfg: SimConfig, where: str) -> Accelerator:
+    d = getattr(cfg, where)
+    return d if d is not None else cfg.device
+
+
 def _scenario(cfg: SimConfig) -> Dict[str, Any]:
     """The scenario keys of `cfg` (ConfigError for what no key expresses)."""
     if not isinstance(cfg, SimConfig):
@@ -560,12 +565,18 @@ def _scenario(cfg: SimConfig) -> Dict[str, Any]:
                 used.append((f"{role}_device", c))
         elif cfg.mode != "colocated":
             used.append(("device", dcustom))
-    for where, c in used:
-        if c != used[0][1]:
-            raise _error(where, "custom device values must be the same on every pool's device "
-                         "(the engine's device options apply to all of them)")
-    if used:
-        sc.update(used[0][1])
+    # The transform-engine options (ft_*) touch only devices that have an engine.
+    engine_keys = set(_ENGINE_KEYS.values()) | {"ft_static_w"}
+    plain = [(w, {k: v for k, v in c.items() if k not in engine_keys}) for w, c in used]
+    optical = [(w, {k: v for k, v in c.items() if k in engine_keys}) for w, c in used
+               if _device_of(cfg, w).transform is not None]
+    for group in (plain, optical):
+        for where, c in group:
+            if c != group[0][1]:
+                raise _error(where, "custom device values must be the same on every pool's "
+                             "device (the engine's device options apply to all of them)")
+        if group:
+            sc.update(group[0][1])
     for role in ("prefill", "decode"):
         n = getattr(cfg, f"{role}_devices_per_instance")
         if n is not None:
