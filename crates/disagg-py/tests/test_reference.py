@@ -453,6 +453,14 @@ def test_scheduling_lever_goldens_bit_for_bit(name):
         for c, v in zip(cols[1:8], row[1:8]):
             got = getattr(r, c[:-2])   # arrival_s -> arrival, ...
             assert got == v, (r.rid, c, got, v)
+        # The reference's per-request ITL columns: rejected, count, first, largest, zeros.
+        assert cols[10:] == ["rejected", "n_itl", "itl_first_s", "itl_max_s", "n_itl_zero"]
+        rejected, n, first, largest, zeros = row[10:]
+        assert (r in res.rejected) == rejected
+        assert len(r.itls) == n, r.rid
+        assert (r.itls[0] if r.itls else None) == first
+        assert (max(r.itls) if r.itls else None) == largest
+        assert sum(1 for x in r.itls if x == 0.0) == zeros
     m = ds.summarise(res)
     assert same(m, g["summary_full"]) > 70
     assert "scheduler" in m
