@@ -497,3 +497,13 @@ def test_cost_lever_runs_bit_for_bit(k):
     m = ds.summarise(ds.simulate(cfg, wl))
     want = {k2: v for k2, v in run["summary"].items() if k2 != "ppa"}
     assert same(m, want) > 70
+
+
+def test_cost_model_prefill_only_ced_capacity():
+    # levers-cost.md §8.2: with the replay on decode, an encoder-only prefill instance of
+    # Llama-3-70B CED on 4xH100 holds 659,501 tokens of KV; a whole-model instance 448,288.
+    ced = dataclasses.replace(ds.MODELS["llama3-70b-ced"], ced_replay_on="decode")
+    h100 = ds.ACCELERATORS["h100"]
+    assert ds.CostModel(ced, h100, 4, prefill_only=True).kv_capacity_tokens == 659_501
+    assert ds.CostModel(ced, h100, 4).kv_capacity_tokens == 448_288
+    assert ds.CostModel(ds.MODELS["llama3-70b"], h100, 4).kv_capacity_tokens == 448_288
