@@ -11,6 +11,8 @@
 //! message and a `field` attribute naming the option when one is at fault; a panic (a bug) is
 //! caught and raised as `RuntimeError`, never unwound across the boundary.
 
+mod reference;
+
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use disagg_model::calc::HandoffSpec;
@@ -360,6 +362,11 @@ impl RunHandle {
             self.summary.warnings.clone(),
         );
         to_py(py, &serde_json::to_value(doc).expect("json"))
+    }
+
+    /// The reference's `summarise` dict of the run (`disagg.reference.summarise`).
+    fn reference_summary<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_py(py, &disagg_sim::reference::summarise(&self.summary))
     }
 
     /// The report `disagg run` prints.
@@ -842,5 +849,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(presets, m)?)?;
     m.add_function(wrap_pyfunction!(options, m)?)?;
     m.add_function(wrap_pyfunction!(time_runs, m)?)?;
+    reference::register(m)?;
     Ok(())
 }

@@ -29,6 +29,7 @@ pub mod prefix_cache;
 pub mod presets;
 pub mod pyrand;
 pub mod ranges;
+pub mod reference;
 pub mod scenario;
 pub mod sched;
 pub mod search;
