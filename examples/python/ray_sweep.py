@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import logging
 import math
 import os
 import sys
@@ -185,12 +186,11 @@ def merge(shards: Sequence[Sequence[Mapping[str, Any]]]) -> List[Mapping[str, An
     rows.sort(key=lambda r: r["run"])
     runs = [r["run"] for r in rows]
     if runs != list(range(total)):
-        seen = set()
-        dup = next((k for k in runs if k in seen or seen.add(k)), None)
+        dup = next((k for j, k in enumerate(runs) if j and runs[j - 1] == k), None)
         missing = sorted(set(range(total)) - set(runs))[:5]
-        raise SweepError(
-            f"{len(rows)} rows for {total} runs (duplicate run {dup}, missing runs {missing})"
-        )
+        why = [f"duplicate run {dup}"] if dup is not None else []
+        why += [f"missing runs {missing}"] if missing else []
+        raise SweepError(f"{len(rows)} rows for {total} runs ({', '.join(why)})")
     return rows
 
 
@@ -297,9 +297,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 3
 
     if a.address:
-        ray.init(address=a.address, logging_level="WARNING")
+        ray.init(address=a.address, logging_level=logging.WARNING)
     else:
-        ray.init(num_cpus=a.num_cpus, include_dashboard=False, logging_level="WARNING")
+        ray.init(num_cpus=a.num_cpus, include_dashboard=False, logging_level=logging.WARNING)
     try:
         shards = a.shards or max(1, int(ray.cluster_resources().get("CPU", 1)))
         shards = min(shards, total)

@@ -12,7 +12,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import List, Optional
+from typing import Any, Dict, List, Optional
 
 import pytest
 
@@ -25,8 +25,11 @@ SCRIPT = REPO / "examples" / "python" / "ray_sweep.py"
 PRESET = "link-eth-25g"
 BASE_FLAGS = ["--set", "requests=200"]
 VARY_FLAGS = ["--vary", "rate=8,10,12,14", "--vary", "link=eth-25g,eth-100g,ib-ndr"]
-BASE = {"preset": PRESET, "requests": 200}
-VARY = {"rate": [8, 10, 12, 14], "link": ["eth-25g", "eth-100g", "ib-ndr"]}
+BASE: Dict[str, Any] = {"preset": PRESET, "requests": 200}
+VARY: Dict[str, List[Any]] = {
+    "rate": [8, 10, 12, 14],
+    "link": ["eth-25g", "eth-100g", "ib-ndr"],
+}
 
 
 def _cli() -> Optional[Path]:
@@ -149,7 +152,8 @@ def test_values_are_typed_as_the_command_line_reads_them() -> None:
 
 def test_a_sharded_sweep_merged_without_ray_is_the_whole_sweep() -> None:
     m = _module()
-    base, vary = {"requests": 50}, {"rate": [2, 4, 8], "link": ["eth-25g", "ib-ndr"]}
+    base: Dict[str, Any] = {"requests": 50}
+    vary: Dict[str, List[Any]] = {"rate": [2, 4, 8], "link": ["eth-25g", "ib-ndr"]}
     parts = [m.shard_rows(base, vary, i, 4, None) for i in range(4)]
     # 6 runs in 4 shards: runs 0,4 | 1,5 | 2 | 3.
     assert [[r["run"] for r in p] for p in parts] == [[0, 4], [1, 5], [2], [3]]
@@ -161,9 +165,9 @@ def test_merge_refuses_an_incomplete_or_mixed_set_of_shards() -> None:
     m = _module()
     base, vary = {"requests": 20}, {"rate": [2, 4, 8]}
     parts = [m.shard_rows(base, vary, i, 3, None) for i in range(3)]
-    with pytest.raises(m.SweepError, match=r"2 rows for 3 runs .*missing runs \[1\]"):
+    with pytest.raises(m.SweepError, match=r"^2 rows for 3 runs \(missing runs \[1\]\)$"):
         m.merge([parts[0], parts[2]])
-    with pytest.raises(m.SweepError, match=r"duplicate run 0"):
+    with pytest.raises(m.SweepError, match=r"^4 rows for 3 runs \(duplicate run 0\)$"):
         m.merge([parts[0], parts[0], parts[1], parts[2]][1:] + [parts[0]])
     other = m.shard_rows({"requests": 21}, vary, 1, 3, None)
     with pytest.raises(m.SweepError, match="different sweeps"):
