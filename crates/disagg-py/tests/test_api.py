@@ -255,6 +255,24 @@ def test_report_len_repr_str():
         f"{100 * s['slo_attainment']:.1f}%, ttft p99 {1e3 * s['ttft_s']['p99']:.1f} ms>"
     )
     assert repr(r) == expected
+    # 60 requests, some SLO met: e.g. "<disagg.Run 60 done, SLO met 93.3%, ttft p99 123.4 ms>".
+    assert repr(r).startswith("<disagg.Run 60 done, SLO met ") and repr(r).endswith(" ms>")
+
+
+def test_repr_when_nothing_finishes():
+    # A 500,000-token prompt does not fit llama3-8b's KV cache on one H100: every request is
+    # rejected, so there are no percentiles (None). The repr used to raise TypeError.
+    r = disagg.run(model="llama3-8b", devices_per_instance=1, requests=3, prompt=500000.0,
+                   prompt_cv=0.0, prompt_max=1000000)
+    assert r.summary["requests"] == {"completed": 0, "rejected": 3, "measured": 0}
+    assert r.summary["ttft_s"]["p99"] is None
+    slo = r.summary["slo_attainment"]
+    slo_text = "n/a" if slo is None else f"{100 * slo:.1f}%"
+    assert repr(r) == f"<disagg.Run 0 done, SLO met {slo_text}, ttft p99 n/a>"
+    assert len(r) == 3
+    assert r.report()  # the text report copes too
+    q = r.requests
+    assert np.all(np.isnan(q["finish_s"]))
 
 
 # ---- sweep and jsonl -----------------------------------------------------------------------------
@@ -304,6 +322,14 @@ def test_sweep_preset_base_and_catalogue(catalogue_file):
         catalogue=str(catalogue_file),
     )
     assert [r["scenario"]["link"] for r in rows] == ["slow", "ib-ndr"]
+    # A PathLike catalogue too (fixed: sweep raised TypeError for a pathlib.Path).
+    again = disagg.sweep(
+        {"model": "tiny", "devices_per_instance": 1, "requests": 10},
+        vary={"link": ["slow", "ib-ndr"]},
+        catalogue=catalogue_file,
+    )
+    assert disagg.jsonl(again) == disagg.jsonl(rows)
+    assert disagg.catalogue(catalogue_file) == disagg.catalogue(str(catalogue_file))
 
 
 def test_sweep_without_axes_is_one_run():

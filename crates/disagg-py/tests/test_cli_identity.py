@@ -175,6 +175,12 @@ def test_trace_stats_equals_cli(cli, trace):
     same(disagg.trace_stats(trace), cli.json("trace-stats", trace, "--json"))
     same(disagg.trace_stats(trace, time_scale=2.0),
          cli.json("trace-stats", trace, "--json", "--time-scale", "2.0"))
+    # The scenario keys whose flags are not the key's spelling: trace_start is --start,
+    # trace_duration --duration, sort_trace --sort (fixed: they were passed as --trace-start, ...).
+    window = cli.json("trace-stats", trace, "--json", "--start", "1.0", "--duration", "4.0", "--sort")
+    same(disagg.trace_stats(trace, trace_start=1.0, trace_duration=4.0, sort_trace=True), window)
+    same(disagg.trace_stats(trace, start=1.0, duration=4.0, sort=True), window)
+    assert window["rows"] < 6  # the window does cut the trace
 
 
 def test_catalogue_and_presets_equal_cli(cli, catalogue_file):
