@@ -41,7 +41,7 @@ def find_cli() -> Path | None:
     """$DISAGG_BIN, else target/debug/disagg (cargo test builds it), else target/release/disagg."""
     env = os.environ.get("DISAGG_BIN")
     if env:
-        return Path(env)
+        return Path(env) if Path(env).is_file() else None
     target = Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target"))
     if not target.is_absolute():
         target = REPO / target
@@ -93,7 +93,8 @@ def cli() -> Cli:
     path = find_cli()
     if path is None:
         msg = (
-            "no disagg binary: set DISAGG_BIN or build one (cargo build -p disagg); "
+            "no disagg binary: set DISAGG_BIN (now: "
+            f"{os.environ.get('DISAGG_BIN', 'unset')}) or build one (cargo build -p disagg); "
             "looked in target/debug and target/release"
         )
         if os.environ.get("CI"):
