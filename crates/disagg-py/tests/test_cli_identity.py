@@ -154,9 +154,22 @@ def test_compare_equals_cli(cli):
     )
 
 
+def test_compare_variants_equal_cli(cli):
+    keys = {"model": "llama3-8b", "devices_per_instance": 1, "requests": 60}
+    same(
+        disagg.compare(**keys, variant=["link=eth-25g", "link_channels=2"]),
+        cli.json("compare", "--json", "--quiet", *flags(keys), "--variant", "link=eth-25g",
+                 "--variant", "link_channels=2"),
+    )
+
+
 def test_plan_equals_cli(cli):
     keys = {"model": "llama3-8b", "devices_per_instance": 1, "requests": 60}
     same(disagg.plan(**keys, max_rate=True), cli.json("plan", "--json", "--max-rate", *flags(keys)))
+    same(disagg.plan(**keys, target_rate=6.0),
+         cli.json("plan", "--json", "--target-rate", "6.0", *flags(keys)))
+    same(disagg.plan("eth25g-14rps", requests=60, max_rate=True),
+         cli.json("plan", "--json", "--max-rate", "--preset", "eth25g-14rps", "--requests", 60))
 
 
 @pytest.mark.parametrize(
