@@ -72,6 +72,31 @@ fn sweep_error(py: Python<'_>, message: &str) -> PyErr {
     config_error(py, message, field.as_deref())
 }
 
+/// A sweep run's message. `run I: invalid type: ...` (a value of the wrong type for its key)
+/// names no option: the axis value of run I that the scenario keys reject on its own names it,
+/// and the message gains the run's axis values as the CLI writes them for other errors
+/// (`run 0 (rate="x"): invalid type: string "x", expected f64`).
+fn sweep_run_error(py: Python<'_>, sw: &disagg_cli::sweep_cmd::Sweep, message: &str) -> PyErr {
+    let run = message
+        .strip_prefix("run ")
+        .and_then(|rest| rest.split_once(": "))
+        .and_then(|(i, rest)| Some((i.parse::<u64>().ok()?, rest)));
+    if let (None, Some((i, rest))) = (api_spelling(message).1, run) {
+        let point = sw.point(i);
+        let culprit = point.iter().find_map(|(key, value)| {
+            let mut one = Map::new();
+            one.insert(key.clone(), value.clone());
+            overlay(&Scenario::default(), &one).err()?.field
+        });
+        if let Some(field) = culprit {
+            let shown: Vec<String> = point.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let message = format!("run {i} ({}): {rest}", shown.join(" "));
+            return config_error(py, &message, Some(&field));
+        }
+    }
+    sweep_error(py, message)
+}
+
 /// Runs `f`, turning a panic into a `RuntimeError` (a bug in disagg, never the caller's fault).
 fn guard<T>(f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
     match catch_unwind(AssertUnwindSafe(f)) {
@@ -751,7 +776,7 @@ fn sweep<'py>(
             }))
         });
         let rows = match rows {
-            Ok(r) => r.map_err(|e| sweep_error(py, &e.0))?,
+            Ok(r) => r.map_err(|e| sweep_run_error(py, &sw, &e.0))?,
             Err(_) => {
                 return Err(PyRuntimeError::new_err(
                     "internal error in disagg (please report it): a sweep run panicked",

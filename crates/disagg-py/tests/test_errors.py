@@ -124,6 +124,12 @@ def test_sweep_errors():
     check(e, "rate", "None")  # fixed: was TOML's "unsupported unit type", no field
     e = raises(disagg.sweep, SMALL, vary={"rate": 4.0})
     check(e, "rate", "array")  # fixed: field was None
+    # A value of the wrong type for its key: the run's message names the axis values and the
+    # field is the key (fixed: "run 0: invalid type: ..." with no field).
+    e = raises(disagg.sweep, SMALL, vary={"rate": ["x", "y"]})
+    check(e, "rate", 'run 0 (rate="x"): invalid type: string "x", expected f64')
+    e = raises(disagg.sweep, SMALL, vary={"link": ["eth-25g"], "requests": [10, [1]]})
+    check(e, "requests", 'run 1 (link="eth-25g" requests=[1]): invalid type: sequence')
     e = raises(disagg.sweep, SMALL, vary={"rate": [-1.0]})
     assert "rate" in str(e)
     with pytest.raises((TypeError, OverflowError, disagg.ConfigError)):
