@@ -41,12 +41,15 @@ if [ "$(cat "$VENV/.deps-hash" 2>/dev/null || true)" != "$deps_hash" ]; then
 fi
 
 # What the wheel is built from: the workspace manifests and every crate's sources (not its tests,
-# benches or fixtures), and the Python package. Untracked files count too (a new module).
+# benches or fixtures), and the Python package. Untracked files count too (a new module); a file
+# deleted but still in the index is left out.
 src_hash=$(
-  git ls-files -z --cached --others --exclude-standard -- Cargo.toml Cargo.lock crates \
-    ':(exclude,glob)crates/*/tests/**' ':(exclude,glob)crates/*/benches/**' \
-    ':(exclude,glob)crates/*/bench/**' ':(exclude,glob)crates/*/browser-tests/**' |
-    sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1
+  {
+    git ls-files -z --cached --others --exclude-standard -- Cargo.toml Cargo.lock crates \
+      ':(exclude,glob)crates/*/tests/**' ':(exclude,glob)crates/*/benches/**' \
+      ':(exclude,glob)crates/*/bench/**' ':(exclude,glob)crates/*/browser-tests/**' |
+      sort -z | xargs -0 sha256sum 2>/dev/null || true
+  } | sha256sum | cut -d' ' -f1
 )
 if [ "$(cat "$VENV/.disagg-hash" 2>/dev/null || true)" != "$src_hash" ] ||
   ! "$VENV/bin/python" -c 'import disagg' 2>/dev/null; then
