@@ -229,7 +229,20 @@ pub fn help(name: &str) -> Option<String> {
 /// to standard output through a flag's `-` write to the process's real standard output.
 pub fn capture<S: AsRef<str>>(args: &[S]) -> Result<String, String> {
     let argv = std::iter::once("disagg").chain(args.iter().map(AsRef::as_ref));
-    let cli = parse(argv).map_err(|e| clap_line(&e))?;
+    let cli = match parse(argv) {
+        Ok(cli) => cli,
+        // `--help` and `--version` are what was asked for, not an error (the binary prints
+        // them and exits 0).
+        Err(e)
+            if matches!(
+                e.kind(),
+                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion
+            ) =>
+        {
+            return Ok(e.render().to_string())
+        }
+        Err(e) => return Err(clap_line(&e)),
+    };
     report::clear_warnings();
     let (result, text) = output::capturing(|| execute(cli));
     match result {

@@ -55,6 +55,48 @@ fn cli_error(py: Python<'_>, message: &str) -> PyErr {
     config_error(py, message, field.as_deref())
 }
 
+/// A sweep's message: like [`cli_error`], and when it names no `--flag`, the key of a
+/// `vary.KEY` or `base.KEY` it names (`sweep: vary.rate: expected an array of values`).
+fn sweep_error(py: Python<'_>, message: &str) -> PyErr {
+    let (_, mut field) = api_spelling(message);
+    if field.is_none() {
+        field = ["vary.", "base."].iter().find_map(|prefix| {
+            let at = message.find(prefix)? + prefix.len();
+            let key: String = message[at..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            (!key.is_empty()).then_some(key)
+        });
+    }
+    config_error(py, message, field.as_deref())
+}
+
+/// A sweep run's message. `run I: invalid type: ...` (a value of the wrong type for its key)
+/// names no option: the axis value of run I that the scenario keys reject on its own names it,
+/// and the message gains the run's axis values as the CLI writes them for other errors
+/// (`run 0 (rate="x"): invalid type: string "x", expected f64`).
+fn sweep_run_error(py: Python<'_>, sw: &disagg_cli::sweep_cmd::Sweep, message: &str) -> PyErr {
+    let run = message
+        .strip_prefix("run ")
+        .and_then(|rest| rest.split_once(": "))
+        .and_then(|(i, rest)| Some((i.parse::<u64>().ok()?, rest)));
+    if let (None, Some((i, rest))) = (api_spelling(message).1, run) {
+        let point = sw.point(i);
+        let culprit = point.iter().find_map(|(key, value)| {
+            let mut one = Map::new();
+            one.insert(key.clone(), value.clone());
+            overlay(&Scenario::default(), &one).err()?.field
+        });
+        if let Some(field) = culprit {
+            let shown: Vec<String> = point.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let message = format!("run {i} ({}): {rest}", shown.join(" "));
+            return config_error(py, &message, Some(&field));
+        }
+    }
+    sweep_error(py, message)
+}
+
 /// Runs `f`, turning a panic into a `RuntimeError` (a bug in disagg, never the caller's fault).
 fn guard<T>(f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
     match catch_unwind(AssertUnwindSafe(f)) {
@@ -699,6 +741,15 @@ fn sweep<'py>(
                         Some(&k),
                     ));
                 }
+                // TOML has no null: None among an axis's values would be TOML's "unsupported
+                // unit type" otherwise.
+                if what == "vary" && v.as_array().is_some_and(|a| a.iter().any(Value::is_null)) {
+                    return Err(config_error(
+                        py,
+                        &format!("vary.{k}: None is not a value an axis can take"),
+                        Some(&k),
+                    ));
+                }
                 let tv = toml::Value::try_from(&v)
                     .map_err(|e| config_error(py, &format!("{what}.{k}: {e}"), Some(&k)))?;
                 t.insert(k, tv);
@@ -710,7 +761,7 @@ fn sweep<'py>(
             to_table(vary, "vary")?,
             "sweep",
         )
-        .map_err(|e| cli_error(py, &e.0))?;
+        .map_err(|e| sweep_error(py, &e.0))?;
         let shard = shard.unwrap_or((0, 1));
         if threads == Some(0) {
             return Err(config_error(
@@ -725,7 +776,7 @@ fn sweep<'py>(
             }))
         });
         let rows = match rows {
-            Ok(r) => r.map_err(|e| cli_error(py, &e.0))?,
+            Ok(r) => r.map_err(|e| sweep_run_error(py, &sw, &e.0))?,
             Err(_) => {
                 return Err(PyRuntimeError::new_err(
                     "internal error in disagg (please report it): a sweep run panicked",

@@ -129,10 +129,11 @@ class Run:
 
     def __repr__(self) -> str:
         s = self.summary
-        return (
-            f"<disagg.Run {s['requests']['completed']} done, SLO met "
-            f"{100 * s['slo_attainment']:.1f}%, ttft p99 {1e3 * s['ttft_s']['p99']:.1f} ms>"
-        )
+        slo, p99 = s["slo_attainment"], s["ttft_s"]["p99"]
+        # None: no request finished (every one rejected), so there is no percentile.
+        slo_text = "n/a" if slo is None else f"{100 * slo:.1f}%"
+        p99_text = "n/a" if p99 is None else f"{1e3 * p99:.1f} ms"
+        return f"<disagg.Run {s['requests']['completed']} done, SLO met {slo_text}, ttft p99 {p99_text}>"
 
     def __str__(self) -> str:
         return self.report()
@@ -145,7 +146,7 @@ def run(scenario: Scenario = None, /, **options: Any) -> Run:
     of scenario keys (which may name a `preset`; `Run.scenario` is such a dict). Keyword options
     are laid over it; their names are the scenario keys, the same as in a TOML scenario file and
     `/api/run` (the CLI's flags with '_' for '-'). `preset=` starts from a named scenario,
-    `trace_file=` replays a trace (with `trace_format=`, `trace_rate_scale=`, ...), and
+    `trace_file=` replays a trace (with `trace_format=`, `time_scale=`, `trace_start=`, ...), and
     `catalogue=` adds models, devices and links from a TOML file. The GIL is released while the
     simulation runs.
 
@@ -159,7 +160,7 @@ def sweep(
     vary: Optional[Mapping[str, Sequence[Any]]] = None,
     threads: Optional[int] = None,
     shard: Optional[Tuple[int, int]] = None,
-    catalogue: Optional[str] = None,
+    catalogue: Optional[Union[str, "os.PathLike[str]"]] = None,
 ) -> List[Dict[str, Any]]:
     """The cartesian product of `vary`'s axes over `base`, run in parallel in Rust.
 
@@ -173,7 +174,8 @@ def sweep(
     """
     if shard is not None:
         shard = (int(shard[0]), int(shard[1]))
-    return _core.sweep(base, dict(vary or {}), threads, shard, catalogue)
+    cat = None if catalogue is None else os.fspath(catalogue)
+    return _core.sweep(base, dict(vary or {}), threads, shard, cat)
 
 
 def jsonl(rows: Iterable[Mapping[str, Any]]) -> str:
@@ -181,12 +183,23 @@ def jsonl(rows: Iterable[Mapping[str, Any]]) -> str:
     return _core.jsonl(list(rows))
 
 
+_FLAGS: Dict[str, str] = {}
+
+
+def _flag(key: str) -> str:
+    """The flag of an option: a scenario key's own flag (`trace_start` is `--start`), else the
+    key with '-' for '_'."""
+    if not _FLAGS:
+        _FLAGS.update((o["key"], o["flag"]) for o in _core.options())
+    return _FLAGS.get(key) or "--" + key.replace("_", "-")
+
+
 def _flags(options: Mapping[str, Any]) -> List[str]:
     """Keyword options as command-line flags: `link_channels=2` is `--link-channels 2`, True a
     switch, False and None left out, a list or tuple the flag once per item."""
     out: List[str] = []
     for key, value in options.items():
-        flag = "--" + key.replace("_", "-")
+        flag = _flag(key)
         if value is None or value is False:
             continue
         if value is True:
@@ -234,7 +247,9 @@ def plan(scenario: Optional[str] = None, /, **options: Any) -> Dict[str, Any]:
 
 def trace_stats(path: Union[str, "os.PathLike[str]"], **options: Any) -> Dict[str, Any]:
     """What a request trace holds (rows, duration, rates, token percentiles): the document
-    `disagg trace-stats --json` prints. Options: `trace_format`, `trace_rate_scale`, ..."""
+    `disagg trace-stats --json` prints. Options: `trace_format`, `time_scale`, `trace_start`,
+    `trace_duration`, `max_requests`, `skip_bad_lines`, `sort_trace`, ... (the scenario keys of
+    `run`, or the flags' names with '_' for '-')."""
     return _json_command(["trace-stats", os.fspath(path), "--json"] + _flags(options))
 
 
@@ -247,7 +262,7 @@ def handoff(**options: Any) -> Dict[str, Any]:
     return _core.handoff(options)
 
 
-def catalogue(catalogue: Optional[str] = None) -> Dict[str, Any]:
+def catalogue(catalogue: Optional[Union[str, "os.PathLike[str]"]] = None) -> Dict[str, Any]:
     """Models, devices, links and compression formats: `disagg list --json` (with the entries of
     a `catalogue` TOML file when given)."""
     args = ["list", "--json"]
