@@ -46,7 +46,49 @@ fn config_error(py: Python<'_>, message: &str, field: Option<&str>) -> PyErr {
 }
 
 fn api_error(py: Python<'_>, e: &ApiError) -> PyErr {
+    if let Some(err) = unknown_option(py, e) {
+        return err;
+    }
     config_error(py, &e.message, e.field.as_deref())
+}
+
+/// Serde's "unknown field `x`, expected one of `a`, `b`, ..." as `disagg.UnknownOptionError` (a
+/// `ConfigError` and a `TypeError`) with the close matches among the names it lists.
+fn unknown_option(py: Python<'_>, e: &ApiError) -> Option<PyErr> {
+    unknown_field(py, &e.message)
+}
+
+/// [`unknown_option`] of a message that holds serde's "unknown field `x`, expected ..." (after a
+/// prefix such as a sweep's `sweep: base: `).
+fn unknown_field(py: Python<'_>, message: &str) -> Option<PyErr> {
+    let at = message.find("unknown field `")?;
+    let rest = &message[at + "unknown field `".len()..];
+    let (name, tail) = rest.split_once('`')?;
+    let mut valid: Vec<&str> = tail.split('`').skip(1).step_by(2).collect();
+    valid.extend(["preset", "catalogue"]);
+    let errors = py.import("disagg._errors").ok()?;
+    let exc = errors.call_method1("unknown_option", (name, valid)).ok()?;
+    Some(PyErr::from_value(exc))
+}
+
+/// `disagg.MissingFileError` (a `FileNotFoundError` and a `ConfigError`) for option `field`
+/// naming `path`, which does not exist.
+fn missing_file(py: Python<'_>, field: &str, path: &str) -> PyErr {
+    match py
+        .import("disagg._errors")
+        .and_then(|m| m.call_method1("missing_file", (field, path)))
+    {
+        Ok(exc) => PyErr::from_value(exc),
+        Err(e) => e,
+    }
+}
+
+/// A missing input file of a scenario (`trace_file`) as [`missing_file`].
+fn check_files(py: Python<'_>, sc: &Scenario) -> PyResult<()> {
+    match &sc.trace_file {
+        Some(p) if !std::path::Path::new(p).exists() => Err(missing_file(py, "trace_file", p)),
+        _ => Ok(()),
+    }
 }
 
 /// A CLI or engine message (`--rate: ...`): the option it names becomes `field`.
@@ -58,6 +100,23 @@ fn cli_error(py: Python<'_>, message: &str) -> PyErr {
 /// A sweep's message: like [`cli_error`], and when it names no `--flag`, the key of a
 /// `vary.KEY` or `base.KEY` it names (`sweep: vary.rate: expected an array of values`).
 fn sweep_error(py: Python<'_>, message: &str) -> PyErr {
+    if let Some(err) = unknown_field(py, message) {
+        return err;
+    }
+    // A sweep spec's "unknown axis 'x'; valid: a, b, ...".
+    if let Some((name, valid)) = message
+        .find("unknown axis '")
+        .map(|at| &message[at + "unknown axis '".len()..])
+        .and_then(|rest| rest.split_once("'; valid: "))
+    {
+        let valid: Vec<&str> = valid.split(", ").collect();
+        if let Ok(exc) = py
+            .import("disagg._errors")
+            .and_then(|m| m.call_method1("unknown_option", (name, valid)))
+        {
+            return PyErr::from_value(exc);
+        }
+    }
     let (_, mut field) = api_spelling(message);
     if field.is_none() {
         field = ["vary.", "base."].iter().find_map(|prefix| {
@@ -245,6 +304,9 @@ fn options_map(options: Option<&Bound<'_, PyDict>>) -> PyResult<Map<String, Valu
 
 /// The catalogue: the built-in one, with a `--catalogue` TOML file laid over it if given.
 fn catalogue_of(py: Python<'_>, path: Option<&str>) -> PyResult<Catalogue> {
+    if let Some(p) = path.filter(|p| !std::path::Path::new(p).exists()) {
+        return Err(missing_file(py, "catalogue", p));
+    }
     disagg_cli::custom::load_catalogue(path.map(std::path::Path::new))
         .map_err(|e| cli_error(py, &e.0))
 }
@@ -316,7 +378,9 @@ fn scenario_of(
             ))
         }
     };
-    overlay(&start, &keys).map_err(|e| api_error(py, &e))
+    let sc = overlay(&start, &keys).map_err(|e| api_error(py, &e))?;
+    check_files(py, &sc)?;
+    Ok(sc)
 }
 
 fn build(py: Python<'_>, sc: &Scenario, cat: &Catalogue) -> PyResult<SimConfig> {
@@ -727,6 +791,11 @@ fn sweep<'py>(
                 }
             },
         };
+        if let Some(Value::String(p)) = base.get("trace_file") {
+            if !std::path::Path::new(p).exists() {
+                return Err(missing_file(py, "trace_file", p));
+            }
+        }
         let vary = options_map(vary)?;
         let to_table = |m: Map<String, Value>, what: &str| -> PyResult<toml::Table> {
             let mut t = toml::Table::new();

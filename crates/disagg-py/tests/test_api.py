@@ -21,6 +21,8 @@ def test_public_names():
     assert sorted(disagg.__all__) == sorted(
         [
             "ConfigError",
+            "MissingFileError",
+            "UnknownOptionError",
             "Run",
             "SCHEMA_VERSION",
             "__version__",

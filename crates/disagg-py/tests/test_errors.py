@@ -41,8 +41,32 @@ def test_config_error_is_a_value_error():
 def test_unknown_key():
     e = raises(disagg.run, warp_factor=9)
     check(e, "warp_factor", "warp_factor")
+    assert isinstance(e, TypeError) and isinstance(e, disagg.UnknownOptionError)
+    assert e.matches == []
     e = raises(disagg.run, {"rat": 4.0})
-    check(e, "rat", "rat")
+    check(e, "rat", "rat", "did you mean 'rate'")
+    assert isinstance(e, TypeError) and e.matches[0] == "rate"
+    assert "link_channels" in e.valid and "preset" in e.valid
+
+
+def test_unknown_key_everywhere():
+    """Every function that takes options names an unknown one as a TypeError with matches."""
+    cases = [
+        (lambda: disagg.run(link_chanels=2), "link_chanels", "link_channels"),
+        (lambda: disagg.handoff(promt_tokens=100), "promt_tokens", "prompt_tokens"),
+        (lambda: disagg.sweep({"rat": 4.0}, {"rate": [4.0]}), "rat", "rate"),
+        (lambda: disagg.sweep(SMALL, {"link_chanels": [1, 2]}), "link_chanels", "link_channels"),
+        (lambda: disagg.compare("eth25g-14rps", requestz=50), "requestz", "requests"),
+        (lambda: disagg.plan("eth25g-14rps", max_rat=True), "max_rat", "max_rate"),
+    ]
+    for f, name, match in cases:
+        with pytest.raises(TypeError) as info:
+            f()
+        e = info.value
+        assert isinstance(e, disagg.ConfigError), e
+        assert name in str(e) and "\n" not in str(e)
+        if match is not None:
+            assert match in e.matches, (name, e.matches)
 
 
 def test_wrong_type():
@@ -85,13 +109,22 @@ def test_missing_trace_file(tmp_path):
     missing = tmp_path / "nope.csv"
     e = raises(disagg.run, trace_file=str(missing))
     check(e, "trace_file", "nope.csv")
+    assert isinstance(e, FileNotFoundError) and e.filename == str(missing)
     e = raises(disagg.trace_stats, missing)
     assert "nope.csv" in str(e) and "\n" not in str(e)
+    assert isinstance(e, FileNotFoundError)
+    for f in (lambda: disagg.sweep({"trace_file": str(missing)}, {}),
+              lambda: disagg.compare(trace_file=str(missing)),
+              lambda: disagg.plan(max_rate=True, trace_file=str(missing))):
+        with pytest.raises(FileNotFoundError) as info:
+            f()
+        assert info.value.field == "trace_file" and info.value.filename == str(missing)
 
 
 def test_bad_catalogue(tmp_path):
     e = raises(disagg.run, catalogue=str(tmp_path / "none.toml"))
     check(e, "catalogue", "none.toml")
+    assert isinstance(e, FileNotFoundError)
     bad = tmp_path / "bad.toml"
     bad.write_text("[models.x]\nlayers = 'many'\n")
     e = raises(disagg.run, catalogue=str(bad))

@@ -14,7 +14,9 @@ The exact, fast disagg engine (Rust) as Python objects. Every number equals the 
 Units: SI inside (seconds, bytes, bytes/s, watts, joules); names carry them (`ttft_s`).
 Functions: `run`, `sweep`, `compare`, `plan`, `handoff`, `catalogue`, `presets`, `trace_stats`,
 `options`, `jsonl`, `cli`. Bad input raises `ConfigError` (a `ValueError`) with the command line's
-one-line message; its `field` attribute names the option at fault. `disagg.reference` is a
+one-line message; its `field` attribute names the option at fault. An unknown option name is an
+`UnknownOptionError`, also a `TypeError`, listing close matches; an input file that does not exist
+a `MissingFileError`, also a `FileNotFoundError`. `disagg.reference` is a
 drop-in for the reference package's API (`import disagg.reference as ds`).
 """
 
@@ -24,10 +26,14 @@ import os
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _core
+from . import _errors
 from ._core import SCHEMA_VERSION, ConfigError, __version__
+from ._errors import MissingFileError, UnknownOptionError
 
 __all__ = [
     "ConfigError",
+    "MissingFileError",
+    "UnknownOptionError",
     "Run",
     "SCHEMA_VERSION",
     "__version__",
@@ -220,10 +226,32 @@ def _text(v: Any) -> str:
     return str(v)
 
 
-def _json_command(args: List[str]) -> Any:
-    import json
+# Options of the in-process commands that name an input file.
+_INPUT_FILES = ("trace_file", "workload_file", "catalogue", "spec", "config")
 
-    return json.loads(_core.cli(args))
+
+def _check_inputs(options: Mapping[str, Any]) -> None:
+    """A FileNotFoundError (`MissingFileError`) for an input file option naming no file."""
+    for key in _INPUT_FILES:
+        value = options.get(key)
+        if value is not None and not os.path.exists(os.fspath(value)):
+            raise _errors.missing_file(key, os.fspath(value))
+
+
+def _json_command(args: List[str], command: Optional[str] = None) -> Any:
+    import json
+    import re
+
+    try:
+        text = _core.cli(args)
+    except ConfigError as e:
+        # clap's "unexpected argument '--raet' found": an unknown option name.
+        m = re.match(r"unexpected argument '--([a-z0-9-]+)'", str(e))
+        if m is None or command is None:
+            raise
+        valid = sorted({f.replace("-", "_") for f in re.findall(r"--([a-z][a-z0-9-]*)", _core.help(command))})
+        raise _errors.unknown_option(m.group(1).replace("-", "_"), valid) from None
+    return json.loads(text)
 
 
 def compare(scenario: Optional[str] = None, /, **options: Any) -> Dict[str, Any]:
@@ -233,7 +261,8 @@ def compare(scenario: Optional[str] = None, /, **options: Any) -> Dict[str, Any]
     flags with '_' for '-' (see `help(disagg.compare)`)."""
     if scenario is not None:
         options = {"preset": scenario, **options}
-    return _json_command(["compare", "--json", "--quiet"] + _flags(options))
+    _check_inputs(options)
+    return _json_command(["compare", "--json", "--quiet"] + _flags(options), "compare")
 
 
 def plan(scenario: Optional[str] = None, /, **options: Any) -> Dict[str, Any]:
@@ -242,7 +271,8 @@ def plan(scenario: Optional[str] = None, /, **options: Any) -> Dict[str, Any]:
     `disagg plan --json` prints. Options are `disagg plan`'s flags with '_' for '-'."""
     if scenario is not None:
         options = {"preset": scenario, **options}
-    return _json_command(["plan", "--json"] + _flags(options))
+    _check_inputs(options)
+    return _json_command(["plan", "--json"] + _flags(options), "plan")
 
 
 def trace_stats(path: Union[str, "os.PathLike[str]"], **options: Any) -> Dict[str, Any]:
@@ -250,7 +280,9 @@ def trace_stats(path: Union[str, "os.PathLike[str]"], **options: Any) -> Dict[st
     `disagg trace-stats --json` prints. Options: `trace_format`, `time_scale`, `trace_start`,
     `trace_duration`, `max_requests`, `skip_bad_lines`, `sort_trace`, ... (the scenario keys of
     `run`, or the flags' names with '_' for '-')."""
-    return _json_command(["trace-stats", os.fspath(path), "--json"] + _flags(options))
+    if not os.path.exists(os.fspath(path)):
+        raise _errors.missing_file("path", os.fspath(path))
+    return _json_command(["trace-stats", os.fspath(path), "--json"] + _flags(options), "trace-stats")
 
 
 def handoff(**options: Any) -> Dict[str, Any]:
@@ -267,6 +299,7 @@ def catalogue(catalogue: Optional[Union[str, "os.PathLike[str]"]] = None) -> Dic
     a `catalogue` TOML file when given)."""
     args = ["list", "--json"]
     if catalogue is not None:
+        _check_inputs({"catalogue": catalogue})
         args = ["--catalogue", os.fspath(catalogue)] + args
     return _json_command(args)
 

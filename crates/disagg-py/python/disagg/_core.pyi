@@ -22,6 +22,7 @@ __all__ = [
     "time_runs",
     "ReferenceCostModel",
     "reference_simulate",
+    "reference_itls",
     "reference_requests",
     "reference_cost_model",
 ]
@@ -120,8 +121,9 @@ _RefRequest = Tuple[
     Optional[float],
     Optional[float],
     Optional[float],
-    List[float],
+    int,
 ]
 
 def reference_requests(run: RunHandle) -> List[_RefRequest]: ...
+def reference_itls(run: RunHandle, rid: int) -> List[float]: ...
 def reference_cost_model(scenario: _Scenario, role: str) -> ReferenceCostModel: ...

@@ -695,6 +695,28 @@ class Request:
         return s
 
 
+class _LazyItls:
+    """``Request.itls``, read from its run the first time a script asks for it (a plain list
+    then on, as the reference's): a run of 10,000 requests has 2.5 million of them, and building
+    them all up front took longer than the simulation."""
+
+    def __get__(self, obj: Optional[Request], cls: Any = None) -> Any:
+        if obj is None:
+            return []  # the dataclass field's class-level default
+        d = obj.__dict__
+        if d.get("_itls") is None:
+            src = d.pop("_itls_src", None)
+            d["_itls"] = [] if src is None else _core.reference_itls(*src)
+        return d["_itls"]
+
+    def __set__(self, obj: Request, value: List[float]) -> None:
+        obj.__dict__["_itls"] = value
+        obj.__dict__.pop("_itls_src", None)
+
+
+Request.itls = _LazyItls()  # type: ignore[assignment]
+
+
 @dataclass(frozen=True)
 class LengthDist:
     """Lognormal lengths with mean `mean` and coefficient of variation `cv`, rounded (half to
@@ -816,12 +838,14 @@ class Simulation:
             max_prefill_tokens=None if cfg.max_prefill_tokens == 8192 else cfg.max_prefill_tokens,
             warmup_frac=None if cfg.warmup_frac == 0.1 else cfg.warmup_frac,
             sample_dt=None if cfg.sample_dt == 0.05 else cfg.sample_dt)
-        for (rid, _a, _p, _o, ps, ft, pd, ks, kr, ds, fin, itls), r in zip(
+        for (rid, _a, _p, _o, ps, ft, pd, ks, kr, ds, fin, n_itl), r in zip(
                 _core.reference_requests(h), self.requests):
             r.prefill_start, r.first_token, r.prefill_done = ps, ft, pd
             r.kv_start, r.kv_ready, r.decode_start, r.finish = ks, kr, ds, fin
-            r.itls = list(itls)
-            r.tokens_out = 0 if ft is None else 1 + len(itls)
+            # Read from the run on first use (see _LazyItls).
+            r.__dict__["_itls"] = None
+            r.__dict__["_itls_src"] = (h, rid)
+            r.tokens_out = 0 if ft is None else 1 + n_itl
             r.last_token = fin if fin is not None else None
         s = h.document()["summary"]
         lk = s["link"]
