@@ -17,7 +17,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use crate::format::fixed;
-use crate::output::outln;
+use crate::output::{out, outln};
 use crate::progress::Progress;
 use crate::scenario_flags::ScenarioFlags;
 use crate::{plots, CmdResult, UsageError};
@@ -918,6 +918,10 @@ pub fn run(a: PlanArgs, cat: &Catalogue) -> CmdResult {
             describe(c)
         );
     }
+    out!(
+        "{}",
+        crate::report::calibration_of_runs(cands.iter().filter_map(|c| c.summary.as_ref()))
+    );
     Ok(())
 }
 
@@ -925,8 +929,9 @@ fn max_rate(a: &PlanArgs, base: Scenario, cat: &Catalogue) -> CmdResult {
     let cfg = base.build(cat)?;
     let r = max_sustainable_rate(&cfg, a.slo_target, 0.02, 0.0, None)?;
     let analytic = disagg_sim::analytic_capacity(&cfg);
+    let calibration = disagg_sim::metrics::calibration_of(&cfg);
     if a.json {
-        let doc = json!({
+        let mut doc = json!({
             "schema_version": 1,
             "scenario": base.with_slos_resolved(),
             "slo_target": a.slo_target,
@@ -935,6 +940,9 @@ fn max_rate(a: &PlanArgs, base: Scenario, cat: &Catalogue) -> CmdResult {
             "simulations": r.simulations,
             "analytic": analytic,
         });
+        if let Some(c) = &calibration {
+            doc["calibration"] = json!(c);
+        }
         outln!("{}", serde_json::to_string_pretty(&doc).expect("json"));
         return Ok(());
     }
@@ -953,6 +961,9 @@ fn max_rate(a: &PlanArgs, base: Scenario, cat: &Catalogue) -> CmdResult {
         fixed(r.bracket.1, 2),
         r.simulations
     );
+    if let Some(c) = &calibration {
+        out!("{}", crate::report::calibration_lines(c));
+    }
     Ok(())
 }
 
