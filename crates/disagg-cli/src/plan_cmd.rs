@@ -826,7 +826,7 @@ pub fn run(a: PlanArgs, cat: &Catalogue) -> CmdResult {
     let count = |st: &str| cands.iter().filter(|c| c.status == st).count();
     if a.json {
         let best = ranked.first().map(|c| c.index);
-        let doc = json!({
+        let mut doc = json!({
             "schema_version": 1,
             "target_rate_rps": rate,
             "slo_target": a.slo_target,
@@ -843,6 +843,13 @@ pub fn run(a: PlanArgs, cat: &Catalogue) -> CmdResult {
             "pareto": cands.iter().filter(|c| c.pareto).map(|c| c.index).collect::<Vec<_>>(),
             "candidates": cands,
         });
+        let mut calibration = Vec::new();
+        for s in cands.iter().filter_map(|c| c.summary.as_ref()) {
+            crate::report::add_calibration(&mut calibration, s);
+        }
+        if !calibration.is_empty() {
+            doc["calibration"] = json!(calibration);
+        }
         outln!("{}", serde_json::to_string_pretty(&doc).expect("json"));
         return Ok(());
     }

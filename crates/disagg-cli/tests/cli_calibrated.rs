@@ -373,4 +373,46 @@ fn compare_sweep_and_plan_name_the_fitted_devices() {
     let v: Value = serde_json::from_str(&plan("h100", true)).unwrap();
     assert!(v.get("calibration").is_none());
     assert!(!plan("h100", false).contains("calibrated"));
+    // plan --target-rate: the candidates simulated on the fitted device name it.
+    let search = |json: bool| {
+        let mut a = vec![
+            "plan",
+            "--catalogue",
+            FIXTURE,
+            "--model",
+            "llama2-7b",
+            "--requests",
+            "200",
+            "--target-rate",
+            "4",
+            "--prefill-counts",
+            "1",
+            "--decode-counts",
+            "1",
+            "--prefill-devices",
+            "h100-fit,h100",
+            "--decode-devices",
+            "h100",
+            "--price",
+            "h100-fit=2.5",
+        ];
+        if json {
+            a.push("--json");
+        }
+        ok_text(&a)
+    };
+    let t = search(false);
+    assert!(
+        t.ends_with(
+            "calibrated   prefill on h100-fit: fitted to perf_model.csv (8 groups), CV MAPE \
+             prefill 7.9% decode 3.1%\n"
+        ),
+        "{t}"
+    );
+    let v: Value = serde_json::from_str(&search(true)).unwrap();
+    let c = v["calibration"].as_array().unwrap();
+    assert_eq!(
+        (c.len(), &c[0]["pool"], &c[0]["device"]),
+        (1, &"prefill".into(), &"h100-fit".into())
+    );
 }

@@ -480,6 +480,34 @@ fn an_overlay_reads_back_bit_for_bit() {
     let e = device_overlay_toml(&[], &[link.clone(), link]).unwrap_err();
     assert!(e.to_string().contains("given twice"), "{e}");
     assert_eq!(device_overlay_toml(&[], &[]).unwrap().trim(), "");
+    // A rate no TFLOP/s (GB, µs) decimal reproduces: 4177510840759435.0 / 1e12 * 1e12 is not
+    // 4177510840759435.0 (nor is any neighbour's), so the overlay refuses rather than drift.
+    let odd = Device {
+        peak_flops: 4177510840759435.0,
+        ..fitted()
+    };
+    let e = device_overlay_toml(&[odd], &[]).unwrap_err().to_string();
+    assert!(
+        e.contains("'h100-fit' peak_flops") && e.contains("exactly"),
+        "{e}"
+    );
+    let odd = Link {
+        latency_s: 0.0008074860203719212,
+        ..cat().link("eth-25g").unwrap().clone()
+    };
+    let e = device_overlay_toml(&[], &[odd]).unwrap_err().to_string();
+    assert!(e.contains("'eth-25g' latency_s"), "{e}");
+    // Keys follow the catalogue file's rules.
+    let spaced = Device {
+        key: "h100 fit".into(),
+        ..fitted()
+    };
+    assert!(device_overlay_toml(&[spaced], &[]).is_err());
+    let spaced = Link {
+        key: "my link".into(),
+        ..cat().link("eth-25g").unwrap().clone()
+    };
+    assert!(device_overlay_toml(&[], &[spaced]).is_err());
 }
 
 #[test]
