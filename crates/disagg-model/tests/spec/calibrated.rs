@@ -546,3 +546,60 @@ extra = 1
 "#;
     assert!(toml::from_str::<CatalogueFile>(text).is_err());
 }
+
+/// `dev` fitted (4 ms per step, 0.2 ms per sequence), and the same device with no overhead at
+/// all (its step times are the roofs alone: `t + 0.0 == t`).
+fn fitted_and_bare(m: &ModelSpec, dev: &str) -> (CostModel, CostModel) {
+    let c = cat();
+    let d = c.device(dev).unwrap().clone();
+    let fit = Device {
+        step_overhead_s: Some(0.004),
+        per_seq_overhead_s: Some(0.0002),
+        ..d.clone()
+    };
+    let zero = CostOptions {
+        step_overhead_s: 0.0,
+        ..CostOptions::default()
+    };
+    (
+        CostModel::new(m, &fit, 1, CostOptions::default()).unwrap(),
+        CostModel::new(m, &d, 1, zero).unwrap(),
+    )
+}
+
+#[test]
+fn fft_and_ced_steps_count_their_rows() {
+    let c = cat();
+    // Hyena on a GPU (the digital ledger) and on the optical-FFT device (the engine branch):
+    // prefill of 3 prompts -> 3 rows; decode of 5 rows.
+    let hy = c.model("llama3-8b-hyena").unwrap();
+    for dev in ["h100", "optical-fft"] {
+        let (fit, bare) = fitted_and_bare(hy, dev);
+        let lens = [100, 300, 50];
+        let t = bare.prefill_optical(&lens).step.time_s;
+        let got = fit.prefill_optical(&lens).step.time_s;
+        assert_eq!(
+            got.to_bits(),
+            ((t + 0.004) + 0.0002 * 3.0).to_bits(),
+            "{dev}"
+        );
+        assert_eq!(fit.prefill(lens).time_s, got, "{dev}");
+        let t = bare.decode_sum(2000, 5).time_s;
+        let got = fit.decode_sum(2000, 5).time_s;
+        assert_eq!(
+            got.to_bits(),
+            ((t + 0.004) + 0.0002 * 5.0).to_bits(),
+            "{dev}"
+        );
+    }
+    // CED: a prefill of 2 prompts -> 2 rows; a decode step of 3 decoding rows and 2 replays -> 5.
+    let ced = c.model("llama3-8b-ced").unwrap();
+    let (fit, bare) = fitted_and_bare(ced, "h100");
+    let t = bare.prefill([512, 256]).time_s;
+    let got = fit.prefill([512, 256]).time_s;
+    assert_eq!(got.to_bits(), ((t + 0.004) + 0.0002 * 2.0).to_bits());
+    let replay = [(512, 128), (64, 64)];
+    let t = bare.ced_step(4000, 3, &replay).time_s;
+    let got = fit.ced_step(4000, 3, &replay).time_s;
+    assert_eq!(got.to_bits(), ((t + 0.004) + 0.0002 * 5.0).to_bits());
+}
