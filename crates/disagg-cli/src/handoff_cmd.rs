@@ -178,11 +178,23 @@ pub fn run(a: HandoffArgs, cat: Catalogue) -> CmdResult {
         .map_err(flag_error)?;
     let ranks = ranks_cmd::plan(&a, &cat, &spec, &doc, &model)?;
     if a.json {
-        match &ranks {
-            None => outln!("{}", serde_json::to_string_pretty(&doc).expect("json")),
-            Some(plan) => {
+        match (&ranks, &device.calibration) {
+            (None, None) => outln!("{}", serde_json::to_string_pretty(&doc).expect("json")),
+            (plan, cal) => {
                 let mut v = serde_json::to_value(&doc).expect("json");
-                v["ranks"] = serde_json::to_value(plan).expect("json");
+                if let Some(plan) = plan {
+                    v["ranks"] = serde_json::to_value(plan).expect("json");
+                }
+                if let Some(c) = cal {
+                    // The fitted prefill device's provenance (`disagg calibrate`).
+                    let mut cv = serde_json::json!({"pool": "prefill", "device": device.key});
+                    if let (Some(o), serde_json::Value::Object(f)) =
+                        (cv.as_object_mut(), serde_json::to_value(c).expect("json"))
+                    {
+                        o.extend(f);
+                    }
+                    v["calibration"] = cv;
+                }
                 outln!("{}", serde_json::to_string_pretty(&v).expect("json"));
             }
         }
@@ -223,6 +235,12 @@ pub fn run(a: HandoffArgs, cat: Catalogue) -> CmdResult {
         comp_text,
         send_text
     );
+    if let Some(c) = &device.calibration {
+        outln!(
+            "  calibrated             {}",
+            crate::report::calibration_phrase("prefill", &device.key, c)
+        );
+    }
     if a.kv_format.is_some() || a.weight_format.is_some() || a.compute_format.is_some() {
         let fm = disagg_model::calc::formats_of(&spec).map_err(flag_error)?;
         outln!(

@@ -41,6 +41,9 @@ fn models_json(cat: &Catalogue) -> Value {
                 o.insert("params".into(), json!(m.params() as f64));
                 o.insert("kv_bytes_per_token".into(), json!(m.kv_bytes_per_token()));
                 o.insert("weight_bytes_total".into(), json!(m.weight_bytes_total()));
+                if let Some(src) = disagg_model::model_source(&m.key) {
+                    o.insert("source".into(), json!(src));
+                }
                 v
             })
             .collect(),

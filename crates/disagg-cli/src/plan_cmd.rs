@@ -17,7 +17,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use crate::format::fixed;
-use crate::output::outln;
+use crate::output::{out, outln};
 use crate::progress::Progress;
 use crate::scenario_flags::ScenarioFlags;
 use crate::{plots, CmdResult, UsageError};
@@ -826,7 +826,7 @@ pub fn run(a: PlanArgs, cat: &Catalogue) -> CmdResult {
     let count = |st: &str| cands.iter().filter(|c| c.status == st).count();
     if a.json {
         let best = ranked.first().map(|c| c.index);
-        let doc = json!({
+        let mut doc = json!({
             "schema_version": 1,
             "target_rate_rps": rate,
             "slo_target": a.slo_target,
@@ -843,6 +843,13 @@ pub fn run(a: PlanArgs, cat: &Catalogue) -> CmdResult {
             "pareto": cands.iter().filter(|c| c.pareto).map(|c| c.index).collect::<Vec<_>>(),
             "candidates": cands,
         });
+        let mut calibration = Vec::new();
+        for s in cands.iter().filter_map(|c| c.summary.as_ref()) {
+            crate::report::add_calibration(&mut calibration, s);
+        }
+        if !calibration.is_empty() {
+            doc["calibration"] = json!(calibration);
+        }
         outln!("{}", serde_json::to_string_pretty(&doc).expect("json"));
         return Ok(());
     }
@@ -918,6 +925,10 @@ pub fn run(a: PlanArgs, cat: &Catalogue) -> CmdResult {
             describe(c)
         );
     }
+    out!(
+        "{}",
+        crate::report::calibration_of_runs(cands.iter().filter_map(|c| c.summary.as_ref()))
+    );
     Ok(())
 }
 
@@ -925,8 +936,9 @@ fn max_rate(a: &PlanArgs, base: Scenario, cat: &Catalogue) -> CmdResult {
     let cfg = base.build(cat)?;
     let r = max_sustainable_rate(&cfg, a.slo_target, 0.02, 0.0, None)?;
     let analytic = disagg_sim::analytic_capacity(&cfg);
+    let calibration = disagg_sim::metrics::calibration_of(&cfg);
     if a.json {
-        let doc = json!({
+        let mut doc = json!({
             "schema_version": 1,
             "scenario": base.with_slos_resolved(),
             "slo_target": a.slo_target,
@@ -935,6 +947,9 @@ fn max_rate(a: &PlanArgs, base: Scenario, cat: &Catalogue) -> CmdResult {
             "simulations": r.simulations,
             "analytic": analytic,
         });
+        if let Some(c) = &calibration {
+            doc["calibration"] = json!(c);
+        }
         outln!("{}", serde_json::to_string_pretty(&doc).expect("json"));
         return Ok(());
     }
@@ -953,6 +968,9 @@ fn max_rate(a: &PlanArgs, base: Scenario, cat: &Catalogue) -> CmdResult {
         fixed(r.bracket.1, 2),
         r.simulations
     );
+    if let Some(c) = &calibration {
+        out!("{}", crate::report::calibration_lines(c));
+    }
     Ok(())
 }
 

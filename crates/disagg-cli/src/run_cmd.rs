@@ -383,6 +383,7 @@ pub fn compare(a: CompareArgs, cat: &Catalogue) -> CmdResult {
     if a.sweep_rate.is_none() {
         let cols: Vec<&Summary> = rows.iter().map(|r| &r.3).collect();
         out!("{}", report::side_by_side(&["colocated", "disagg"], &cols));
+        out!("{}", report::calibration_of_runs(cols.iter().copied()));
         return Ok(());
     }
     let sums: Vec<&Summary> = rows.iter().map(|r| &r.3).collect();
@@ -418,6 +419,7 @@ pub fn compare(a: CompareArgs, cat: &Catalogue) -> CmdResult {
             s.hotspot.resource
         );
     }
+    out!("{}", report::calibration_of_runs(sums.iter().copied()));
     Ok(())
 }
 
@@ -464,6 +466,7 @@ fn compare_variants(a: &CompareArgs, base: &Scenario, cat: &Catalogue) -> CmdRes
         let names: Vec<&str> = cols.iter().map(|(n, _)| n.as_str()).collect();
         let refs: Vec<&Summary> = sums.iter().collect();
         out!("{}", report::variants_table(&names, &refs));
+        out!("{}", report::calibration_of_runs(refs.iter().copied()));
     }
     if let Some(dir) = &a.plot {
         let mut written = Vec::new();

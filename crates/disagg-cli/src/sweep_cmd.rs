@@ -13,7 +13,7 @@ use disagg_model::Catalogue;
 use disagg_sim::{simulate_config, Scenario, SimConfig, Summary};
 use serde_json::{json, Map, Value};
 
-use crate::output::{check_writable, outln, resolve, Pending, Target};
+use crate::output::{check_writable, out, outln, resolve, Pending, Target};
 use crate::progress::Progress;
 use crate::scenario_flags::ScenarioFlags;
 use crate::{plots, CmdResult, UsageError};
@@ -918,6 +918,7 @@ pub fn run(a: SweepArgs, cat: &Catalogue) -> CmdResult {
         runs: keep_runs.then(Vec::new),
         progress: Progress::start("runs", runs - start, a.quiet),
         warnings: Default::default(),
+        calibrated: Vec::new(),
     };
     let outcome: CmdResult = std::thread::scope(|scope| {
         let (tx, rx) = mpsc::channel();
@@ -956,11 +957,13 @@ pub fn run(a: SweepArgs, cat: &Catalogue) -> CmdResult {
         runs: kept_runs,
         progress,
         warnings,
+        calibrated,
         ..
     } = sinks;
     drop(progress);
     outcome?;
     warnings.finish();
+    out!("{}", crate::report::calibration_lines(&calibrated));
     if let (Some(dir), Some(kept_runs)) = (&a.plot, kept_runs) {
         sweep_plots(dir, &sweep, &kept_runs, &sweep.base)?;
     }
@@ -1001,6 +1004,8 @@ struct Sinks<'a> {
     progress: Progress,
     /// The runs' warnings, told once at the end.
     warnings: crate::report::RunWarnings,
+    /// The `calibrated` lines under the stdout table (fitted devices of any run).
+    calibrated: Vec<disagg_sim::CalibrationSummary>,
 }
 
 impl Sinks<'_> {
@@ -1012,6 +1017,7 @@ impl Sinks<'_> {
         }
         if let Some((names, levers)) = &self.table {
             outln!("{}", table_line(names, &r.row, *levers));
+            crate::report::add_calibration(&mut self.calibrated, &r.summary);
         }
         if let Some(runs) = &mut self.runs {
             runs.push(r);

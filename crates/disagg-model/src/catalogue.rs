@@ -377,6 +377,73 @@ pub struct Device {
     /// An optical Fourier-transform engine beside the GPU (levers-cost.md §10).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub engine: Option<TransformEngine>,
+    /// A fitted device's fixed time per step, seconds: replaces the cost model's
+    /// `step_overhead_s` (0.5 ms) for an instance of this device. `None` on every built-in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_overhead_s: Option<f64>,
+    /// A fitted device's time per sequence served by a step, seconds: every step of an instance
+    /// of this device takes `per_seq_overhead_s * rows` more (rows: [`crate::CostModel`]'s step
+    /// functions say which). `None` on every built-in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_seq_overhead_s: Option<f64>,
+    /// Where a fitted device's numbers come from (`disagg calibrate`). `None` on every built-in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibration: Option<Calibration>,
+}
+
+/// The provenance of a device fitted to measured step times (`disagg calibrate`): what it was
+/// fitted to, how, and how well. MAPEs are fractions (0.079 = 7.9 %).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Calibration {
+    /// The measurement files fitted to (file names, e.g. `perf_model.csv`).
+    pub measurements: Vec<String>,
+    /// The fitting method, one line.
+    pub fit: String,
+    /// The measurement groups used, as `model/device/tpN`.
+    pub groups: Vec<String>,
+    /// Mean absolute percentage error of prefill step times on the fitted data (a fraction).
+    pub in_sample_prefill_mape: f64,
+    /// Mean absolute percentage error of decode step times on the fitted data (a fraction).
+    pub in_sample_decode_mape: f64,
+    /// Cross-validated prefill MAPE (a fraction).
+    pub cv_prefill_mape: f64,
+    /// Cross-validated decode MAPE (a fraction).
+    pub cv_decode_mape: f64,
+    /// The tool and version that wrote it (`disagg calibrate 0.1.0`).
+    pub tool: String,
+}
+
+impl Calibration {
+    /// Checks every MAPE is finite and at least 0 and `fit` is one line; errors name the device
+    /// `key` and the field.
+    pub fn validate(&self, key: &str) -> Result<(), Error> {
+        for (what, v) in [
+            ("in_sample_prefill_mape", self.in_sample_prefill_mape),
+            ("in_sample_decode_mape", self.in_sample_decode_mape),
+            ("cv_prefill_mape", self.cv_prefill_mape),
+            ("cv_decode_mape", self.cv_decode_mape),
+        ] {
+            crate::error::non_negative(&format!("device '{key}' calibration.{what}"), v)?;
+        }
+        if self.fit.contains('\n') {
+            return Err(Error::invalid(
+                format!("device '{key}' calibration.fit"),
+                "must be one line",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The groups' summary for a report line: `perf_model.csv (8 groups)`.
+    pub fn summary(&self) -> String {
+        let n = self.groups.len();
+        format!(
+            "{} ({n} group{})",
+            self.measurements.join(", "),
+            if n == 1 { "" } else { "s" }
+        )
+    }
 }
 
 fn one() -> f64 {
@@ -391,6 +458,17 @@ impl Device {
     /// FLOP per byte at which compute and memory take equal time.
     pub fn ridge_point(&self) -> f64 {
         (self.peak_flops * self.flops_eff) / (self.mem_bw * self.bw_eff)
+    }
+
+    /// This device without its fitted overheads (`step_overhead_s`, `per_seq_overhead_s`): for
+    /// the cost models that run no step of their own (a draft's passes, a parallel layout's
+    /// stage).
+    pub fn without_overheads(&self) -> Device {
+        Device {
+            step_overhead_s: None,
+            per_seq_overhead_s: None,
+            ..self.clone()
+        }
     }
 
     /// Validates every field.
@@ -414,6 +492,15 @@ impl Device {
         crate::error::positive(&format!("device '{k}' fft_efficiency"), self.fft_efficiency)?;
         if let Some(e) = &self.engine {
             e.validate(k)?;
+        }
+        if let Some(x) = self.step_overhead_s {
+            crate::error::non_negative(&format!("device '{k}' step_overhead_s"), x)?;
+        }
+        if let Some(x) = self.per_seq_overhead_s {
+            crate::error::non_negative(&format!("device '{k}' per_seq_overhead_s"), x)?;
+        }
+        if let Some(c) = &self.calibration {
+            c.validate(k)?;
         }
         if self.idle_w >= self.tdp_w {
             return Err(Error::invalid(
@@ -641,6 +728,20 @@ impl Default for Catalogue {
     }
 }
 
+/// Where a built-in model's configuration comes from, for the models added with the
+/// calibration data (issue 15): the Hugging Face repository and file. `None` for the reference's
+/// models (cost-model.md §2.2 is their source).
+pub fn model_source(key: &str) -> Option<&'static str> {
+    match key {
+        "llama2-7b" => Some("huggingface.co/meta-llama/Llama-2-7b-hf config.json"),
+        "llama2-70b" => Some("huggingface.co/meta-llama/Llama-2-70b-hf config.json"),
+        "bloom-176b" => Some(
+            "huggingface.co/bigscience/bloom config.json (MLP 2 x 57344 GELU written as d_ff 38229)",
+        ),
+        _ => None,
+    }
+}
+
 fn h100_like(key: &str, name: &str, mem_bw: f64, mem_cap: f64) -> Device {
     Device {
         key: key.into(),
@@ -658,6 +759,9 @@ fn h100_like(key: &str, name: &str, mem_bw: f64, mem_cap: f64) -> Device {
         scale_up: "nvlink4".into(),
         fft_efficiency: 1.0,
         engine: None,
+        step_overhead_s: None,
+        per_seq_overhead_s: None,
+        calibration: None,
     }
 }
 
@@ -678,6 +782,9 @@ fn a100_like(key: &str, name: &str, mem_bw: f64, mem_cap: f64) -> Device {
         scale_up: "nvlink3".into(),
         fft_efficiency: 1.0,
         engine: None,
+        step_overhead_s: None,
+        per_seq_overhead_s: None,
+        calibration: None,
     }
 }
 
@@ -744,6 +851,32 @@ impl Catalogue {
         ];
         let mut models = models;
         models.extend(extra);
+        // The models measured in the calibration data (issue 15), fp16 weights and KV, each
+        // config from its Hugging Face repository's `config.json` ([`model_source`]):
+        // meta-llama/Llama-2-7b-hf (32 layers, hidden 4096, 32 heads, 32 KV heads, FFN 11008,
+        // vocab 32000, 4096 positions), meta-llama/Llama-2-70b-hf (80, 8192, 64, 8, 28672, 32000,
+        // 4096) and bigscience/bloom (BLOOM-176B: n_layer 70, hidden 14336, n_head 112 (MHA,
+        // head dim 128), vocab 250880, trained on 2048-token sequences). BLOOM's MLP is two
+        // matrices of 4*d = 57344 with GELU, not three (SwiGLU): in the catalogue's
+        // three-matrix convention, as the reference writes OPT-13B's 2 x 20480 as d_ff 13653,
+        // it is d_ff = round(2 * 57344 / 3) = round(38229.33) = 38229.
+        models.extend([
+            ModelSpec::preset("llama2-7b", "Llama-2-7B", 32, 4096, 32, 32, 11008, 32000)
+                .with_context(4096),
+            ModelSpec::preset("llama2-70b", "Llama-2-70B", 80, 8192, 64, 8, 28672, 32000)
+                .with_context(4096),
+            ModelSpec::preset(
+                "bloom-176b",
+                "BLOOM-176B",
+                70,
+                14336,
+                112,
+                112,
+                38229,
+                250880,
+            )
+            .with_context(2048),
+        ]);
         let devices = vec![
             h100_like("h100", "H100-SXM", 3.35 * TB, 80.0 * GB),
             a100_like("a100", "A100-SXM", 2.039 * TB, 80.0 * GB),
@@ -765,6 +898,9 @@ impl Catalogue {
                 scale_up: "nvlink5".into(),
                 fft_efficiency: 1.0,
                 engine: None,
+                step_overhead_s: None,
+                per_seq_overhead_s: None,
+                calibration: None,
             },
             Device {
                 key: "optical".into(),
@@ -782,6 +918,9 @@ impl Catalogue {
                 scale_up: "nvlink4".into(),
                 fft_efficiency: 1.0,
                 engine: None,
+                step_overhead_s: None,
+                per_seq_overhead_s: None,
+                calibration: None,
             },
             // The host GPU with an optical Fourier-transform engine (levers-cost.md §10.1).
             Device {

@@ -149,8 +149,10 @@ impl CostModel {
     }
 
     /// The cost of a decode-pool step with replays: `step(F, B)` of [`CostModel::ced_step_work`].
+    /// A fitted device's per-sequence term counts the rows the step serves: the `b` decoding
+    /// rows plus one per replay.
     pub fn ced_step(&self, ctx: u64, b: u64, replay: &[(u64, u64)]) -> StepCost {
         let (f, by) = self.ced_step_work(ctx, b, replay);
-        self.step(f, by)
+        self.add_rows(self.step(f, by), b + replay.len() as u64)
     }
 }

@@ -196,6 +196,8 @@ pub struct CostModel {
     kv_bytes_per_token: f64,
     moe: Option<Moe>,
     layout: Option<Box<Layout>>,
+    step_overhead: f64,
+    per_seq_overhead: Option<f64>,
 }
 
 impl CostModel {
@@ -251,7 +253,6 @@ impl CostModel {
             model: model.clone(),
             device: device.clone(),
             n_devices,
-            opts,
             flops_rate,
             byte_rate,
             j_f,
@@ -268,6 +269,9 @@ impl CostModel {
             kv_bytes_per_token: model.kv_bytes_per_token(),
             moe: model.moe,
             layout: None,
+            step_overhead: device.step_overhead_s.unwrap_or(opts.step_overhead_s),
+            per_seq_overhead: device.per_seq_overhead_s,
+            opts,
         })
     }
 
@@ -294,6 +298,42 @@ impl CostModel {
     /// KV bytes per token of the model.
     pub fn kv_bytes_per_token(&self) -> f64 {
         self.kv_bytes_per_token
+    }
+
+    /// The fixed time added to every step, seconds: the device's fitted `step_overhead_s` if it
+    /// has one, else the options' (0.5 ms by default).
+    pub fn step_overhead_s(&self) -> f64 {
+        self.step_overhead
+    }
+
+    /// The device's fitted time per sequence served by a step, seconds (`None`: no such term).
+    pub fn per_seq_overhead_s(&self) -> Option<f64> {
+        self.per_seq_overhead
+    }
+
+    /// A step's wall time from its time `t` after the power logic (cost-model.md §3.5; with a
+    /// layout, `(slots * t) + comm_time`): `t + step_overhead`, then `+ per_seq_overhead *
+    /// fl(rows)` for a device that has one (fitted devices; `rows` is the sequences the step
+    /// serves). Without a per-sequence term this is `t + step_overhead`, bit for bit as before.
+    #[inline]
+    pub fn step_time(&self, t: f64, rows: u64) -> f64 {
+        self.with_rows(t + self.step_overhead, rows)
+    }
+
+    /// `time + per_seq_overhead * fl(rows)`, or `time` unchanged without a per-sequence term.
+    #[inline]
+    fn with_rows(&self, time: f64, rows: u64) -> f64 {
+        match self.per_seq_overhead {
+            None => time,
+            Some(p) => time + p * rows as f64,
+        }
+    }
+
+    /// `cost` with the per-sequence term of `rows` sequences added to its time.
+    #[inline]
+    pub(crate) fn add_rows(&self, mut cost: StepCost, rows: u64) -> StepCost {
+        cost.time_s = self.with_rows(cost.time_s, rows);
+        cost
     }
 
     /// Weight bytes a pass over `t` tokens reads: `W + fl(t)*e` for a dense model, the experts
@@ -381,7 +421,7 @@ impl CostModel {
         StepCost {
             flops,
             bytes,
-            time_s: r.t + self.opts.step_overhead_s,
+            time_s: r.t + self.step_overhead,
             bound: r.bound,
             energy_j: r.ec + r.em,
             compute_j: r.ec,
@@ -451,16 +491,20 @@ impl CostModel {
     }
 
     /// The cost of a prefill step over whole prompts (an FFT-mixing model's: levers-cost.md §9.3,
-    /// §10.2; a CED model's: §8.2).
+    /// §10.2; a CED model's: §8.2). A fitted device's per-sequence term counts the prompts.
     pub fn prefill(&self, lens: impl IntoIterator<Item = u64>) -> StepCost {
         if self.model.fft.is_some() {
             return self.fft_prefill(&lens.into_iter().collect::<Vec<_>>());
         }
-        if self.model.ced.is_some() {
-            return self.ced_prefill(lens);
-        }
-        let (f, t) = self.prefill_flops(lens);
-        self.pass(f, t, t)
+        let mut rows = 0u64;
+        let lens = lens.into_iter().inspect(|_| rows += 1);
+        let cost = if self.model.ced.is_some() {
+            self.ced_prefill(lens)
+        } else {
+            let (f, t) = self.prefill_flops(lens);
+            self.pass(f, t, t)
+        };
+        self.add_rows(cost, rows)
     }
 
     /// FLOPs and bytes of a decode step: `ctx` is the total cached context over a batch of `b`
@@ -473,15 +517,18 @@ impl CostModel {
         (f, by)
     }
 
-    /// The cost of a decode step (`decode_sum`).
+    /// The cost of a decode step (`decode_sum`). A fitted device's per-sequence term counts the
+    /// `b` rows.
     #[inline]
     pub fn decode_sum(&self, ctx: u64, b: u64) -> StepCost {
-        if self.model.fft.is_some() {
-            return self.fft_decode_sum(ctx, b);
-        }
-        let f =
-            2 * self.matmul_params * b as i128 + self.decode_attn_coef * (ctx as i128 + b as i128);
-        self.pass(f, b, ctx + b)
+        let cost = if self.model.fft.is_some() {
+            self.fft_decode_sum(ctx, b)
+        } else {
+            let f = 2 * self.matmul_params * b as i128
+                + self.decode_attn_coef * (ctx as i128 + b as i128);
+            self.pass(f, b, ctx + b)
+        };
+        self.add_rows(cost, b)
     }
 
     /// Adds the endpoint compression pass for the prompts handed off by a prefill batch
@@ -565,10 +612,12 @@ impl CostModel {
         (f, self.pass_bytes(t as i128, k as i128))
     }
 
-    /// The cost of a mixed step: the pass of [`CostModel::step_mixed_pass`].
+    /// The cost of a mixed step: the pass of [`CostModel::step_mixed_pass`]. A fitted device's
+    /// per-sequence term counts the rows the step serves: the `b` decode rows plus one per
+    /// prefill chunk.
     pub fn step_mixed(&self, ctx: u64, b: u64, chunks: &[Chunk]) -> StepCost {
         let (f, t, k) = self.step_mixed_pass(ctx, b, chunks);
-        self.pass(f, t, k)
+        self.add_rows(self.pass(f, t, k), b + chunks.len() as u64)
     }
 
     /// FLOPs (exact), tokens and KV positions of a speculative verify pass
@@ -591,10 +640,12 @@ impl CostModel {
         (f, self.pass_bytes(t as i128, k as i128))
     }
 
-    /// The cost of a verify pass: the pass of [`CostModel::step_spec_pass`].
+    /// The cost of a verify pass: the pass of [`CostModel::step_spec_pass`]. A fitted device's
+    /// per-sequence term counts the rows the step serves, as a mixed step: `b` plus one per
+    /// chunk (not `b * c`: a row's `c` positions are one sequence).
     pub fn step_spec(&self, ctx: u64, b: u64, c: u64, chunks: &[Chunk]) -> StepCost {
         let (f, t, k) = self.step_spec_pass(ctx, b, c, chunks);
-        self.pass(f, t, k)
+        self.add_rows(self.pass(f, t, k), b + chunks.len() as u64)
     }
 
     /// KV capacity in tokens with a speculative draft resident (levers-scheduling.md §10.1,

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::catalogue::{Catalogue, Device, Link, LmHead, ModelSpec, GB, TB};
+use crate::catalogue::{Calibration, Catalogue, Device, Link, LmHead, ModelSpec, GB, TB};
 use crate::error::Error;
 use crate::parallel::Moe;
 use crate::variants::{ActFormat, Ced, DecodeStyle, FftMixing, Mixer, ReplayOn};
@@ -101,6 +101,25 @@ pub struct CustomDevice {
     pub pj_per_byte: Option<f64>,
     /// Efficiency of FFT work relative to dense FLOPs (default 1.0).
     pub fft_efficiency: Option<f64>,
+    /// Native low-precision formats and their rate multiple of BF16, `[["fp8", 2.0]]` (default:
+    /// the base's, else none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub native_formats: Option<Vec<(String, f64)>>,
+    /// Scale-up link key for tensor parallelism (default: the base's, else none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scale_up: Option<String>,
+    /// A fitted device's fixed time per step, seconds (replaces the 0.5 ms step overhead;
+    /// default: the base's, else none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_overhead_s: Option<f64>,
+    /// A fitted device's time per sequence a step serves, seconds (default: the base's, else
+    /// none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_seq_overhead_s: Option<f64>,
+    /// A fitted device's provenance, `[devices.KEY.calibration]` (default: the base's, else
+    /// none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibration: Option<Calibration>,
 }
 
 /// A KV link.
@@ -126,13 +145,13 @@ pub struct CustomLink {
 #[serde(deny_unknown_fields)]
 pub struct CatalogueFile {
     /// Models by key.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub models: BTreeMap<String, CustomModel>,
     /// Devices by key.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub devices: BTreeMap<String, CustomDevice>,
     /// Links by key.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub links: BTreeMap<String, CustomLink>,
 }
 
@@ -390,19 +409,31 @@ impl CustomDevice {
                 .pj_per_byte
                 .or(base.as_ref().map(|b| b.pj_per_byte))
                 .unwrap_or(60.0),
-            native_formats: base
-                .as_ref()
-                .map(|b| b.native_formats.clone())
+            native_formats: self
+                .native_formats
+                .clone()
+                .or(base.as_ref().map(|b| b.native_formats.clone()))
                 .unwrap_or_default(),
-            scale_up: base
-                .as_ref()
-                .map(|b| b.scale_up.clone())
+            scale_up: self
+                .scale_up
+                .clone()
+                .or(base.as_ref().map(|b| b.scale_up.clone()))
                 .unwrap_or_default(),
             fft_efficiency: self
                 .fft_efficiency
                 .or(base.as_ref().map(|b| b.fft_efficiency))
                 .unwrap_or(1.0),
             engine: base.as_ref().and_then(|b| b.engine.clone()),
+            step_overhead_s: self
+                .step_overhead_s
+                .or(base.as_ref().and_then(|b| b.step_overhead_s)),
+            per_seq_overhead_s: self
+                .per_seq_overhead_s
+                .or(base.as_ref().and_then(|b| b.per_seq_overhead_s)),
+            calibration: self
+                .calibration
+                .clone()
+                .or(base.as_ref().and_then(|b| b.calibration.clone())),
         };
         d.validate()?;
         Ok(d)
@@ -562,4 +593,104 @@ impl CatalogueFile {
         }
         Ok(())
     }
+}
+
+/// `x` in units of `unit`, `x / unit`, if reading it back (`v * unit`, as
+/// [`CustomDevice::resolve`] and [`CustomLink::resolve`] do) gives `x` bit for bit. Every value
+/// that is some `v * unit` qualifies (whatever a user or a fit writes in TFLOP/s, TB/s, GB, GB/s
+/// or µs); about 7 % of arbitrary doubles do not, and no neighbour of `x / unit` helps then.
+fn in_units(x: f64, unit: f64) -> Option<f64> {
+    let v = x / unit;
+    (v * unit == x).then_some(v)
+}
+
+fn exact_units(x: f64, unit: f64, key: &str, field: &str) -> Result<f64, Error> {
+    in_units(x, unit).ok_or_else(|| {
+        Error::invalid(
+            format!("device or link '{key}' {field}"),
+            format!("{x} cannot be written in the file's units exactly"),
+        )
+    })
+}
+
+impl CustomDevice {
+    /// The entry that resolves back to `d` exactly ([`CustomDevice::resolve`] without a base
+    /// gives `d` bit for bit): every field written out, rates in the file's units. Fails for a
+    /// device with an optical transform engine (the file cannot describe one) or a rate that
+    /// no decimal in the file's units reproduces exactly.
+    pub fn from_device(d: &Device) -> Result<CustomDevice, Error> {
+        if d.engine.is_some() {
+            return Err(Error::invalid(
+                format!("device '{}'", d.key),
+                "a device with an optical transform engine cannot be written to a catalogue file",
+            ));
+        }
+        let k = &d.key;
+        Ok(CustomDevice {
+            base: None,
+            name: Some(d.name.clone()),
+            peak_tflops: Some(exact_units(d.peak_flops, TB, k, "peak_flops")?),
+            mem_bw_tb_s: Some(exact_units(d.mem_bw, TB, k, "mem_bw")?),
+            mem_gb: Some(exact_units(d.mem_capacity, GB, k, "mem_capacity")?),
+            flops_eff: Some(d.flops_eff),
+            bw_eff: Some(d.bw_eff),
+            tdp_w: Some(d.tdp_w),
+            idle_w: Some(d.idle_w),
+            pj_per_flop: Some(d.pj_per_flop),
+            pj_per_byte: Some(d.pj_per_byte),
+            fft_efficiency: Some(d.fft_efficiency),
+            native_formats: Some(d.native_formats.clone()),
+            scale_up: Some(d.scale_up.clone()),
+            step_overhead_s: d.step_overhead_s,
+            per_seq_overhead_s: d.per_seq_overhead_s,
+            calibration: d.calibration.clone(),
+        })
+    }
+}
+
+impl CustomLink {
+    /// The entry that resolves back to `l` exactly (every field written out, bandwidth in GB/s
+    /// and latency in µs); fails for a value no decimal in those units reproduces exactly.
+    pub fn from_link(l: &Link) -> Result<CustomLink, Error> {
+        Ok(CustomLink {
+            base: None,
+            name: Some(l.name.clone()),
+            bandwidth_gb_s: Some(exact_units(l.bandwidth_bps, GB, &l.key, "bandwidth_bps")?),
+            latency_us: Some(exact_units(l.latency_s, 1e-6, &l.key, "latency_s")?),
+            pj_per_bit: Some(l.pj_per_bit),
+            channels: Some(l.channels),
+        })
+    }
+}
+
+/// A catalogue overlay (`--catalogue FILE`) holding `devices` and `links`, as TOML: one
+/// `[devices.KEY]` table per device (a fitted device's `step_overhead_s`, `per_seq_overhead_s`
+/// and `[devices.KEY.calibration]` included) and one `[links.KEY]` per link, every field written
+/// out, so that reading the file back (`CatalogueFile::apply`) gives each device and link bit for
+/// bit. `disagg calibrate` writes its fitted devices with it. Errors: an invalid device or link,
+/// a key given twice, or a value [`CustomDevice::from_device`] / [`CustomLink::from_link`]
+/// cannot write exactly.
+pub fn device_overlay_toml(devices: &[Device], links: &[Link]) -> Result<String, Error> {
+    let mut f = CatalogueFile::default();
+    for d in devices {
+        d.validate()?;
+        check_key("device", &d.key)?;
+        if f.devices
+            .insert(d.key.clone(), CustomDevice::from_device(d)?)
+            .is_some()
+        {
+            return Err(Error::invalid(format!("device '{}'", d.key), "given twice"));
+        }
+    }
+    for l in links {
+        l.validate()?;
+        check_key("link", &l.key)?;
+        if f.links
+            .insert(l.key.clone(), CustomLink::from_link(l)?)
+            .is_some()
+        {
+            return Err(Error::invalid(format!("link '{}'", l.key), "given twice"));
+        }
+    }
+    toml::to_string(&f).map_err(|e| Error::invalid("catalogue overlay", e.to_string()))
 }

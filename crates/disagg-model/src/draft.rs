@@ -86,7 +86,7 @@ impl Draft {
             prefill_only: false,
             ..target_opts.clone()
         };
-        CostModel::new(&self.model, device, n_devices, opts)
+        CostModel::new(&self.model, &device.without_overheads(), n_devices, opts)
     }
 }
 

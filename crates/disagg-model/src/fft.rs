@@ -411,7 +411,7 @@ impl CostModel {
             let b = b + self.model.filter_spectrum_bytes(lens);
             let f = self.digital_flops(&o);
             return OpticalStep {
-                step: self.step_of(PyNum::Float(f), f, b),
+                step: self.add_rows(self.step_of(PyNum::Float(f), f, b), lens.len() as u64),
                 optical_j: 0.0,
                 optical_flops: 0.0,
             };
@@ -433,7 +433,7 @@ impl CostModel {
             step: StepCost {
                 flops: PyNum::Float(f),
                 bytes: b,
-                time_s: t + self.opts.step_overhead_s,
+                time_s: self.step_time(t, lens.len() as u64),
                 bound,
                 energy_j: (r.ec + r.em) + ot.optical_j,
                 compute_j: r.ec,

@@ -19,7 +19,8 @@ pub mod ranks;
 pub mod variants;
 
 pub use catalogue::{
-    Catalogue, CompressAt, Device, KvCompression, KvTransit, Link, LmHead, ModelSpec, GB, TB,
+    model_source, Calibration, Catalogue, CompressAt, Device, KvCompression, KvTransit, Link,
+    LmHead, ModelSpec, GB, TB,
 };
 pub use ced::replay_attn;
 pub use cost::{Bound, Chunk, CostModel, CostOptions, PyNum, RawStep, StepCost};

@@ -300,7 +300,7 @@ impl Layout {
             step_overhead_s: 0.0,
             ..base.opts.clone()
         };
-        let stage = CostModel::new(&base.model, &base.device, par.tp, so)?;
+        let stage = CostModel::new(&base.model, &base.device.without_overheads(), par.tp, so)?;
         let link = par.link(&base.device, catalogue)?.clone();
         Ok(Layout { par, stage, link })
     }
@@ -367,7 +367,7 @@ impl Layout {
         let slots = (mb + pp - 1) as f64;
         let comm_time = slots * (ct + hop);
         let comm_bytes = ((mb * pp) as f64 * cb) + ((mb * (pp - 1)) as f64 * act);
-        let time = ((slots * r.t) + comm_time) + base.opts.step_overhead_s;
+        let time = ((slots * r.t) + comm_time) + base.step_overhead_s();
         // 17.-18.
         let n = (mb * pp) as f64;
         StepCost {

@@ -41,7 +41,7 @@ pub mod trace;
 pub mod workload;
 
 pub use document::RunDocument;
-pub use metrics::{Summary, SCHEMA_VERSION};
+pub use metrics::{CalibrationSummary, Summary, SCHEMA_VERSION};
 pub use observer::{
     InstanceInfo, InstanceSample, Observer, Sample, SampleRow, StepEvent, StepKind, TimeSeries,
     TransferEvent,

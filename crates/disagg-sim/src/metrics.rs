@@ -142,6 +142,38 @@ pub struct Energy {
     pub optical_conversions_frac: Option<f64>,
 }
 
+/// A pool whose device was fitted to measured step times (`disagg calibrate`): the pool's role,
+/// the device key, and the device's provenance fields (flattened).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CalibrationSummary {
+    /// `prefill`, `decode` or `colocated`.
+    pub pool: String,
+    /// The device's catalogue key (`h100-fit`).
+    pub device: String,
+    /// The provenance: measurements, fit, groups, MAPEs, tool.
+    #[serde(flatten)]
+    pub calibration: disagg_model::Calibration,
+}
+
+/// The pools of a configuration whose device carries a calibration, in pool order (the pools
+/// of its mode: prefill and decode, or colocated) with at least one instance; `None` when there
+/// is none.
+pub fn calibration_of(cfg: &SimConfig) -> Option<Vec<CalibrationSummary>> {
+    let out: Vec<CalibrationSummary> = cfg
+        .pools
+        .iter()
+        .filter(|p| p.instances > 0)
+        .filter_map(|p| {
+            p.device.calibration.as_ref().map(|c| CalibrationSummary {
+                pool: p.role.as_str().to_string(),
+                device: p.device.key.clone(),
+                calibration: c.clone(),
+            })
+        })
+        .collect();
+    (!out.is_empty()).then_some(out)
+}
+
 /// One instance's optical-engine figures (levers-cost.md §10.3; every instance when any device
 /// has an engine).
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -433,6 +465,10 @@ pub struct Summary {
     /// Area, silicon cost and performance per W / mm² / $ (`--ppa` only; levers-cost.md §11).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ppa: Option<disagg_model::ppa::PpaReport>,
+    /// The pools whose device was fitted to measurements, with the fit's provenance (only when
+    /// one is).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub calibration: Option<Vec<CalibrationSummary>>,
 }
 
 impl Req {
@@ -987,6 +1023,7 @@ fn summarise(res: &RunResult) -> Summary {
         formats: formats_summary(cfg),
         optical: engines.then_some(optical),
         ppa,
+        calibration: calibration_of(cfg),
     }
 }
 
@@ -2127,5 +2164,52 @@ mod tests {
         // 4 devices (the default) x 20 W x 2 s.
         assert_eq!(s.optical.as_ref().unwrap()[0].static_j, 160.0);
         assert!(s.ppa.is_none());
+    }
+
+    #[test]
+    fn calibration_of_names_each_fitted_pool_in_order() {
+        let cal = disagg_model::Calibration {
+            measurements: vec!["m.csv".into()],
+            fit: "f".into(),
+            groups: vec!["g".into()],
+            in_sample_prefill_mape: 0.1,
+            in_sample_decode_mape: 0.2,
+            cv_prefill_mape: 0.3,
+            cv_decode_mape: 0.4,
+            tool: "t".into(),
+        };
+        let mut c = cfg(&["--prefill", "2", "--decode", "1"]);
+        assert_eq!(calibration_of(&c), None);
+        let roles: Vec<Role> = c.pools.iter().map(|p| p.role).collect();
+        assert_eq!(roles, [Role::Prefill, Role::Decode]);
+        c.pools[1].device.calibration = Some(cal.clone());
+        c.pools[1].device.key = "d-fit".into();
+        assert_eq!(
+            calibration_of(&c),
+            Some(vec![CalibrationSummary {
+                pool: "decode".into(),
+                device: "d-fit".into(),
+                calibration: cal.clone(),
+            }])
+        );
+        c.pools[0].device.calibration = Some(cal.clone());
+        let got = calibration_of(&c).unwrap();
+        let names: Vec<(&str, &str)> = got
+            .iter()
+            .map(|x| (x.pool.as_str(), x.device.as_str()))
+            .collect();
+        assert_eq!(names, [("prefill", "h100"), ("decode", "d-fit")]);
+        // A pool without instances runs nothing, so it is not named.
+        c.pools[0].instances = 0;
+        assert_eq!(calibration_of(&c).unwrap().len(), 1);
+        // The JSON flattens the provenance beside the pool and device.
+        let v = serde_json::to_value(&got[0]).unwrap();
+        assert_eq!(v["pool"], "prefill");
+        assert_eq!(v["cv_decode_mape"], 0.4);
+        assert_eq!(v["tool"], "t");
+        // Colocated: the one pool.
+        let mut c = cfg(&["--mode", "colocated"]);
+        c.pools[0].device.calibration = Some(cal);
+        assert_eq!(calibration_of(&c).unwrap()[0].pool, "colocated");
     }
 }

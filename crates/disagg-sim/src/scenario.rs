@@ -726,7 +726,8 @@ pub struct SimConfig {
     pub max_prefill_tokens: u64,
     /// Most sequences in a decode batch (256).
     pub max_decode_batch: usize,
-    /// Fixed per-step overhead, s (0.5 ms).
+    /// Fixed per-step overhead, s (0.5 ms): informational; every step's overhead comes from its
+    /// pool's cost model (`CostModel::step_time`: this value, or a fitted device's own).
     pub step_overhead_s: f64,
     /// Fraction of the earliest requests excluded from latency statistics (0.1).
     pub warmup_frac: f64,

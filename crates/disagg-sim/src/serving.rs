@@ -845,7 +845,6 @@ struct Sim<'a, O: Observer> {
     n_prefill: u32,
     max_prefill_tokens: u64,
     max_batch: usize,
-    overhead: f64,
     /// CED with the replay on decode (levers-cost.md §8.3): the replay window W; `None` for
     /// every other run.
     ced_replay: Option<u64>,
@@ -1154,7 +1153,6 @@ impl<'a, O: Observer> Sim<'a, O> {
             n_prefill: n_p as u32,
             max_prefill_tokens: cfg.max_prefill_tokens,
             max_batch: cfg.max_decode_batch,
-            overhead: cfg.step_overhead_s,
             ced_replay: cfg.ced_decode_replay(),
         }
     }
@@ -1924,7 +1922,6 @@ impl<'a, O: Observer> Sim<'a, O> {
         let Reverse((fin0, _)) = *inst.heap.peek().expect("running implies a finish");
         let k = ((fin0 - base + 1) as usize).min(inst.horizon);
         let cm = self.dcost.expect("decode pool");
-        let overhead = self.overhead;
         let fft = self.fft;
         inst.plan_ends.clear();
         inst.plan_steps.clear();
@@ -1939,7 +1936,7 @@ impl<'a, O: Observer> Sim<'a, O> {
                 (disagg_model::pymath::fl(f), by)
             };
             let raw = cm.step_time_raw(ff, by);
-            let dt = raw.t + overhead;
+            let dt = cm.step_time(raw.t, b);
             t += dt;
             inst.plan_ends.push(t);
             inst.plan_steps.push(Planned {

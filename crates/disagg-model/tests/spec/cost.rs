@@ -696,6 +696,9 @@ fn round_device(tdp_w: f64) -> Device {
         scale_up: String::new(),
         fft_efficiency: 1.0,
         engine: None,
+        step_overhead_s: None,
+        per_seq_overhead_s: None,
+        calibration: None,
     }
 }
 

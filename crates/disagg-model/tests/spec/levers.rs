@@ -425,7 +425,7 @@ fn draft_errors() {
         e.to_string(),
         "unknown draft model 'tiny'; valid: mtp, llama3-8b, llama3-70b, mistral-7b, yi-34b, \
          opt-13b, llama3.2-1b, mixtral-8x7b, llama3-8b-hyena, \
-         llama3-8b-hyena-dist, llama3-8b-hybrid, llama3-8b-hyena-circ, llama3-8b-ced, llama3-70b-ced"
+         llama3-8b-hyena-dist, llama3-8b-hybrid, llama3-8b-hyena-circ, llama3-8b-ced, llama3-70b-ced, llama2-7b, llama2-70b, bloom-176b"
     );
     let e = Draft::new(&model("opt-13b"), "llama3.2-1b", &cat()).unwrap_err();
     assert_eq!(

@@ -4,6 +4,7 @@
 
 mod calc;
 mod calc_levers;
+mod calibrated;
 mod catalogue;
 mod ced;
 mod cost;
