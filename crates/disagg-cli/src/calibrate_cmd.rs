@@ -73,6 +73,12 @@ fn score_json(g: &GroupScore) -> Value {
     json!({"group": g.group, "rows": g.rows, "prefill_mape": g.prefill_mape, "decode_mape": g.decode_mape})
 }
 
+fn row_json(r: &RowPrediction) -> Value {
+    json!({"group": r.group, "phase": r.phase.as_str(), "batch": r.batch, "tokens": r.tokens,
+           "measured_s": r.measured_s, "predicted_s": r.predicted_s,
+           "cv_predicted_s": r.cv_predicted_s, "uncalibrated_s": r.uncalibrated_s})
+}
+
 fn fit_json(d: &DeviceFit) -> Value {
     json!({
         "device": d.device,
@@ -158,6 +164,7 @@ pub fn run(a: CalibrateArgs, catalogue: Option<&Path>) -> CmdResult {
             "kernel_rows": r.kernels,
             "devices": r.devices.iter().map(fit_json).collect::<Vec<_>>(),
             "per_tp": r.per_tp.iter().map(fit_json).collect::<Vec<_>>(),
+            "predictions": r.rows.iter().map(row_json).collect::<Vec<_>>(),
         });
         outln!(
             "{}",

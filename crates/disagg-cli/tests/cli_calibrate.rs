@@ -281,18 +281,21 @@ fn calibration_dir() -> Option<PathBuf> {
     }
 }
 
-/// The three measured models as a catalogue file (published shapes; BLOOM's two-matrix 4d GELU
-/// MLP as three matrices of 8d/3 = 38229, the same parameter count).
-pub const MODELS_TOML: &str = "\
-[models.llama2-7b]\nlayers = 32\nd_model = 4096\nheads = 32\nkv_heads = 32\nd_ff = 11008\nvocab = 32000\n\
-[models.llama2-70b]\nlayers = 80\nd_model = 8192\nheads = 64\nkv_heads = 8\nd_ff = 28672\nvocab = 32000\n\
-[models.bloom-176b]\nlayers = 70\nd_model = 14336\nheads = 112\nkv_heads = 112\nd_ff = 38229\nvocab = 250880\n";
+/// The three measured models as a catalogue file (`scripts/calibration-models.toml`).
+fn models_toml() -> String {
+    std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../scripts/calibration-models.toml"
+    ))
+    .unwrap()
+}
 
 #[test]
 fn the_real_measurements_fit_and_cross_validate() {
     let Some(c) = calibration_dir() else { return };
     let d = dir("real");
-    let cat = write(&d, "models.toml", MODELS_TOML);
+    let models = models_toml();
+    let cat = write(&d, "models.toml", &models);
     let sw = c.join("splitwise/perf_model.csv").display().to_string();
     let ar_a = c.join("vidur/data/profiling/network/a100_dgx/all_reduce.csv");
     let ar_h = c.join("vidur/data/profiling/network/h100_dgx/all_reduce.csv");
@@ -350,7 +353,7 @@ fn the_real_measurements_fit_and_cross_validate() {
         }
     }
     // The overlay scores its own rows as the fit did.
-    let both = format!("{MODELS_TOML}{}", std::fs::read_to_string(&out).unwrap());
+    let both = format!("{models}{}", std::fs::read_to_string(&out).unwrap());
     let both = write(&d, "both.toml", &both);
     let e = ok_json(&[
         "calibrate",
