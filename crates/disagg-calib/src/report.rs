@@ -691,6 +691,46 @@ mod tests {
         let text = r.overlay(&cat, "t").unwrap();
         assert!(text.contains("[links.a100-fit-link]"), "{text}");
         assert!(text.contains("scale_up = \"a100-fit-link\""));
+        // Read back (with the models), the overlay predicts its own rows as the fit did.
+        let models = "[models.llama2-7b]\nlayers = 32\nd_model = 4096\nheads = 32\nkv_heads = 32\nd_ff = 11008\nvocab = 32000\n\
+                      [models.llama2-70b]\nlayers = 80\nd_model = 8192\nheads = 64\nkv_heads = 8\nd_ff = 28672\nvocab = 32000\n";
+        let (c3, over) = load_overlay("fit.toml", &format!("{models}{text}")).unwrap();
+        let l3 = c3.link("a100-fit-link").unwrap();
+        assert!(
+            (l3.bandwidth_bps / 1.5e11 - 1.0).abs() < 1e-9,
+            "{}",
+            l3.bandwidth_bps
+        );
+        assert!((l3.latency_s / 9e-6 - 1.0).abs() < 1e-9, "{}", l3.latency_s);
+        assert_eq!(l3.pj_per_bit, cat.link("nvlink3").unwrap().pj_per_bit);
+        assert_eq!(c3.device("a100-fit").unwrap().scale_up, "a100-fit-link");
+        let ev = evaluate(&data.measurements, &c3, &over).unwrap();
+        assert!(
+            ev.prefill_mape.unwrap() < 1e-4 && ev.decode_mape.unwrap() < 1e-4,
+            "{ev:?}"
+        );
+        let fd = c3.device("a100-fit").unwrap();
+        let bd = cat.device("a100").unwrap();
+        assert_eq!(
+            (
+                fd.peak_flops,
+                fd.mem_bw,
+                fd.mem_capacity,
+                fd.tdp_w,
+                fd.idle_w
+            ),
+            (
+                bd.peak_flops,
+                bd.mem_bw,
+                bd.mem_capacity,
+                bd.tdp_w,
+                bd.idle_w
+            )
+        );
+        assert_eq!(
+            (fd.pj_per_flop, fd.pj_per_byte),
+            (bd.pj_per_flop, bd.pj_per_byte)
+        );
         // exclusion and device filter
         let o = FitOptions {
             device: None,

@@ -383,3 +383,23 @@ fn the_real_measurements_fit_and_cross_validate() {
         }
     }
 }
+
+#[test]
+fn the_plot_hook_gets_one_tuple_per_row() {
+    use disagg_calib::RowPrediction;
+    let r = RowPrediction {
+        group: "llama3-8b/a100/tp1".into(),
+        phase: Phase::Decode,
+        batch: 16,
+        tokens: 900,
+        measured_s: 0.03,
+        predicted_s: 0.031,
+        cv_predicted_s: Some(0.032),
+        uncalibrated_s: 0.02,
+    };
+    let got = disagg_cli::calibrate_cmd::plot_rows(&[r]);
+    assert_eq!(
+        got,
+        vec![("llama3-8b/a100/tp1".to_string(), "decode", 16, 0.03, 0.031)]
+    );
+}
