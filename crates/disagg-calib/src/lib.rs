@@ -62,9 +62,11 @@ impl From<disagg_model::Error> for CalibError {
 /// them.
 #[cfg(test)]
 pub(crate) mod test_models {
-    use disagg_model::{Catalogue, LmHead, ModelSpec};
+    use disagg_model::{Catalogue, ModelSpec};
 
     fn spec(key: &str, l: u64, d: u64, h: u64, kv: u64, ff: u64, v: u64) -> ModelSpec {
+        // A dense built-in with the shape replaced (other fields: BF16, LM head on every token).
+        let base = Catalogue::builtin().model("llama3-70b").unwrap().clone();
         ModelSpec {
             key: key.into(),
             name: key.into(),
@@ -75,13 +77,8 @@ pub(crate) mod test_models {
             head_dim: None,
             d_ff: ff,
             vocab: v,
-            weight_bytes: 2.0,
-            kv_bytes: 2.0,
-            prefill_lm_head: LmHead::All,
             context_tokens: None,
-            moe: None,
-            fft: None,
-            ced: None,
+            ..base
         }
     }
 
