@@ -5,6 +5,7 @@
 //! render. Bad input is one line on stderr and exit code 2.
 
 pub mod bench_cmd;
+pub mod calibrate_cmd;
 
 pub mod custom;
 pub mod format;
@@ -84,6 +85,8 @@ enum Command {
     Serve(ServeArgs),
     /// Measure the simulator: events/s, requests/s, peak memory (whole process per case).
     Bench(bench_cmd::BenchArgs),
+    /// Fit the roofline to measured GPU step times (a catalogue overlay), or score a fit.
+    Calibrate(Box<calibrate_cmd::CalibrateArgs>),
 }
 
 /// `disagg serve` options.
@@ -140,8 +143,13 @@ where
 fn execute(cli: Cli) -> CmdResult {
     disagg_trace::input::set_max_input_bytes(cli.max_input_bytes);
     let result = (|| -> CmdResult {
+        // calibrate reads --catalogue itself: a fitted overlay carries overheads and provenance.
+        let command = match cli.command {
+            Command::Calibrate(a) => return calibrate_cmd::run(*a, cli.catalogue.as_deref()),
+            c => c,
+        };
         let cat = custom::load_catalogue(cli.catalogue.as_deref())?;
-        match cli.command {
+        match command {
             Command::Handoff(a) => handoff_cmd::run(*a, cat),
             Command::List(a) => list_cmd::run(a, &cat),
             Command::Run(a) => run_cmd::run(*a, &cat),
@@ -151,6 +159,7 @@ fn execute(cli: Cli) -> CmdResult {
             Command::Plan(a) => plan_cmd::run(*a, &cat),
             Command::Bench(a) => bench_cmd::run(a, &cat),
             Command::TraceStats(a) => trace_cmd::run(a),
+            Command::Calibrate(_) => unreachable!("handled above"),
             #[cfg(feature = "web")]
             Command::Serve(a) => disagg_web::serve(disagg_web::ServeOptions {
                 host: a.host,

@@ -194,3 +194,37 @@ fn readme_prefix_handoff_table_is_current() {
     let got = String::from_utf8(out.stdout).unwrap();
     assert_eq!(block(&readme, "prefix-handoff"), got.trim_end());
 }
+
+/// The calibration table of "Calibrated to measured GPUs" is the command's output (skipped when
+/// `../shared/calibration/` is absent: the measurements are not in the repository).
+#[test]
+fn readme_calibrate_table_is_current() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    let data = format!("{root}/../shared/calibration");
+    if !std::path::Path::new(&format!("{data}/splitwise/perf_model.csv")).is_file() {
+        eprintln!("skipped: {data} is absent (the measured GPU timings are not in the repository)");
+        return;
+    }
+    let readme = std::fs::read_to_string(format!("{root}/README.md")).expect("README.md");
+    let out = std::env::temp_dir().join(format!("disagg-readme-fit-{}.toml", std::process::id()));
+    let o = Command::new(env!("CARGO_BIN_EXE_disagg"))
+        .current_dir(root)
+        .args([
+            "calibrate",
+            "--catalogue",
+            "scripts/calibration-models.toml",
+            "--measurements",
+            "../shared/calibration/splitwise/perf_model.csv",
+            "../shared/calibration/vidur/data/profiling/network/a100_dgx/all_reduce.csv",
+            "../shared/calibration/vidur/data/profiling/network/h100_dgx/all_reduce.csv",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_file(&out);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let got = String::from_utf8(o.stdout).unwrap();
+    let got: Vec<&str> = got.lines().filter(|l| !l.starts_with("wrote ")).collect();
+    assert_eq!(block(&readme, "calibrate-table"), got.join("\n").trim_end());
+}
