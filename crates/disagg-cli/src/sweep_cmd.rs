@@ -306,6 +306,21 @@ pub fn from_tables(base: toml::Table, vary: toml::Table, shown: &str) -> Result<
     spec_from_table(t, Path::new(shown), &ScenarioFlags::default())
 }
 
+/// The scenario and the validated configuration of run `i` (an invalid one names the run and its
+/// axis values).
+fn build_run(sweep: &Sweep, i: u64, cat: &Catalogue) -> Result<(Scenario, SimConfig), UsageError> {
+    let sc = sweep.scenario(i)?;
+    let cfg = sc.build(cat).map_err(|e| {
+        let point: Vec<String> = sweep
+            .point(i)
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        UsageError(format!("run {i} ({}): {e}", point.join(" ")))
+    })?;
+    Ok((sc, cfg))
+}
+
 /// The rows `disagg sweep --jsonl` writes for slice `shard` (`(i, n)`: the runs whose index modulo
 /// `n` is `i`) of `sweep`, in run order, computed on `threads` workers (default: all cores). Every
 /// run is validated before any runs, as the command does. For in-process callers.
@@ -332,15 +347,7 @@ pub fn rows(
     let mut work = Vec::with_capacity(runs as usize);
     for k in 0..runs {
         let i = shard_i + k * shard_n;
-        let sc = sweep.scenario(i)?;
-        let cfg = sc.build(cat).map_err(|e| {
-            let point: Vec<String> = sweep
-                .point(i)
-                .iter()
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect();
-            UsageError(format!("run {i} ({}): {e}", point.join(" ")))
-        })?;
+        let (sc, cfg) = build_run(sweep, i, cat)?;
         work.push((i, sc, cfg));
     }
     let mut b = rayon::ThreadPoolBuilder::new();
@@ -831,16 +838,7 @@ pub fn run(a: SweepArgs, cat: &Catalogue) -> CmdResult {
     let mut levers = false;
     for k in 0..runs {
         let i = shard_i + k * shard_n;
-        let sc = sweep.scenario(i)?;
-        levers |= sc.levers_on();
-        sc.build(cat).map_err(|e| {
-            let point: Vec<String> = sweep
-                .point(i)
-                .iter()
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect();
-            UsageError(format!("run {i} ({}): {e}", point.join(" ")))
-        })?;
+        levers |= build_run(&sweep, i, cat)?.0.levers_on();
     }
     let pool = {
         let mut b = rayon::ThreadPoolBuilder::new();
