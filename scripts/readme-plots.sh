@@ -5,8 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ $# -ge 1 ]; then D=("$1"); else cargo build --release -q -p disagg; D=(target/release/disagg); fi
 out=docs/plots
-# docs/plots/calibration/ is derived from third-party data that may be absent: kept, redrawn below.
-find "$out" -mindepth 1 -maxdepth 1 ! -name calibration -exec rm -rf {} + 2>/dev/null || true
+# Kept: docs/plots/calibration/ (derived from third-party data that may be absent; redrawn below)
+# and docs/plots/python/ (drawn by crates/disagg-py/tests/test_readme.py --update).
+find "$out" -mindepth 1 -maxdepth 1 ! -name calibration ! -name python -exec rm -rf {} + 2>/dev/null || true
 mkdir -p "$out"
 # The chapter's saturated 25 GbE link at 14 req/s: utilisation, queues and KV over time.
 "${D[@]}" run --preset eth25g-14rps --plot "$out/eth25g-14rps" > /dev/null
@@ -17,7 +18,7 @@ mkdir -p "$out"
 "${D[@]}" plan --preset link-ib-ndr --target-rate 16 --links ib-ndr,eth-25g \
   --compressions none,fp8 --plot "$out/plan-16rps" > /dev/null
 # Keep only the charts the README shows.
-find "$out" -path "$out/calibration" -prune -o -name '*.svg' ! -name timeline.svg \
+find "$out" \( -path "$out/calibration" -o -path "$out/python" \) -prune -o -name '*.svg' ! -name timeline.svg \
   ! -name attainment-vs-rate.svg ! -name tpot-vs-rate.svg ! -name pareto.svg -print | xargs -r rm -f
 # "Calibrated to measured GPUs": the fit's charts (needs ../shared/calibration/, the SplitwiseSim
 # and Vidur measurements, which are not in this repository; skipped without them).
