@@ -6,6 +6,7 @@
 
 pub mod bench_cmd;
 pub mod calibrate_cmd;
+pub mod calibrate_plots;
 
 pub mod custom;
 pub mod format;

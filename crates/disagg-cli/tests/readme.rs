@@ -228,3 +228,68 @@ fn readme_calibrate_table_is_current() {
     let got: Vec<&str> = got.lines().filter(|l| !l.starts_with("wrote ")).collect();
     assert_eq!(block(&readme, "calibrate-table"), got.join("\n").trim_end());
 }
+
+/// The calibration charts under `docs/plots/calibration/` are what `calibrate_plots::draw` makes
+/// of the README's fit (skipped when `../shared/calibration/` is absent). With
+/// `DISAGG_BLESS_PLOTS=1` it rewrites them instead (scripts/readme-plots.sh does this).
+#[test]
+fn readme_calibration_plots_are_current() {
+    use disagg_calib::measure::import_file;
+    use disagg_calib::report::FitOptions;
+    use disagg_calib::{fit_all, load_overlay, Imported};
+
+    let root = std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
+    let data = root.join("../shared/calibration");
+    if !data.join("splitwise/perf_model.csv").is_file() {
+        eprintln!(
+            "skipped: {} is absent (the measured GPU timings are not in the repository)",
+            data.display()
+        );
+        return;
+    }
+    // The files and catalogue of the README's `disagg calibrate` invocation.
+    let files = [
+        "../shared/calibration/splitwise/perf_model.csv",
+        "../shared/calibration/vidur/data/profiling/network/a100_dgx/all_reduce.csv",
+        "../shared/calibration/vidur/data/profiling/network/h100_dgx/all_reduce.csv",
+    ];
+    let models = "scripts/calibration-models.toml";
+    let text = std::fs::read_to_string(root.join(models)).unwrap();
+    let (cat, _) = load_overlay(models, &text).unwrap();
+    let mut imported = Imported::default();
+    for f in files {
+        import_file(&root.join(f), None, &cat, &mut imported).unwrap();
+    }
+    let names: Vec<String> = files.iter().map(|f| f.to_string()).collect();
+    let fit = fit_all(&imported, &cat, &FitOptions::default(), &names).unwrap();
+    let want_dir = root.join("docs/plots/calibration");
+    let bless = std::env::var_os("DISAGG_BLESS_PLOTS").is_some();
+    let out = if bless {
+        want_dir.clone()
+    } else {
+        std::env::temp_dir().join(format!("disagg-readme-calplots-{}", std::process::id()))
+    };
+    std::fs::create_dir_all(&out).unwrap();
+    let mut written = Vec::new();
+    disagg_cli::calibrate_plots::draw(&out, &fit.rows, &mut written).unwrap();
+    assert_eq!(written.len(), 3);
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    for p in &written {
+        let f = p.file_name().unwrap().to_str().unwrap();
+        assert!(
+            readme.contains(&format!("docs/plots/calibration/{f}")),
+            "README does not show {f}"
+        );
+        if !bless {
+            let got = std::fs::read(p).unwrap();
+            let want = std::fs::read(want_dir.join(f)).unwrap_or_default();
+            assert!(
+                got == want,
+                "docs/plots/calibration/{f} is stale: run scripts/readme-plots.sh"
+            );
+        }
+    }
+    if !bless {
+        let _ = std::fs::remove_dir_all(&out);
+    }
+}
