@@ -336,6 +336,23 @@ fn bad_input_is_one_line_exit_2_and_no_toml() {
         &["/nonexistent/m.csv", "cannot read"],
     );
     assert!(!out.exists());
+    // One group left: no leave-one-group-out error for the overlay's calibration record, so no
+    // overlay (rather than an invented CV error).
+    bad(
+        &[
+            "calibrate",
+            "--measurements",
+            &good,
+            "--exclude",
+            "llama3-70b/a100/tp4",
+            "--exclude",
+            "llama3-70b/a100/tp8",
+            "--out",
+            &o,
+        ],
+        &["cannot write the calibration of a100-fit: no LOGO prefill error"],
+    );
+    assert!(!out.exists());
     // A failure in a later file writes nothing either.
     let zero = d.join("zero.csv").display().to_string();
     bad(
