@@ -18,7 +18,8 @@ pub struct CalibrateArgs {
     /// / mlp.csv, or disagg's CSV `model,device,devices,tp,phase,batch,tokens,seconds,source`).
     #[arg(long, value_name = "FILE", num_args = 1.., required_unless_present = "evaluate")]
     measurements: Vec<PathBuf>,
-    /// Score these measurement files on `--catalogue` instead of fitting.
+    /// Score these measurement files instead of fitting: on `<dev>-fit` where the global
+    /// `--catalogue` (a fitted overlay) has it, else on the device itself.
     #[arg(long, value_name = "FILE", num_args = 1.., conflicts_with_all = ["measurements", "out"])]
     evaluate: Vec<PathBuf>,
     /// Force the format of every file: disagg, splitwise, vidur-network, vidur-mlp.
