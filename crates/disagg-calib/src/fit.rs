@@ -59,29 +59,34 @@ impl Params {
             (self.per_seq_overhead_s / S_SCALE).ln(),
         ]
     }
-    /// `base` with the fitted efficiencies.
+    /// `base` with the fitted efficiencies and overheads: the device the cost model runs, whose
+    /// `step_time` adds `step_overhead_s + per_seq_overhead_s * rows` to every step.
     pub fn device(&self, base: &Device) -> Device {
         Device {
             flops_eff: self.flops_eff,
             bw_eff: self.bw_eff,
+            step_overhead_s: Some(self.step_overhead_s),
+            per_seq_overhead_s: Some(self.per_seq_overhead_s),
             ..base.clone()
         }
     }
 }
 
-/// The step time of one row on `device` (whose `scale_up` names a link of `cat`): the cost
-/// model's roofline step, with the Parallel lever's TP communication when `tp > 1` and no built-in
-/// overhead, plus `overhead + per_seq * batch`. Prefill: `prefill([tokens; batch])`; decode:
+/// The step time of one row on the cost model `cm` of its device, exactly what a run charges for
+/// the step: the roofline step (with the Parallel lever's TP communication when `tp > 1`) plus
+/// the device's `step_time` overheads (`step_overhead_s`, or the default 0.5 ms for a device
+/// without one, and `per_seq_overhead_s * batch`). Prefill: `prefill([tokens; batch])`; decode:
 /// `decode_sum(tokens * batch, batch)`.
-pub fn predict_row(cm: &CostModel, row: &Measurement, overhead_s: f64, per_seq_s: f64) -> f64 {
+pub fn predict_row(cm: &CostModel, row: &Measurement) -> f64 {
     let step = match row.phase {
         Phase::Prefill => cm.prefill(std::iter::repeat_n(row.tokens, row.batch as usize)),
         Phase::Decode => cm.decode_sum(row.tokens * row.batch, row.batch),
     };
-    (step.time_s + overhead_s) + per_seq_s * row.batch as f64
+    step.time_s
 }
 
-/// The cost model a row runs on: `row.devices` of `device`, a TP layout when `tp > 1`.
+/// The cost model a row runs on: `row.devices` of `device` with the default cost options (the
+/// device's own overheads apply), a TP layout on the device's scale-up link when `tp > 1`.
 pub fn cost_model(
     cat: &Catalogue,
     device: &Device,
@@ -90,11 +95,7 @@ pub fn cost_model(
     devices: u32,
 ) -> Result<CostModel, CalibError> {
     let m = cat.model(model).map_err(CalibError::from)?;
-    let opts = CostOptions {
-        step_overhead_s: 0.0,
-        ..CostOptions::default()
-    };
-    let cm = CostModel::new(m, device, devices, opts)?;
+    let cm = CostModel::new(m, device, devices, CostOptions::default())?;
     if tp > 1 {
         let par = Parallel {
             tp,
@@ -106,13 +107,11 @@ pub fn cost_model(
     Ok(cm)
 }
 
-/// Predictions for `rows` (all on one device) with `device`, `overhead_s` and `per_seq_s`.
+/// Predictions for `rows` (all on one device) on `device`, overheads included.
 pub fn predict(
     cat: &Catalogue,
     device: &Device,
     rows: &[&Measurement],
-    overhead_s: f64,
-    per_seq_s: f64,
 ) -> Result<Vec<f64>, CalibError> {
     let mut models: BTreeMap<(&str, u32, u32), CostModel> = BTreeMap::new();
     let mut out = Vec::with_capacity(rows.len());
@@ -124,7 +123,7 @@ pub fn predict(
                 e.insert(cost_model(cat, device, &r.model, r.tp, r.devices)?)
             }
         };
-        out.push(predict_row(cm, r, overhead_s, per_seq_s));
+        out.push(predict_row(cm, r));
     }
     Ok(out)
 }
@@ -203,13 +202,7 @@ pub fn fit_params(
     let meas: Vec<f64> = rows.iter().map(|r| r.seconds.ln()).collect();
     let resid = |t: &[f64; N_PARAMS]| -> Result<Vec<f64>, CalibError> {
         let p = Params::from_theta(t);
-        let pred = predict(
-            cat,
-            &p.device(base),
-            rows,
-            p.step_overhead_s,
-            p.per_seq_overhead_s,
-        )?;
+        let pred = predict(cat, &p.device(base), rows)?;
         Ok(pred.iter().zip(&meas).map(|(p, m)| p.ln() - m).collect())
     };
     let cost = |r: &[f64]| r.iter().map(|x| soft_l1(*x, DELTA)).sum::<f64>();
@@ -574,16 +567,27 @@ mod tests {
     #[test]
     fn predict_adds_overheads_to_the_cost_model() {
         let cat = catalogue();
-        let dev = cat.device("a100").unwrap().clone();
+        let base = cat.device("a100").unwrap().clone();
+        let fitted = Params {
+            flops_eff: base.flops_eff,
+            bw_eff: base.bw_eff,
+            step_overhead_s: 2e-3,
+            per_seq_overhead_s: 5e-4,
+        }
+        .device(&base);
+        assert_eq!(fitted.step_overhead_s, Some(2e-3));
+        assert_eq!(fitted.per_seq_overhead_s, Some(5e-4));
         let r = row("llama2-7b", 1, Phase::Prefill, 3, 100, 1.0);
         let d = row("llama2-7b", 2, Phase::Decode, 4, 600, 1.0);
-        let got = predict(&cat, &dev, &[&r, &d], 2e-3, 5e-4).unwrap();
+        let got = predict(&cat, &fitted, &[&r, &d]).unwrap();
+        // The spec's step time written out: the bare roofline (no overhead at all) plus
+        // `step_overhead + per_seq * rows` (cost-model step_time).
         let m = cat.model("llama2-7b").unwrap();
         let opts = CostOptions {
             step_overhead_s: 0.0,
             ..CostOptions::default()
         };
-        let cm = CostModel::new(m, &dev, 1, opts.clone()).unwrap();
+        let cm = CostModel::new(m, &base, 1, opts.clone()).unwrap();
         assert_eq!(
             got[0],
             (cm.prefill([100, 100, 100]).time_s + 2e-3) + 5e-4 * 3.0
@@ -592,13 +596,16 @@ mod tests {
             tp: 2,
             ..Parallel::default()
         };
-        let cm2 = CostModel::new(m, &dev, 2, opts)
+        let cm2 = CostModel::new(m, &base, 2, opts)
             .unwrap()
             .with_layout(par, &cat)
             .unwrap();
         let step = cm2.decode_sum(2400, 4);
         assert!(step.comm_time_s > 0.0);
         assert_eq!(got[1], (step.time_s + 2e-3) + 5e-4 * 4.0);
+        // The built-in device: the default 0.5 ms step overhead, no per-sequence term.
+        let unc = predict(&cat, &base, &[&r]).unwrap();
+        assert_eq!(unc[0], cm.prefill([100, 100, 100]).time_s + 0.5e-3);
     }
 
     fn synthetic(cat: &Catalogue, truth: &Params) -> Vec<Measurement> {
@@ -617,14 +624,7 @@ mod tests {
             }
         }
         let refs: Vec<&Measurement> = rows.iter().collect();
-        let pred = predict(
-            cat,
-            &dev,
-            &refs,
-            truth.step_overhead_s,
-            truth.per_seq_overhead_s,
-        )
-        .unwrap();
+        let pred = predict(cat, &dev, &refs).unwrap();
         rows.iter()
             .zip(pred)
             .map(|(r, s)| Measurement {

@@ -26,9 +26,9 @@
 //! | `source` | free text without commas (where the number came from); empty: `file:line` |
 //!
 //! Fields are plain comma-separated values (no quoting). A row is predicted as
-//! `prefill([tokens; batch])` or `decode_sum(tokens * batch, batch)` of the cost model on
-//! `devices` GPUs, with a TP layout when `tp > 1`, plus `step_overhead_s + per_seq_overhead_s *
-//! batch`.
+//! `prefill([tokens; batch])` or `decode_sum(tokens * batch, batch)` of the cost model of the
+//! (fitted) device on `devices` GPUs, with a TP layout when `tp > 1`: the device's `step_time`
+//! adds `step_overhead_s + per_seq_overhead_s * batch`, exactly as in a run.
 
 pub mod fit;
 pub mod measure;
@@ -36,9 +36,7 @@ pub mod report;
 
 pub use fit::{LinkFit, Params};
 pub use measure::{Format, Imported, Measurement, Phase};
-pub use report::{
-    evaluate, fit_all, load_overlay, Evaluation, FitReport, GroupScore, RowPrediction,
-};
+pub use report::{evaluate, fit_all, Evaluation, FitReport, GroupScore, RowPrediction};
 
 /// A calibration error: one line naming the file and line, or the reason.
 #[derive(Clone, Debug, PartialEq)]

@@ -3,8 +3,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use disagg_model::custom::CatalogueFile;
-use disagg_model::{Catalogue, CostOptions, Device, Link, GB, TB};
+use disagg_model::custom::device_overlay_toml;
+use disagg_model::{Calibration, Catalogue, CostOptions, Device, Link, GB};
 
 use crate::fit::{self, fit_link, fit_params, predict, topology_of, LinkFit, Params, N_PARAMS};
 use crate::measure::{Imported, Measurement, Phase};
@@ -163,16 +163,12 @@ fn fit_one(
     logo: bool,
 ) -> Result<(DeviceFit, Vec<RowPrediction>), CalibError> {
     let (params, st) = fit_params(work, base, rows)?;
+    // The cost model of the fitted device itself (its step_time adds the overheads), as a run on
+    // the overlay's `<dev>-fit` computes it.
     let fitted = params.device(base);
-    let pred = predict(
-        work,
-        &fitted,
-        rows,
-        params.step_overhead_s,
-        params.per_seq_overhead_s,
-    )?;
+    let pred = predict(work, &fitted, rows)?;
     let builtin = cat.device(&base.key)?;
-    let unc = predict(cat, builtin, rows, default_overhead(), 0.0)?;
+    let unc = predict(cat, builtin, rows)?;
     let groups: BTreeSet<&str> = rows.iter().map(|r| r.group.as_str()).collect();
     let mut cv_pred: Vec<Option<f64>> = vec![None; rows.len()];
     if logo && groups.len() > 1 {
@@ -184,13 +180,7 @@ fn fit_one(
             let (p, _) = fit_params(work, base, &rest)?;
             let held: Vec<usize> = (0..rows.len()).filter(|&i| rows[i].group == *g).collect();
             let hr: Vec<&Measurement> = held.iter().map(|&i| rows[i]).collect();
-            let hp = predict(
-                work,
-                &p.device(base),
-                &hr,
-                p.step_overhead_s,
-                p.per_seq_overhead_s,
-            )?;
+            let hp = predict(work, &p.device(base), &hr)?;
             for (k, &i) in held.iter().enumerate() {
                 cv_pred[i] = Some(hp[k]);
             }
@@ -282,7 +272,7 @@ pub fn fit_all(
         let mut base = cat.device(dev)?.clone();
         let needs_link = rows.iter().any(|r| r.tp > 1);
         let lf = match topology_of(dev) {
-            Some(t) if needs_link => fit_link(&data.collectives, t)?,
+            Some(t) if needs_link => fit_link(&data.collectives, t)?.map(writable_link),
             _ => None,
         };
         if let Some(f) = &lf {
@@ -305,87 +295,122 @@ pub fn fit_all(
     Ok(report)
 }
 
-fn f(v: Option<f64>) -> toml::Value {
-    toml::Value::Float(v.unwrap_or(f64::NAN))
+/// The nearest value to `x` that the catalogue file's `unit` (GB/s, us) writes exactly:
+/// `(y / unit) * unit == y`, found by repeating `y = (y / unit) * unit` from `x` (each step moves
+/// by at most an ulp or two). `None` if that does not settle in 16 steps.
+pub fn writable_in_units(x: f64, unit: f64) -> Option<f64> {
+    let mut y = x;
+    for _ in 0..16 {
+        let z = (y / unit) * unit;
+        if z == y {
+            return Some(y);
+        }
+        y = z;
+    }
+    None
+}
+
+/// A fitted link with its rates rounded to the nearest values the overlay writes exactly
+/// (bandwidth in GB/s, latency in us), so the fit's predictions are the overlay's: a change of a
+/// few ulps, far below the fit's precision. A rate that does not settle is kept (the writer then
+/// refuses it).
+fn writable_link(l: LinkFit) -> LinkFit {
+    LinkFit {
+        bandwidth_bps: writable_in_units(l.bandwidth_bps, GB).unwrap_or(l.bandwidth_bps),
+        latency_s: writable_in_units(l.latency_s, 1e-6).unwrap_or(l.latency_s),
+        ..l
+    }
+}
+
+/// Refuses an overlay key that names a built-in device or link: the overlay would replace it
+/// for every command that reads it.
+pub fn refuse_builtin_key(kind: &str, key: &str) -> Result<(), CalibError> {
+    let b = Catalogue::builtin();
+    let taken = match kind {
+        "link" => b.link(key).is_ok(),
+        _ => b.device(key).is_ok(),
+    };
+    if taken {
+        return Err(CalibError(format!(
+            "cannot write {kind} '{key}': the built-in catalogue has a {kind} of that key"
+        )));
+    }
+    Ok(())
+}
+
+/// A MAPE in percent as the fraction the catalogue's `calibration` holds; an error naming the
+/// device and what is missing when there is none.
+fn fraction(v: Option<f64>, key: &str, what: &str) -> Result<f64, CalibError> {
+    v.map(|x| x / 100.0).ok_or_else(|| {
+        CalibError(format!(
+            "cannot write the calibration of {key}: no {what} (it needs prefill and decode rows \
+             in at least two groups)"
+        ))
+    })
 }
 
 impl FitReport {
-    /// The catalogue overlay: `[devices.<dev>-fit]` (every field of the base device, the fitted
-    /// ones, the overheads and the `calibration` provenance) and `[links.<dev>-fit-link]` when a
-    /// link was fitted.
-    pub fn overlay(&self, cat: &Catalogue, tool: &str) -> Result<String, CalibError> {
-        let mut devices = toml::Table::new();
-        let mut links = toml::Table::new();
+    /// The fitted devices and links of the overlay: `<dev>-fit` is the base device with the
+    /// fitted `flops_eff`, `bw_eff`, overheads, scale-up link and its `calibration`
+    /// provenance; `<dev>-fit-link` the fitted scale-up link, when one was fitted.
+    pub fn fitted(
+        &self,
+        cat: &Catalogue,
+        tool: &str,
+    ) -> Result<(Vec<Device>, Vec<Link>), CalibError> {
+        let mut devices = Vec::new();
+        let mut links = Vec::new();
         for d in &self.devices {
             let b = cat.device(&d.device)?;
-            let mut t = toml::Table::new();
-            let s = |v: &str| toml::Value::String(v.to_string());
-            let x = toml::Value::Float;
-            t.insert("base".into(), s(&b.key));
-            t.insert("name".into(), s(&format!("{} (fitted)", b.name)));
-            t.insert("peak_tflops".into(), x(b.peak_flops / TB));
-            t.insert("mem_bw_tb_s".into(), x(b.mem_bw / TB));
-            t.insert("mem_gb".into(), x(b.mem_capacity / GB));
-            t.insert("flops_eff".into(), x(d.params.flops_eff));
-            t.insert("bw_eff".into(), x(d.params.bw_eff));
-            t.insert("tdp_w".into(), x(b.tdp_w));
-            t.insert("idle_w".into(), x(b.idle_w));
-            t.insert("pj_per_flop".into(), x(b.pj_per_flop));
-            t.insert("pj_per_byte".into(), x(b.pj_per_byte));
-            t.insert("fft_efficiency".into(), x(b.fft_efficiency));
-            t.insert("scale_up".into(), s(&d.scale_up));
-            t.insert("step_overhead_s".into(), x(d.params.step_overhead_s));
-            t.insert("per_seq_overhead_s".into(), x(d.params.per_seq_overhead_s));
-            let mut c = toml::Table::new();
-            c.insert(
-                "measurements".into(),
-                toml::Value::Array(self.files.iter().map(|p| s(p)).collect()),
-            );
-            c.insert(
-                "fit".into(),
-                s(&format!(
-                    "Levenberg-Marquardt, soft-L1 (delta {}) IRLS on log error; {} rows; \
-                     leave-one-group-out CV by model/device/tp",
-                    fit::DELTA,
-                    d.rows
-                )),
-            );
-            c.insert(
-                "groups".into(),
-                toml::Value::Array(d.in_sample.iter().map(|g| s(&g.group)).collect()),
-            );
-            c.insert("in_sample_prefill_mape".into(), f(d.all[0].prefill_mape));
-            c.insert("in_sample_decode_mape".into(), f(d.all[0].decode_mape));
-            c.insert("cv_prefill_mape".into(), f(d.all[1].prefill_mape));
-            c.insert("cv_decode_mape".into(), f(d.all[1].decode_mape));
-            c.insert("tool".into(), s(tool));
+            let key = fit_key(&d.device);
+            refuse_builtin_key("device", &key)?;
             if let Some(l) = &d.link {
-                let base = cat.link(&cat.device(&d.device)?.scale_up)?;
-                let mut lt = toml::Table::new();
-                lt.insert("base".into(), s(&base.key));
-                lt.insert(
-                    "name".into(),
-                    s(&format!(
-                        "{} scale-up fitted to {} all-reduce",
-                        base.name, l.topology
-                    )),
-                );
-                lt.insert("bandwidth_gb_s".into(), x(l.bandwidth_bps / GB));
-                lt.insert("latency_us".into(), x(l.latency_s * 1e6));
-                links.insert(d.scale_up.clone(), toml::Value::Table(lt));
-                c.insert("link_topology".into(), s(&l.topology));
-                c.insert("link_rows".into(), toml::Value::Integer(l.rows as i64));
-                c.insert("link_mape".into(), x(l.mape));
+                let link = link_of(l, &d.device, cat.link(&b.scale_up)?);
+                refuse_builtin_key("link", &link.key)?;
+                links.push(link);
             }
-            t.insert("calibration".into(), toml::Value::Table(c));
-            devices.insert(fit_key(&d.device), toml::Value::Table(t));
+            let method = format!(
+                "Levenberg-Marquardt, soft-L1 (delta {}) IRLS on log error; {} rows; \
+                 leave-one-group-out CV by model/device/tp{}",
+                fit::DELTA,
+                d.rows,
+                match &d.link {
+                    Some(l) => format!(
+                        "; scale-up fitted to {} rows of {} all-reduce (MAPE {:.1}%)",
+                        l.rows, l.topology, l.mape
+                    ),
+                    None => String::new(),
+                }
+            );
+            let calibration = Calibration {
+                measurements: file_names(&self.files),
+                fit: method,
+                groups: d.in_sample.iter().map(|g| g.group.clone()).collect(),
+                in_sample_prefill_mape: fraction(d.all[0].prefill_mape, &key, "prefill rows")?,
+                in_sample_decode_mape: fraction(d.all[0].decode_mape, &key, "decode rows")?,
+                cv_prefill_mape: fraction(d.all[1].prefill_mape, &key, "LOGO prefill error")?,
+                cv_decode_mape: fraction(d.all[1].decode_mape, &key, "LOGO decode error")?,
+                tool: tool.to_string(),
+            };
+            let base = Device {
+                scale_up: d.scale_up.clone(),
+                ..b.clone()
+            };
+            devices.push(Device {
+                key: key.clone(),
+                name: format!("{} (fitted)", b.name),
+                calibration: Some(calibration),
+                ..d.params.device(&base)
+            });
         }
-        let mut top = toml::Table::new();
-        top.insert("devices".into(), toml::Value::Table(devices));
-        if !links.is_empty() {
-            top.insert("links".into(), toml::Value::Table(links));
-        }
-        let body = toml::to_string(&top).map_err(|e| CalibError(e.to_string()))?;
+        Ok((devices, links))
+    }
+
+    /// The catalogue overlay (`--catalogue`): the devices and links of [`FitReport::fitted`]
+    /// written by the catalogue's own writer, which reads back bit for bit.
+    pub fn overlay(&self, cat: &Catalogue, tool: &str) -> Result<String, CalibError> {
+        let (devices, links) = self.fitted(cat, tool)?;
+        let body = device_overlay_toml(&devices, &links)?;
         Ok(format!(
             "# Catalogue overlay written by {tool}: devices fitted to measured step times \
              (see [devices.*.calibration]).\n{body}"
@@ -393,60 +418,31 @@ impl FitReport {
     }
 }
 
-/// Overheads of the fitted devices of an overlay.
-pub type Overheads = BTreeMap<String, (f64, f64)>;
+/// The file name of a path (the whole string when it has none).
+fn file_name(p: &str) -> String {
+    std::path::Path::new(p)
+        .file_name()
+        .map_or_else(|| p.to_string(), |n| n.to_string_lossy().into_owned())
+}
 
-/// Reads a catalogue overlay (`--catalogue`): models, devices and links as any catalogue file,
-/// plus the fitted devices' `scale_up`, `step_overhead_s`, `per_seq_overhead_s` and
-/// `calibration`. Returns the catalogue and the overheads by device key.
-pub fn load_overlay(name: &str, text: &str) -> Result<(Catalogue, Overheads), CalibError> {
-    let bad = |e: String| CalibError(format!("{name}: {}", e.replace('\n', " ").trim()));
-    let mut top: toml::Table = toml::from_str(text).map_err(|e| bad(e.message().to_string()))?;
-    let mut over = Overheads::new();
-    let mut scale = Vec::new();
-    if let Some(toml::Value::Table(devs)) = top.get_mut("devices") {
-        for (k, v) in devs.iter_mut() {
-            let toml::Value::Table(t) = v else { continue };
-            t.remove("calibration");
-            let num = |t: &toml::Table, f: &str| -> Result<Option<f64>, CalibError> {
-                match t.get(f) {
-                    None => Ok(None),
-                    Some(toml::Value::Float(x)) if x.is_finite() && *x >= 0.0 => Ok(Some(*x)),
-                    Some(toml::Value::Integer(i)) if *i >= 0 => Ok(Some(*i as f64)),
-                    Some(_) => Err(bad(format!("devices.{k}.{f} must be a number >= 0"))),
-                }
-            };
-            let o = num(t, "step_overhead_s")?;
-            let p = num(t, "per_seq_overhead_s")?;
-            if o.is_some() || p.is_some() {
-                over.insert(
-                    k.clone(),
-                    (o.unwrap_or(default_overhead()), p.unwrap_or(0.0)),
-                );
+/// The measurement files as the provenance names them: the file name, with its parent directory
+/// (`a100_dgx/all_reduce.csv`) when another file has the same name.
+pub fn file_names(files: &[String]) -> Vec<String> {
+    files
+        .iter()
+        .map(|f| {
+            let n = file_name(f);
+            let shared = files.iter().filter(|g| file_name(g) == n).count() > 1;
+            let parent = std::path::Path::new(f)
+                .parent()
+                .and_then(|p| p.file_name())
+                .map(|p| p.to_string_lossy().into_owned());
+            match parent {
+                Some(p) if shared => format!("{p}/{n}"),
+                _ => n,
             }
-            t.remove("step_overhead_s");
-            t.remove("per_seq_overhead_s");
-            if let Some(s) = t.remove("scale_up") {
-                let toml::Value::String(s) = s else {
-                    return Err(bad(format!("devices.{k}.scale_up must be a link key")));
-                };
-                scale.push((k.clone(), s));
-            }
-        }
-    }
-    let file: CatalogueFile = toml::Value::Table(top)
-        .try_into()
-        .map_err(|e: toml::de::Error| bad(e.message().to_string()))?;
-    let mut cat = Catalogue::builtin();
-    file.apply(&mut cat).map_err(|e| bad(e.to_string()))?;
-    for (k, s) in scale {
-        cat.link(&s)
-            .map_err(|e| bad(format!("devices.{k}.scale_up: {e}")))?;
-        let mut d = cat.device(&k)?.clone();
-        d.scale_up = s;
-        cat.put_device(d)?;
-    }
-    Ok((cat, over))
+        })
+        .collect()
 }
 
 /// `evaluate`'s result.
@@ -464,13 +460,10 @@ pub struct Evaluation {
     pub predictions: Vec<RowPrediction>,
 }
 
-/// Scores `measurements` on `cat`: `<dev>-fit` with its overheads when the catalogue has it, else
-/// the built-in device with the default step overhead.
-pub fn evaluate(
-    measurements: &[Measurement],
-    cat: &Catalogue,
-    over: &Overheads,
-) -> Result<Evaluation, CalibError> {
+/// Scores `measurements` on `cat` (the built-in catalogue plus any `--catalogue` overlay):
+/// `<dev>-fit` when the catalogue has it, else the device itself, each through its own cost model
+/// (overheads included).
+pub fn evaluate(measurements: &[Measurement], cat: &Catalogue) -> Result<Evaluation, CalibError> {
     let rows: Vec<&Measurement> = measurements.iter().collect();
     let mut pred = vec![0.0; rows.len()];
     let mut unc = vec![0.0; rows.len()];
@@ -479,15 +472,12 @@ pub fn evaluate(
         let idx: Vec<usize> = (0..rows.len()).filter(|&i| rows[i].device == dev).collect();
         let sub: Vec<&Measurement> = idx.iter().map(|&i| rows[i]).collect();
         let key = fit_key(dev);
-        let (d, o, s) = match cat.device(&key) {
-            Ok(d) => {
-                let (o, s) = over.get(&key).copied().unwrap_or((default_overhead(), 0.0));
-                (d.clone(), o, s)
-            }
-            Err(_) => (cat.device(dev)?.clone(), default_overhead(), 0.0),
+        let d = match cat.device(&key) {
+            Ok(d) => d,
+            Err(_) => cat.device(dev)?,
         };
-        let p = predict(cat, &d, &sub, o, s)?;
-        let u = predict(cat, cat.device(dev)?, &sub, default_overhead(), 0.0)?;
+        let p = predict(cat, d, &sub)?;
+        let u = predict(cat, cat.device(dev)?, &sub)?;
         for (k, &i) in idx.iter().enumerate() {
             pred[i] = p[k];
             unc[i] = u[k];
@@ -554,18 +544,19 @@ mod tests {
         }
         let d = truth.device(cat.device(dev).unwrap());
         let refs: Vec<&Measurement> = rows.iter().collect();
-        let p = predict(
-            cat,
-            &d,
-            &refs,
-            truth.step_overhead_s,
-            truth.per_seq_overhead_s,
-        )
-        .unwrap();
+        let p = predict(cat, &d, &refs).unwrap();
         rows.into_iter()
             .zip(p)
             .map(|(r, s)| Measurement { seconds: s, ..r })
             .collect()
+    }
+
+    /// The built-in catalogue with `text` applied, as the global `--catalogue` reads it.
+    fn read_back(text: &str) -> Catalogue {
+        let f: disagg_model::custom::CatalogueFile = toml::from_str(text).unwrap();
+        let mut c = Catalogue::builtin();
+        f.apply(&mut c).unwrap();
+        c
     }
 
     #[test]
@@ -633,20 +624,44 @@ mod tests {
         let text = r.overlay(&cat, "disagg calibrate test").unwrap();
         assert!(text.contains("[devices.h100-fit]"));
         assert!(!text.contains("[links."));
-        let models = "[models.llama2-7b]\nlayers = 32\nd_model = 4096\nheads = 32\nkv_heads = 32\nd_ff = 11008\nvocab = 32000\n\
-                      [models.llama2-70b]\nlayers = 80\nd_model = 8192\nheads = 64\nkv_heads = 8\nd_ff = 28672\nvocab = 32000\n";
-        let (c2, over) = load_overlay("fit.toml", &format!("{models}{text}")).unwrap();
+        let c2 = read_back(&text);
         let fd = c2.device("h100-fit").unwrap();
         assert_eq!(fd.flops_eff, d.params.flops_eff);
+        assert_eq!(fd.bw_eff, d.params.bw_eff);
+        assert_eq!(fd.step_overhead_s, Some(d.params.step_overhead_s));
+        assert_eq!(fd.per_seq_overhead_s, Some(d.params.per_seq_overhead_s));
         assert_eq!(
-            over["h100-fit"],
-            (d.params.step_overhead_s, d.params.per_seq_overhead_s)
+            fd.name,
+            format!("{} (fitted)", cat.device("h100").unwrap().name)
         );
-        let ev = evaluate(&data.measurements, &c2, &over).unwrap();
+        let c = fd.calibration.as_ref().unwrap();
+        assert_eq!(c.measurements, vec!["syn.csv".to_string()]);
+        assert_eq!(c.groups.len(), 3);
+        assert_eq!(c.tool, "disagg calibrate test");
+        // Fractions: the report's percent / 100.
+        assert_eq!(
+            c.in_sample_prefill_mape,
+            d.all[0].prefill_mape.unwrap() / 100.0
+        );
+        assert_eq!(
+            c.in_sample_decode_mape,
+            d.all[0].decode_mape.unwrap() / 100.0
+        );
+        assert_eq!(c.cv_prefill_mape, d.all[1].prefill_mape.unwrap() / 100.0);
+        assert_eq!(c.cv_decode_mape, d.all[1].decode_mape.unwrap() / 100.0);
+        assert!(
+            !c.fit.contains('\n') && c.fit.contains("18 rows"),
+            "{}",
+            c.fit
+        );
+        // The overlay's device reproduces the fit's in-sample errors bit for bit.
+        let ev = evaluate(&data.measurements, &c2).unwrap();
         assert_eq!(ev.rows, 18);
-        assert!(ev.prefill_mape.unwrap() < 1e-4 && ev.decode_mape.unwrap() < 1e-4);
+        assert_eq!(ev.prefill_mape, d.all[0].prefill_mape);
+        assert_eq!(ev.decode_mape, d.all[0].decode_mape);
+        assert_eq!(ev.groups, d.in_sample);
         // Without the fit: the built-in's error.
-        let ev0 = evaluate(&data.measurements, &cat, &Overheads::new()).unwrap();
+        let ev0 = evaluate(&data.measurements, &cat).unwrap();
         assert_eq!(ev0.prefill_mape, d.all[2].prefill_mape);
         assert_eq!(ev0.decode_mape, d.all[2].decode_mape);
     }
@@ -692,9 +707,7 @@ mod tests {
         assert!(text.contains("[links.a100-fit-link]"), "{text}");
         assert!(text.contains("scale_up = \"a100-fit-link\""));
         // Read back (with the models), the overlay predicts its own rows as the fit did.
-        let models = "[models.llama2-7b]\nlayers = 32\nd_model = 4096\nheads = 32\nkv_heads = 32\nd_ff = 11008\nvocab = 32000\n\
-                      [models.llama2-70b]\nlayers = 80\nd_model = 8192\nheads = 64\nkv_heads = 8\nd_ff = 28672\nvocab = 32000\n";
-        let (c3, over) = load_overlay("fit.toml", &format!("{models}{text}")).unwrap();
+        let c3 = read_back(&text);
         let l3 = c3.link("a100-fit-link").unwrap();
         assert!(
             (l3.bandwidth_bps / 1.5e11 - 1.0).abs() < 1e-9,
@@ -704,7 +717,17 @@ mod tests {
         assert!((l3.latency_s / 9e-6 - 1.0).abs() < 1e-9, "{}", l3.latency_s);
         assert_eq!(l3.pj_per_bit, cat.link("nvlink3").unwrap().pj_per_bit);
         assert_eq!(c3.device("a100-fit").unwrap().scale_up, "a100-fit-link");
-        let ev = evaluate(&data.measurements, &c3, &over).unwrap();
+        // The link as fitted, rounded to what the file writes exactly (GB/s, us).
+        let lf = d.link.as_ref().unwrap();
+        assert_eq!(
+            (l3.bandwidth_bps, l3.latency_s),
+            (lf.bandwidth_bps, lf.latency_s)
+        );
+        assert_eq!((l3.bandwidth_bps / GB) * GB, l3.bandwidth_bps);
+        assert_eq!((l3.latency_s / 1e-6) * 1e-6, l3.latency_s);
+        let ev = evaluate(&data.measurements, &c3).unwrap();
+        assert_eq!(ev.prefill_mape, d.all[0].prefill_mape);
+        assert_eq!(ev.decode_mape, d.all[0].decode_mape);
         assert!(
             ev.prefill_mape.unwrap() < 1e-4 && ev.decode_mape.unwrap() < 1e-4,
             "{ev:?}"
@@ -755,28 +778,93 @@ mod tests {
     }
 
     #[test]
-    fn overlay_errors() {
-        let e = load_overlay(
-            "f.toml",
-            "[devices.x]\nbase = \"a100\"\nstep_overhead_s = -1.0\n",
-        )
-        .unwrap_err();
+    fn overlay_refusals_and_writable_units() {
+        // A key of the built-in catalogue is refused; a new one passes.
         assert_eq!(
-            e.0,
-            "f.toml: devices.x.step_overhead_s must be a number >= 0"
+            refuse_builtin_key("device", "h100").unwrap_err().0,
+            "cannot write device 'h100': the built-in catalogue has a device of that key"
         );
-        let e = load_overlay(
-            "f.toml",
-            "[devices.x]\nbase = \"a100\"\nscale_up = \"nope\"\n",
-        )
-        .unwrap_err();
-        assert!(e.0.starts_with("f.toml: devices.x.scale_up: "), "{}", e.0);
-        let (c, o) = load_overlay(
-            "f.toml",
-            "[devices.x]\nbase = \"a100\"\nper_seq_overhead_s = 2e-4\n",
-        )
-        .unwrap();
-        assert_eq!(o["x"], (0.5e-3, 2e-4));
-        assert_eq!(c.device("x").unwrap().scale_up, "nvlink3");
+        assert!(refuse_builtin_key("device", "h100-fit").is_ok());
+        assert!(refuse_builtin_key("link", "nvlink4").is_err());
+        assert!(refuse_builtin_key("link", "h100-fit-link").is_ok());
+        // A report whose device has no LOGO error (one group) cannot write its calibration.
+        let cat = catalogue();
+        let mut one = synthetic(
+            &cat,
+            &Params {
+                flops_eff: 0.5,
+                bw_eff: 0.6,
+                step_overhead_s: 1e-3,
+                per_seq_overhead_s: 1e-4,
+            },
+            "a100",
+        );
+        one.retain(|m| m.tp == 1);
+        let data = Imported {
+            measurements: one,
+            ..Imported::default()
+        };
+        let r = fit_all(&data, &cat, &FitOptions::default(), &["/x/one.csv".into()]).unwrap();
+        let e = r.overlay(&cat, "t").unwrap_err();
+        assert!(
+            e.0.starts_with("cannot write the calibration of a100-fit: no LOGO prefill error"),
+            "{}",
+            e.0
+        );
+        assert_eq!(file_name("/x/one.csv"), "one.csv");
+        assert_eq!(file_name("one.csv"), "one.csv");
+        assert_eq!(
+            file_names(&[
+                "/d/perf_model.csv".into(),
+                "/n/a100_dgx/all_reduce.csv".into(),
+                "/n/h100_dgx/all_reduce.csv".into(),
+                "x.csv".into(),
+            ]),
+            [
+                "perf_model.csv",
+                "a100_dgx/all_reduce.csv",
+                "h100_dgx/all_reduce.csv",
+                "x.csv"
+            ]
+        );
+        // Percent to fraction: 7.5 % is 0.075.
+        assert_eq!(fraction(Some(7.5), "k", "w").unwrap(), 7.5 / 100.0);
+        // Units: 0.1 us is not (0.1e-6 / 1e-6) * 1e-6; the nearest writable value is within an ulp
+        // or two and is a fixed point.
+        for (x, u) in [
+            (1.234_567_891e11, GB),
+            (0.1e-6, 1e-6),
+            (9.87e-6, 1e-6),
+            (3.0e11, GB),
+        ] {
+            let y = writable_in_units(x, u).unwrap();
+            assert_eq!((y / u) * u, y, "{x}");
+            assert!((y - x).abs() <= 4.0 * f64::EPSILON * x, "{x} -> {y}");
+        }
+        // Already writable: unchanged.
+        assert_eq!(writable_in_units(3.0e11, GB), Some(3.0e11));
+        // A fitted link whose rates the file's units cannot write is moved to ones it can.
+        let odd = |u: f64, from: f64| {
+            (1..10_000)
+                .map(|k| from * (1.0 + k as f64 * 1e-7))
+                .find(|x| (x / u) * u != *x)
+                .unwrap()
+        };
+        // (Dividing and multiplying by 1e9 round-trips every bandwidth tried; microseconds do not.)
+        let (bw, lat) = (1.5e11 * (1.0 + 1e-7), odd(1e-6, 9e-6));
+        let l = writable_link(LinkFit {
+            bandwidth_bps: bw,
+            latency_s: lat,
+            rows: 7,
+            topology: "a100_dgx".into(),
+            mape: 1.5,
+        });
+        assert_eq!(l.bandwidth_bps, bw);
+        assert_ne!(l.latency_s, lat);
+        assert_eq!((l.bandwidth_bps / GB) * GB, l.bandwidth_bps);
+        assert_eq!((l.latency_s / 1e-6) * 1e-6, l.latency_s);
+        assert!((l.bandwidth_bps / bw - 1.0).abs() < 1e-15);
+        assert!((l.latency_s / lat - 1.0).abs() < 1e-15);
+        assert_eq!((l.rows, l.topology.as_str(), l.mape), (7, "a100_dgx", 1.5));
     }
 }

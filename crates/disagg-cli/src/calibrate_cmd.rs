@@ -4,8 +4,8 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use disagg_calib::measure::{import_file, Format};
-use disagg_calib::report::{DeviceFit, FitOptions, GroupScore, Overheads};
-use disagg_calib::{evaluate, fit_all, load_overlay, Imported, RowPrediction};
+use disagg_calib::report::{DeviceFit, FitOptions, GroupScore};
+use disagg_calib::{evaluate, fit_all, Imported, RowPrediction};
 use disagg_model::Catalogue;
 use serde_json::{json, Value};
 
@@ -18,7 +18,8 @@ pub struct CalibrateArgs {
     /// / mlp.csv, or disagg's CSV `model,device,devices,tp,phase,batch,tokens,seconds,source`).
     #[arg(long, value_name = "FILE", num_args = 1.., required_unless_present = "evaluate")]
     measurements: Vec<PathBuf>,
-    /// Score these measurement files on `--catalogue` instead of fitting.
+    /// Score these measurement files instead of fitting: on `<dev>-fit` where the global
+    /// `--catalogue` (a fitted overlay) has it, else on the device itself.
     #[arg(long, value_name = "FILE", num_args = 1.., conflicts_with_all = ["measurements", "out"])]
     evaluate: Vec<PathBuf>,
     /// Force the format of every file: disagg, splitwise, vidur-network, vidur-mlp.
@@ -33,6 +34,9 @@ pub struct CalibrateArgs {
     /// Write the catalogue overlay here (whole or not at all).
     #[arg(long, value_name = "FILE", required_unless_present = "evaluate")]
     out: Option<PathBuf>,
+    /// Draw predicted against measured step times into this directory (SVG).
+    #[arg(long, value_name = "DIR")]
+    plot: Option<PathBuf>,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -121,20 +125,23 @@ fn write_whole(path: &Path, text: &str) -> Result<(), UsageError> {
         })
 }
 
-pub fn run(a: CalibrateArgs, catalogue: Option<&Path>) -> CmdResult {
-    let (cat, over) = match catalogue {
-        Some(p) => {
-            let text = std::fs::read_to_string(p)
-                .map_err(|e| UsageError(format!("--catalogue {}: {e}", p.display())))?;
-            load_overlay(&p.display().to_string(), &text)?
-        }
-        None => (Catalogue::builtin(), Overheads::new()),
-    };
+/// `--plot DIR`: the predicted-against-measured figures of `rows`, then the list of files.
+fn plot(dir: Option<&Path>, rows: &[RowPrediction]) -> CmdResult {
+    let Some(dir) = dir else { return Ok(()) };
+    crate::plots::prepare_dir(dir)?;
+    let mut written = Vec::new();
+    crate::calibrate_plots::draw(dir, rows, &mut written)?;
+    crate::plots::report(&written);
+    Ok(())
+}
+
+/// `disagg calibrate` on `cat` (the built-in catalogue with the global `--catalogue` applied).
+pub fn run(a: CalibrateArgs, cat: &Catalogue) -> CmdResult {
     let fmt = a.format.as_deref().map(Format::parse).transpose()?;
     if !a.evaluate.is_empty() {
-        return run_evaluate(&a, &cat, &over, fmt);
+        return run_evaluate(&a, cat, fmt);
     }
-    let data = read_all(&a.measurements, fmt, &cat)?;
+    let data = read_all(&a.measurements, fmt, cat)?;
     let files: Vec<String> = a
         .measurements
         .iter()
@@ -144,14 +151,15 @@ pub fn run(a: CalibrateArgs, catalogue: Option<&Path>) -> CmdResult {
         device: a.device.clone(),
         exclude: a.exclude.clone(),
     };
-    let r = fit_all(&data, &cat, &opts, &files)?;
+    let r = fit_all(&data, cat, &opts, &files)?;
     let tool = format!("disagg calibrate {}", env!("CARGO_PKG_VERSION"));
-    let toml = r.overlay(&cat, &tool)?;
+    let toml = r.overlay(cat, &tool)?;
     let out = a
         .out
         .as_ref()
         .ok_or_else(|| UsageError("--out is required".into()))?;
     write_whole(out, &toml)?;
+    plot(a.plot.as_deref(), &r.rows)?;
     if a.json {
         let v = json!({
             "schema_version": 1,
@@ -269,17 +277,13 @@ pub fn run(a: CalibrateArgs, catalogue: Option<&Path>) -> CmdResult {
     Ok(())
 }
 
-fn run_evaluate(
-    a: &CalibrateArgs,
-    cat: &Catalogue,
-    over: &Overheads,
-    fmt: Option<Format>,
-) -> CmdResult {
+fn run_evaluate(a: &CalibrateArgs, cat: &Catalogue, fmt: Option<Format>) -> CmdResult {
     let data = read_all(&a.evaluate, fmt, cat)?;
     if data.measurements.is_empty() {
         return Err(UsageError("--evaluate: no step-time rows".into()));
     }
-    let e = evaluate(&data.measurements, cat, over)?;
+    let e = evaluate(&data.measurements, cat)?;
+    plot(a.plot.as_deref(), &e.predictions)?;
     if a.json {
         let v = json!({
             "rows": e.rows,

@@ -144,13 +144,9 @@ where
 fn execute(cli: Cli) -> CmdResult {
     disagg_trace::input::set_max_input_bytes(cli.max_input_bytes);
     let result = (|| -> CmdResult {
-        // calibrate reads --catalogue itself: a fitted overlay carries overheads and provenance.
-        let command = match cli.command {
-            Command::Calibrate(a) => return calibrate_cmd::run(*a, cli.catalogue.as_deref()),
-            c => c,
-        };
         let cat = custom::load_catalogue(cli.catalogue.as_deref())?;
-        match command {
+        match cli.command {
+            Command::Calibrate(a) => calibrate_cmd::run(*a, &cat),
             Command::Handoff(a) => handoff_cmd::run(*a, cat),
             Command::List(a) => list_cmd::run(a, &cat),
             Command::Run(a) => run_cmd::run(*a, &cat),
@@ -160,7 +156,6 @@ fn execute(cli: Cli) -> CmdResult {
             Command::Plan(a) => plan_cmd::run(*a, &cat),
             Command::Bench(a) => bench_cmd::run(a, &cat),
             Command::TraceStats(a) => trace_cmd::run(a),
-            Command::Calibrate(_) => unreachable!("handled above"),
             #[cfg(feature = "web")]
             Command::Serve(a) => disagg_web::serve(disagg_web::ServeOptions {
                 host: a.host,

@@ -58,14 +58,7 @@ fn synthetic(truth: &Params) -> String {
     }
     let dev = truth.device(cat.device("a100").unwrap());
     let refs: Vec<&Measurement> = rows.iter().collect();
-    let p = predict(
-        &cat,
-        &dev,
-        &refs,
-        truth.step_overhead_s,
-        truth.per_seq_overhead_s,
-    )
-    .unwrap();
+    let p = predict(&cat, &dev, &refs).unwrap();
     let mut out = format!("{HEADER}\n");
     for (r, s) in rows.iter().zip(p) {
         out.push_str(&format!(
@@ -117,14 +110,116 @@ fn a_synthetic_file_is_fitted_back_to_its_parameters() {
     let toml = std::fs::read_to_string(&out).unwrap();
     assert!(toml.contains("[devices.a100-fit]"), "{toml}");
     assert!(toml.contains("[devices.a100-fit.calibration]"), "{toml}");
-    assert!(toml.contains("base = \"a100\""));
-    // Evaluate on the overlay: the fit's own rows, near zero error; JSON with the issue's keys.
-    let e = ok_json(&["calibrate", "--evaluate", &m, "--catalogue", &out, "--json"]);
+    // Written whole by the catalogue's writer (every field, no `base`), overheads included.
+    assert!(!toml.contains("base = "), "{toml}");
+    assert!(toml.contains("step_overhead_s = "), "{toml}");
+    assert!(toml.contains("per_seq_overhead_s = "), "{toml}");
+    assert!(toml.contains("scale_up = \"nvlink3\""), "{toml}");
+    // Evaluate on the overlay (through the global --catalogue): the fit's own rows, near zero
+    // error, and exactly the fit's in-sample errors (the same f64), pooled and per group.
+    let e = ok_json(&["--catalogue", &out, "calibrate", "--evaluate", &m, "--json"]);
     assert_eq!(e["rows"], 18);
     assert!(e["prefill_mape"].as_f64().unwrap() < 1e-4, "{e}");
     assert!(e["decode_mape"].as_f64().unwrap() < 1e-4, "{e}");
+    assert_eq!(e["prefill_mape"], dev["in_sample"]["prefill_mape"]);
+    assert_eq!(e["decode_mape"], dev["in_sample"]["decode_mape"]);
     assert_eq!(e["groups"].as_array().unwrap().len(), 3);
     assert_eq!(e["groups"][0]["group"], "llama3-70b/a100/tp4");
+    for (eg, g) in e["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(dev["groups"].as_array().unwrap())
+    {
+        assert_eq!(eg["group"], g["group"]);
+        assert_eq!(eg["prefill_mape"], g["in_sample"]["prefill_mape"], "{eg}");
+        assert_eq!(eg["decode_mape"], g["in_sample"]["decode_mape"], "{eg}");
+    }
+    // A run on the fitted device says where its numbers come from, with the CV error.
+    let cv_pf = dev["cv"]["prefill_mape"].as_f64().unwrap();
+    let cv_dec = dev["cv"]["decode_mape"].as_f64().unwrap();
+    let run = ok_text(&[
+        "--catalogue",
+        &out,
+        "run",
+        "--device",
+        "a100-fit",
+        "--model",
+        "llama3-70b",
+        "--tp",
+        "8",
+        "--devices-per-instance",
+        "8",
+        "--requests",
+        "4",
+    ]);
+    assert!(
+        run.contains(&format!(
+            "calibrated   prefill/decode on a100-fit: fitted to m.csv (3 groups), CV MAPE \
+             prefill {:.1}% decode {:.1}%\n",
+            cv_pf, cv_dec
+        )),
+        "{run}"
+    );
+    let rj = ok_json(&[
+        "--catalogue",
+        &out,
+        "run",
+        "--device",
+        "a100-fit",
+        "--model",
+        "llama3-70b",
+        "--tp",
+        "8",
+        "--devices-per-instance",
+        "8",
+        "--requests",
+        "4",
+        "--json",
+    ]);
+    let c = &rj["summary"]["calibration"][0];
+    assert_eq!(c["device"], "a100-fit");
+    // The overlay holds fractions: the report's percent / 100.
+    assert_eq!(c["cv_decode_mape"].as_f64().unwrap(), cv_dec / 100.0, "{c}");
+    assert_eq!(c["cv_prefill_mape"].as_f64().unwrap(), cv_pf / 100.0, "{c}");
+    assert_eq!(c["measurements"], serde_json::json!(["m.csv"]));
+    assert_eq!(
+        c["tool"],
+        format!("disagg calibrate {}", env!("CARGO_PKG_VERSION"))
+    );
+    // --plot DIR: the directory is prepared (the figures are calibrate_plots' business).
+    let pd = d.join("plots");
+    let pds = pd.display().to_string();
+    ok(&[
+        "calibrate",
+        "--measurements",
+        &m,
+        "--out",
+        &out,
+        "--plot",
+        &pds,
+    ]);
+    assert!(pd.is_dir());
+    ok(&[
+        "--catalogue",
+        &out,
+        "calibrate",
+        "--evaluate",
+        &m,
+        "--plot",
+        &pds,
+    ]);
+    // --out over an existing file replaces it whole (rename), leaving no temporary file.
+    std::fs::write(&out, "stale\n").unwrap();
+    ok(&["calibrate", "--measurements", &m, "--out", &out]);
+    let again = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(again, toml, "the rewrite differs from the first fit");
+    assert!(!d.join(".fitted.toml.tmp").exists());
+    let names: Vec<_> = std::fs::read_dir(&d)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(names.iter().all(|n| !n.ends_with(".tmp")), "{names:?}");
     // Without the overlay: the built-in's error, the same as the fit's "uncalibrated" column.
     let e0 = ok_json(&["calibrate", "--evaluate", &m, "--json"]);
     assert_eq!(e0["decode_mape"], dev["uncalibrated"]["decode_mape"]);
@@ -241,6 +336,23 @@ fn bad_input_is_one_line_exit_2_and_no_toml() {
         &["/nonexistent/m.csv", "cannot read"],
     );
     assert!(!out.exists());
+    // One group left: no leave-one-group-out error for the overlay's calibration record, so no
+    // overlay (rather than an invented CV error).
+    bad(
+        &[
+            "calibrate",
+            "--measurements",
+            &good,
+            "--exclude",
+            "llama3-70b/a100/tp4",
+            "--exclude",
+            "llama3-70b/a100/tp8",
+            "--out",
+            &o,
+        ],
+        &["cannot write the calibration of a100-fit: no LOGO prefill error"],
+    );
+    assert!(!out.exists());
     // A failure in a later file writes nothing either.
     let zero = d.join("zero.csv").display().to_string();
     bad(
@@ -255,9 +367,17 @@ fn bad_input_is_one_line_exit_2_and_no_toml() {
         "[devices.a100-fit]\nbase = \"a100\"\nstep_overhead_s = \"x\"\n",
     );
     bad(
-        &["calibrate", "--evaluate", &good, "--catalogue", &broken],
-        &["broken.toml", "step_overhead_s"],
+        &["--catalogue", &broken, "calibrate", "--evaluate", &good],
+        &["broken.toml"],
     );
+    // A failed fit leaves an existing --out as it was.
+    std::fs::write(&out, "kept\n").unwrap();
+    bad(
+        &["calibrate", "--measurements", &zero, "--out", &o],
+        &["zero.csv:3"],
+    );
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "kept\n");
+    std::fs::remove_file(&out).unwrap();
     // Fitting works from the same inputs.
     ok(&["calibrate", "--measurements", &good, "--out", &o]);
     assert!(out.exists());
@@ -281,21 +401,10 @@ fn calibration_dir() -> Option<PathBuf> {
     }
 }
 
-/// The three measured models as a catalogue file (`scripts/calibration-models.toml`).
-fn models_toml() -> String {
-    std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../scripts/calibration-models.toml"
-    ))
-    .unwrap()
-}
-
 #[test]
 fn the_real_measurements_fit_and_cross_validate() {
     let Some(c) = calibration_dir() else { return };
     let d = dir("real");
-    let models = models_toml();
-    let cat = write(&d, "models.toml", &models);
     let sw = c.join("splitwise/perf_model.csv").display().to_string();
     let ar_a = c.join("vidur/data/profiling/network/a100_dgx/all_reduce.csv");
     let ar_h = c.join("vidur/data/profiling/network/h100_dgx/all_reduce.csv");
@@ -303,8 +412,6 @@ fn the_real_measurements_fit_and_cross_validate() {
     let out = d.join("fitted.toml").display().to_string();
     let v = ok_json(&[
         "calibrate",
-        "--catalogue",
-        &cat,
         "--measurements",
         &sw,
         &ar_a,
@@ -352,13 +459,12 @@ fn the_real_measurements_fit_and_cross_validate() {
             );
         }
     }
-    // The overlay scores its own rows as the fit did.
-    let both = format!("{models}{}", std::fs::read_to_string(&out).unwrap());
-    let both = write(&d, "both.toml", &both);
+    // The overlay (through the global --catalogue) scores its own rows exactly as the fit did:
+    // the same f64 per group.
     let e = ok_json(&[
-        "calibrate",
         "--catalogue",
-        &both,
+        &out,
+        "calibrate",
         "--evaluate",
         &sw,
         "--json",
@@ -370,18 +476,36 @@ fn the_real_measurements_fit_and_cross_validate() {
         for g in dv["groups"].as_array().unwrap() {
             let eg = groups.iter().find(|x| x["group"] == g["group"]).unwrap();
             for ph in ["prefill_mape", "decode_mape"] {
-                let (a, b) = (
-                    eg[ph].as_f64().unwrap(),
-                    g["in_sample"][ph].as_f64().unwrap(),
-                );
-                assert!(
-                    (a / b - 1.0).abs() < 1e-9,
-                    "{} {ph}: {a} vs {b}",
-                    g["group"]
-                );
+                assert_eq!(eg[ph], g["in_sample"][ph], "{} {ph}", g["group"]);
             }
         }
     }
+    // A run on the fitted H100 (Llama-2-70B, TP8) names its provenance and CV error.
+    let h = devs.iter().find(|x| x["device"] == "h100").unwrap();
+    let run = ok_text(&[
+        "--catalogue",
+        &out,
+        "run",
+        "--device",
+        "h100-fit",
+        "--model",
+        "llama2-70b",
+        "--tp",
+        "8",
+        "--devices-per-instance",
+        "8",
+        "--requests",
+        "4",
+    ]);
+    assert!(
+        run.contains(&format!(
+            "calibrated   prefill/decode on h100-fit: fitted to perf_model.csv, a100_dgx/all_reduce.csv, \
+             h100_dgx/all_reduce.csv (4 groups), CV MAPE prefill {:.1}% decode {:.1}%\n",
+            h["cv"]["prefill_mape"].as_f64().unwrap(),
+            h["cv"]["decode_mape"].as_f64().unwrap()
+        )),
+        "{run}"
+    );
 }
 
 #[test]

@@ -211,8 +211,6 @@ fn readme_calibrate_table_is_current() {
         .current_dir(root)
         .args([
             "calibrate",
-            "--catalogue",
-            "scripts/calibration-models.toml",
             "--measurements",
             "../shared/calibration/splitwise/perf_model.csv",
             "../shared/calibration/vidur/data/profiling/network/a100_dgx/all_reduce.csv",
@@ -236,7 +234,8 @@ fn readme_calibrate_table_is_current() {
 fn readme_calibration_plots_are_current() {
     use disagg_calib::measure::import_file;
     use disagg_calib::report::FitOptions;
-    use disagg_calib::{fit_all, load_overlay, Imported};
+    use disagg_calib::{fit_all, Imported};
+    use disagg_model::Catalogue;
 
     let root = std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
     let data = root.join("../shared/calibration");
@@ -247,15 +246,13 @@ fn readme_calibration_plots_are_current() {
         );
         return;
     }
-    // The files and catalogue of the README's `disagg calibrate` invocation.
+    // The files of the README's `disagg calibrate` invocation (the built-in catalogue).
     let files = [
         "../shared/calibration/splitwise/perf_model.csv",
         "../shared/calibration/vidur/data/profiling/network/a100_dgx/all_reduce.csv",
         "../shared/calibration/vidur/data/profiling/network/h100_dgx/all_reduce.csv",
     ];
-    let models = "scripts/calibration-models.toml";
-    let text = std::fs::read_to_string(root.join(models)).unwrap();
-    let (cat, _) = load_overlay(models, &text).unwrap();
+    let cat = Catalogue::builtin();
     let mut imported = Imported::default();
     for f in files {
         import_file(&root.join(f), None, &cat, &mut imported).unwrap();
