@@ -231,6 +231,15 @@ pub fn splitwise_device(hw: &str) -> Option<&'static str> {
     }
 }
 
+/// Line `n` of `file` split at commas, which must give `want` fields.
+fn fields<'a>(file: &str, n: usize, l: &'a str, want: usize) -> Result<Vec<&'a str>, CalibError> {
+    let f: Vec<&str> = l.split(',').collect();
+    if f.len() != want {
+        return Err(err(file, n, format!("{} fields, expected {want}", f.len())));
+    }
+    Ok(f)
+}
+
 fn err(file: &str, line: usize, why: impl std::fmt::Display) -> CalibError {
     CalibError(format!("{file}:{line}: {why}"))
 }
@@ -365,14 +374,7 @@ pub fn import_text(
         Format::Disagg => {
             expect_cols(&DISAGG_HEADER)?;
             for (n, l) in rows {
-                let f: Vec<&str> = l.split(',').collect();
-                if f.len() != DISAGG_HEADER.len() {
-                    return Err(err(
-                        file,
-                        n,
-                        format!("{} fields, expected {}", f.len(), DISAGG_HEADER.len()),
-                    ));
-                }
+                let f = fields(file, n, l, DISAGG_HEADER.len())?;
                 let (model, device) = (f[0].trim(), f[1].trim());
                 let devices: u32 = positive_int(file, n, "devices", f[2])?;
                 let tp: u32 = positive_int(file, n, "tp", f[3])?;
@@ -414,14 +416,7 @@ pub fn import_text(
                     into.duplicates += 1;
                     continue;
                 }
-                let f: Vec<&str> = l.split(',').collect();
-                if f.len() != SPLITWISE_HEADER.len() {
-                    return Err(err(
-                        file,
-                        n,
-                        format!("{} fields, expected {}", f.len(), SPLITWISE_HEADER.len()),
-                    ));
-                }
+                let f = fields(file, n, l, SPLITWISE_HEADER.len())?;
                 let prompt: u64 = positive_int(file, n, "prompt_size", f[2])?;
                 let batch: u64 = positive_int(file, n, "batch_size", f[3])?;
                 let out: u64 = positive_int(file, n, "token_size", f[4])?;
@@ -494,14 +489,7 @@ pub fn import_text(
                 .map(|s| s.to_string_lossy().into_owned())
                 .unwrap_or_default();
             for (n, l) in rows {
-                let f: Vec<&str> = l.split(',').collect();
-                if f.len() != cols.len() {
-                    return Err(err(
-                        file,
-                        n,
-                        format!("{} fields, expected {}", f.len(), cols.len()),
-                    ));
-                }
+                let f = fields(file, n, l, cols.len())?;
                 into.collectives.push(Collective {
                     collective: f[coll].trim().to_string(),
                     topology: topology.clone(),
@@ -533,14 +521,7 @@ pub fn import_text(
                 .map(|s| s.to_string_lossy().into_owned())
                 .unwrap_or_default();
             for (n, l) in rows {
-                let f: Vec<&str> = l.split(',').collect();
-                if f.len() != cols.len() {
-                    return Err(err(
-                        file,
-                        n,
-                        format!("{} fields, expected {}", f.len(), cols.len()),
-                    ));
-                }
+                let f = fields(file, n, l, cols.len())?;
                 let mut s = 0.0;
                 for (o, i) in &ops {
                     s += time(file, n, &format!("{o} median"), f[*i], 1e-3)?;
