@@ -2167,6 +2167,54 @@ mod tests {
     }
 
     #[test]
+    fn scheduled_itls_and_normalised_latency_follow_the_request_records() {
+        // A chunked-prefill run (the scheduled instances): the summary's ITL distribution comes
+        // from the step-end difference arrays and the normalised latency from the steady set;
+        // both are recomputed here from the per-request records, a different path.
+        let c = cfg(&[
+            "--model",
+            "llama3-8b",
+            "--devices-per-instance",
+            "1",
+            "--rate",
+            "12",
+            "--requests",
+            "120",
+            "--batch-policy",
+            "chunked",
+        ]);
+        let run = crate::simulate_config(&c).unwrap();
+        let s = run.summary();
+        // The steady set: finished requests by (arrival, rid), the first 10% dropped.
+        let mut done: Vec<_> = run.requests().filter(|r| r.finish_s.is_some()).collect();
+        done.sort_by(|a, b| a.arrival_s.total_cmp(&b.arrival_s).then(a.rid.cmp(&b.rid)));
+        let steady = &done[done.len() / 10..];
+        let norm: Vec<f64> = steady
+            .iter()
+            .map(|r| (r.finish_s.unwrap() - r.arrival_s) / r.output_len as f64)
+            .collect();
+        let want = norm.iter().sum::<f64>() / norm.len() as f64;
+        let got = s
+            .scheduler
+            .as_ref()
+            .unwrap()
+            .norm_latency_s_per_token
+            .unwrap();
+        assert!((got - want).abs() <= 1e-12 * want, "{got} vs {want}");
+        let mut itls: Vec<f64> = steady.iter().flat_map(|r| run.itls(r.rid)).collect();
+        assert!(itls.len() > 1000, "{} ITLs", itls.len());
+        itls.sort_by(f64::total_cmp);
+        let mean = itls.iter().sum::<f64>() / itls.len() as f64;
+        assert!((s.itl_s.mean - mean).abs() <= 1e-12 * mean);
+        assert_eq!(s.itl_s.max, *itls.last().unwrap());
+        // p50 by the spec's interpolation (simulator.md §5.2) over the sorted list.
+        let k = ((itls.len() - 1) * 50) as f64 / 100.0;
+        let (lo, hi) = (k.floor() as usize, k.ceil() as usize);
+        let p50 = itls[lo] + (itls[hi] - itls[lo]) * (k - lo as f64);
+        assert_eq!(s.itl_s.p50, p50);
+    }
+
+    #[test]
     fn calibration_of_names_each_fitted_pool_in_order() {
         let cal = disagg_model::Calibration {
             measurements: vec!["m.csv".into()],
