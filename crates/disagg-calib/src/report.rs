@@ -44,6 +44,27 @@ pub struct RowPrediction {
     pub uncalibrated_s: f64,
 }
 
+impl RowPrediction {
+    /// Measurement `r` with its fitted, held-out and uncalibrated predictions.
+    fn of(
+        r: &Measurement,
+        predicted_s: f64,
+        cv_predicted_s: Option<f64>,
+        uncalibrated_s: f64,
+    ) -> Self {
+        RowPrediction {
+            group: r.group.clone(),
+            phase: r.phase,
+            batch: r.batch,
+            tokens: r.tokens,
+            measured_s: r.seconds,
+            predicted_s,
+            cv_predicted_s,
+            uncalibrated_s,
+        }
+    }
+}
+
 /// One device's (or device × TP's) fit.
 #[derive(Clone, Debug, PartialEq)]
 pub struct DeviceFit {
@@ -198,16 +219,7 @@ fn fit_one(
     let out = rows
         .iter()
         .enumerate()
-        .map(|(i, r)| RowPrediction {
-            group: r.group.clone(),
-            phase: r.phase,
-            batch: r.batch,
-            tokens: r.tokens,
-            measured_s: r.seconds,
-            predicted_s: pred[i],
-            cv_predicted_s: cv_pred[i],
-            uncalibrated_s: unc[i],
-        })
+        .map(|(i, r)| RowPrediction::of(r, pred[i], cv_pred[i], unc[i]))
         .collect();
     Ok((
         DeviceFit {
@@ -487,16 +499,7 @@ pub fn evaluate(measurements: &[Measurement], cat: &Catalogue) -> Result<Evaluat
     let predictions = rows
         .iter()
         .enumerate()
-        .map(|(i, r)| RowPrediction {
-            group: r.group.clone(),
-            phase: r.phase,
-            batch: r.batch,
-            tokens: r.tokens,
-            measured_s: r.seconds,
-            predicted_s: pred[i],
-            cv_predicted_s: None,
-            uncalibrated_s: unc[i],
-        })
+        .map(|(i, r)| RowPrediction::of(r, pred[i], None, unc[i]))
         .collect();
     Ok(Evaluation {
         rows: rows.len(),

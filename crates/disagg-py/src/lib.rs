@@ -66,21 +66,22 @@ fn unknown_field(py: Python<'_>, message: &str) -> Option<PyErr> {
     let (name, tail) = rest.split_once('`')?;
     let mut valid: Vec<&str> = tail.split('`').skip(1).step_by(2).collect();
     valid.extend(["preset", "catalogue"]);
-    let errors = py.import("disagg._errors").ok()?;
-    let exc = errors.call_method1("unknown_option", (name, valid)).ok()?;
-    Some(PyErr::from_value(exc))
+    errors_make(py, "unknown_option", (name, valid)).ok()
+}
+
+/// The exception `disagg._errors.<make>(*args)` builds (an import failure is raised instead).
+fn errors_make<'py, A>(py: Python<'py>, make: &str, args: A) -> PyResult<PyErr>
+where
+    A: pyo3::call::PyCallArgs<'py>,
+{
+    let exc = py.import("disagg._errors")?.call_method1(make, args)?;
+    Ok(PyErr::from_value(exc))
 }
 
 /// `disagg.MissingFileError` (a `FileNotFoundError` and a `ConfigError`) for option `field`
 /// naming `path`, which does not exist.
 fn missing_file(py: Python<'_>, field: &str, path: &str) -> PyErr {
-    match py
-        .import("disagg._errors")
-        .and_then(|m| m.call_method1("missing_file", (field, path)))
-    {
-        Ok(exc) => PyErr::from_value(exc),
-        Err(e) => e,
-    }
+    errors_make(py, "missing_file", (field, path)).unwrap_or_else(|e| e)
 }
 
 /// A missing input file of a scenario (`trace_file`) as [`missing_file`].
@@ -110,11 +111,8 @@ fn sweep_error(py: Python<'_>, message: &str) -> PyErr {
         .and_then(|rest| rest.split_once("'; valid: "))
     {
         let valid: Vec<&str> = valid.split(", ").collect();
-        if let Ok(exc) = py
-            .import("disagg._errors")
-            .and_then(|m| m.call_method1("unknown_option", (name, valid)))
-        {
-            return PyErr::from_value(exc);
+        if let Ok(err) = errors_make(py, "unknown_option", (name, valid)) {
+            return err;
         }
     }
     let (_, mut field) = api_spelling(message);
@@ -157,6 +155,8 @@ fn sweep_run_error(py: Python<'_>, sw: &disagg_cli::sweep_cmd::Sweep, message: &
 }
 
 /// Runs `f`, turning a panic into a `RuntimeError` (a bug in disagg, never the caller's fault).
+/// Every entry point runs its body in it; a panic inside `py.detach` unwinds to here too (the GIL
+/// is taken back on the way), so code that releases the GIL needs no guard of its own.
 fn guard<T>(f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(r) => r,
@@ -405,29 +405,19 @@ fn simulate_handle(
     cfg: SimConfig,
     workload: Option<Workload>,
 ) -> PyResult<RunHandle> {
-    let result = py.detach(move || {
-        catch_unwind(AssertUnwindSafe(move || {
-            let workload = workload.unwrap_or_else(|| cfg.requests());
-            let run = simulate_workload(&cfg, &workload, &mut ());
-            run.map(|run| {
-                let summary = run.summary();
-                RunHandle {
-                    scenario,
-                    cfg,
-                    workload,
-                    run,
-                    summary,
-                }
-            })
-        }))
-    });
-    match result {
-        Ok(Ok(h)) => Ok(h),
-        Ok(Err(e)) => Err(cli_error(py, &e.to_string())),
-        Err(_) => Err(PyRuntimeError::new_err(
-            "internal error in disagg (please report it): the simulation panicked",
-        )),
-    }
+    py.detach(move || {
+        let workload = workload.unwrap_or_else(|| cfg.requests());
+        let run = simulate_workload(&cfg, &workload, &mut ())?;
+        let summary = run.summary();
+        Ok(RunHandle {
+            scenario,
+            cfg,
+            workload,
+            run,
+            summary,
+        })
+    })
+    .map_err(|e: disagg_model::Error| cli_error(py, &e.to_string()))
 }
 
 /// Reads one stamp of a request record.
@@ -438,24 +428,25 @@ fn f64_array<'py>(
     np: &Bound<'py, PyModule>,
     xs: impl Iterator<Item = f64>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let mut bytes = Vec::new();
-    for x in xs {
-        bytes.extend_from_slice(&x.to_le_bytes());
-    }
-    let buf = PyByteArray::new(np.py(), &bytes);
-    np.call_method1("frombuffer", (buf, "<f8"))
+    let bytes: Vec<u8> = xs.flat_map(f64::to_le_bytes).collect();
+    np_array(np, &bytes, "<f8")
 }
 
 fn i64_array<'py>(
     np: &Bound<'py, PyModule>,
     xs: impl Iterator<Item = i64>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let mut bytes = Vec::new();
-    for x in xs {
-        bytes.extend_from_slice(&x.to_le_bytes());
-    }
-    let buf = PyByteArray::new(np.py(), &bytes);
-    np.call_method1("frombuffer", (buf, "<i8"))
+    let bytes: Vec<u8> = xs.flat_map(i64::to_le_bytes).collect();
+    np_array(np, &bytes, "<i8")
+}
+
+/// A NumPy array of dtype `dtype` over a writable copy of `bytes`.
+fn np_array<'py>(
+    np: &Bound<'py, PyModule>,
+    bytes: &[u8],
+    dtype: &str,
+) -> PyResult<Bound<'py, PyAny>> {
+    np.call_method1("frombuffer", (PyByteArray::new(np.py(), bytes), dtype))
 }
 
 #[pymethods]
@@ -545,15 +536,29 @@ impl RunHandle {
     /// and link state that `disagg run --plot` draws, as NumPy arrays. Computed by running the
     /// same simulation again with the sampler on (runs are deterministic).
     fn series<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        guard(|| self.series_dict(py))
+    }
+
+    /// Writes the Chrome / Perfetto trace of the run to `path` (whole or not at all), by running
+    /// the same simulation again with the trace writer on.
+    fn write_trace(&self, py: Python<'_>, path: &Bound<'_, PyAny>) -> PyResult<()> {
+        guard(|| self.trace_to(py, path))
+    }
+
+    /// Requests in the run.
+    fn __len__(&self) -> usize {
+        self.run.len()
+    }
+}
+
+impl RunHandle {
+    fn series_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let (cfg, workload) = (&self.cfg, &self.workload);
         let ts = py
             .detach(|| {
-                catch_unwind(AssertUnwindSafe(|| {
-                    let mut ts = TimeSeries::default();
-                    simulate_workload(cfg, workload, &mut ts).map(|_| ts)
-                }))
+                let mut ts = TimeSeries::default();
+                simulate_workload(cfg, workload, &mut ts).map(|_| ts)
             })
-            .map_err(|_| PyRuntimeError::new_err("internal error in disagg: series panicked"))?
             .map_err(|e| cli_error(py, &e.to_string()))?;
         let np = py.import("numpy")?;
         let d = PyDict::new(py);
@@ -607,37 +612,22 @@ impl RunHandle {
         Ok(d)
     }
 
-    /// Writes the Chrome / Perfetto trace of the run to `path` (whole or not at all), by running
-    /// the same simulation again with the trace writer on.
-    fn write_trace(&self, py: Python<'_>, path: &Bound<'_, PyAny>) -> PyResult<()> {
+    fn trace_to(&self, py: Python<'_>, path: &Bound<'_, PyAny>) -> PyResult<()> {
         let path = match from_py(path, "path")? {
             Value::String(s) => std::path::PathBuf::from(s),
             _ => return Err(PyTypeError::new_err("path: expected a str or os.PathLike")),
         };
         let (cfg, workload) = (&self.cfg, &self.workload);
-        let r = py.detach(|| {
-            catch_unwind(AssertUnwindSafe(|| -> Result<(), String> {
-                let mut pending =
-                    disagg_cli::output::Pending::create("path", &path).map_err(|e| e.0)?;
-                let mut tr = ChromeTrace::new(pending.writer());
-                simulate_workload(cfg, workload, &mut tr).map_err(|e| e.to_string())?;
-                let finished = tr.finish().map(drop);
-                finished.map_err(|e| pending.error(e).0)?;
-                pending.commit().map_err(|e| e.0)
-            }))
-        });
-        match r {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(msg)) => Err(cli_error(py, &msg)),
-            Err(_) => Err(PyRuntimeError::new_err(
-                "internal error in disagg: write_trace panicked",
-            )),
-        }
-    }
-
-    /// Requests in the run.
-    fn __len__(&self) -> usize {
-        self.run.len()
+        py.detach(|| -> Result<(), String> {
+            let mut pending =
+                disagg_cli::output::Pending::create("path", &path).map_err(|e| e.0)?;
+            let mut tr = ChromeTrace::new(pending.writer());
+            simulate_workload(cfg, workload, &mut tr).map_err(|e| e.to_string())?;
+            let finished = tr.finish().map(drop);
+            finished.map_err(|e| pending.error(e).0)?;
+            pending.commit().map_err(|e| e.0)
+        })
+        .map_err(|msg| cli_error(py, &msg))
     }
 }
 
@@ -839,19 +829,9 @@ fn sweep<'py>(
                 Some("threads"),
             ));
         }
-        let rows = py.detach(|| {
-            catch_unwind(AssertUnwindSafe(|| {
-                disagg_cli::sweep_cmd::rows(&sw, &cat, shard, threads)
-            }))
-        });
-        let rows = match rows {
-            Ok(r) => r.map_err(|e| sweep_run_error(py, &sw, &e.0))?,
-            Err(_) => {
-                return Err(PyRuntimeError::new_err(
-                    "internal error in disagg (please report it): a sweep run panicked",
-                ))
-            }
-        };
+        let rows = py
+            .detach(|| disagg_cli::sweep_cmd::rows(&sw, &cat, shard, threads))
+            .map_err(|e| sweep_run_error(py, &sw, &e.0))?;
         let out = PyList::empty(py);
         for r in &rows {
             out.append(to_py(py, r)?)?;
@@ -878,8 +858,7 @@ fn jsonl(rows: &Bound<'_, PyAny>) -> PyResult<String> {
 #[pyfunction]
 fn cli(py: Python<'_>, args: Vec<String>) -> PyResult<String> {
     guard(|| {
-        py.detach(|| catch_unwind(AssertUnwindSafe(|| disagg_cli::capture(&args))))
-            .map_err(|_| PyRuntimeError::new_err("internal error in disagg: the command panicked"))?
+        py.detach(|| disagg_cli::capture(&args))
             .map_err(|msg| cli_error(py, &msg))
     })
 }
