@@ -6,6 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::arch::{Arch, HandoffParts};
 use crate::error::Error;
 use crate::parallel::Moe;
 use crate::variants::{Ced, DecodeStyle, FftMixing, Mixer, TransformEngine};
@@ -85,6 +86,12 @@ pub struct ModelSpec {
     /// A causal encoder-decoder (levers-cost.md §8).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ced: Option<Ced>,
+    /// The layers kind by kind (MLA, sliding-window, chunked, linear attention, MoE; issue 16).
+    /// `None`: every layer is the shape above (the reference's models). With an `arch`,
+    /// `n_layers`, `d_model`, `n_heads` and `vocab` hold; `n_kv_heads`, `head_dim` and `d_ff` are
+    /// the first full-attention layer's and first MLP's, for display only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arch: Option<Box<Arch>>,
 }
 
 impl ModelSpec {
@@ -107,6 +114,7 @@ impl ModelSpec {
             moe: None,
             fft: None,
             ced: None,
+            arch: None,
         }
     }
 
@@ -172,6 +180,9 @@ impl ModelSpec {
     }
     /// All layers' (active) parameters; an FFT-mixing model sums its attention and Hyena layers.
     pub fn layer_params(&self) -> i128 {
+        if let Some(a) = &self.arch {
+            return a.layer_params(self.d_model, self.n_heads).0;
+        }
         if let Some(fft) = &self.fft {
             let n_attn = fft.n_attn(self.n_layers) as i128;
             let n_hy = self.n_layers as i128 - n_attn;
@@ -187,6 +198,10 @@ impl ModelSpec {
     /// Resident parameters: layers plus the embedding and the LM head (`2*V*d`); every expert of
     /// an MoE model.
     pub fn params(&self) -> i128 {
+        if let Some(a) = &self.arch {
+            let heads = if a.tied_embeddings { 1 } else { 2 };
+            return a.layer_params(self.d_model, self.n_heads).1 + heads * self.vocab_params();
+        }
         match &self.moe {
             Some(moe) => moe.params(self),
             None => self.layer_params() + 2 * self.vocab_params(),
@@ -209,6 +224,14 @@ impl ModelSpec {
     /// streamed plus `t` embedding rows; an MoE model reads only the experts its tokens touch
     /// ([`crate::Moe::weight_bytes_read`]).
     pub fn weight_bytes_read(&self, t: u64) -> f64 {
+        if let Some(a) = &self.arch {
+            if a.is_moe() {
+                return ((a.layer_params_read(self.d_model, self.n_heads, t)
+                    + self.vocab_params() as f64)
+                    * self.weight_bytes)
+                    + t as f64 * self.embedding_row_bytes();
+            }
+        }
         match &self.moe {
             Some(moe) => moe.weight_bytes_read(self, t),
             None => self.weight_bytes_streamed() + t as f64 * self.embedding_row_bytes(),
@@ -222,6 +245,9 @@ impl ModelSpec {
     /// `2*n_attn*Hkv*hd + n_hy*N*d` values (direct decode) or its attention layers' only
     /// (distilled).
     pub fn kv_bytes_per_token(&self) -> f64 {
+        if let Some(a) = &self.arch {
+            return a.unbounded_values_per_token() as f64 * self.kv_bytes;
+        }
         let per_layer = 2 * self.n_kv_heads as i128 * self.hd() as i128;
         match &self.fft {
             None => (self.n_layers as i128 * per_layer) as f64 * self.kv_bytes,
@@ -241,11 +267,45 @@ impl ModelSpec {
     /// Bytes of a prompt's hand-off: `P * kv_bytes_per_token`, or the distilled state of a
     /// distilled Hyena model whatever the prompt.
     pub fn handoff_bytes(&self, prompt_tokens: u64) -> f64 {
+        if let Some(a) = &self.arch {
+            let h = a.handoff_parts(prompt_tokens, self.kv_bytes);
+            return h.kv_bytes + h.state_bytes;
+        }
         let state = self.state_bytes_per_seq();
         if state != 0.0 {
             return state;
         }
         prompt_tokens as f64 * self.kv_bytes_per_token()
+    }
+
+    /// A prompt's hand-off split into attention KV and linear-attention state (a model without
+    /// an [`Arch`]: all of it KV, the distilled Hyena state aside).
+    pub fn handoff_parts(&self, prompt_tokens: u64) -> HandoffParts {
+        match &self.arch {
+            Some(a) => a.handoff_parts(prompt_tokens, self.kv_bytes),
+            None => HandoffParts {
+                kv_bytes: self.handoff_bytes(prompt_tokens),
+                state_bytes: 0.0,
+            },
+        }
+    }
+
+    /// The KV bytes a decode instance reserves for a sequence of up to `tokens` tokens: the
+    /// peak of what it keeps ([`Arch::peak_values`]) plus its states; `tokens * kv_bytes_per_token`
+    /// without an [`Arch`].
+    pub fn reserved_kv_bytes(&self, tokens: u64) -> f64 {
+        match &self.arch {
+            Some(a) => a.peak_values(tokens) as f64 * self.kv_bytes + a.state_bytes(),
+            None => tokens as f64 * self.kv_bytes_per_token(),
+        }
+    }
+
+    /// Whether the cache is sized by layer kind and is not `tokens x kv_bytes_per_token` (a model
+    /// with windowed layers or a linear state).
+    pub fn kv_is_bounded(&self) -> bool {
+        self.arch
+            .as_ref()
+            .is_some_and(|a| a.has_windows() || a.state_bytes() > 0.0)
     }
 
     /// Validates the shape (every count at least 1, byte sizes positive).
@@ -313,6 +373,26 @@ impl ModelSpec {
     /// the reference's order.
     fn validate_variants(&self) -> Result<(), Error> {
         let key = &self.key;
+        if let Some(a) = &self.arch {
+            a.validate(&format!("model '{key}'"))?;
+            if a.n_layers() != self.n_layers {
+                return Err(Error::invalid(
+                    format!("model '{key}' layers"),
+                    format!(
+                        "{} does not match the {} layers its layer runs describe",
+                        self.n_layers,
+                        a.n_layers()
+                    ),
+                ));
+            }
+            if self.fft.is_some() || self.ced.is_some() || self.moe.is_some() {
+                return Err(Error::invalid(
+                    format!("model '{key}' layers"),
+                    "a model described by layer kinds takes its MoE from its layers and cannot \
+                     be an FFT-mixing or CED model",
+                ));
+            }
+        }
         if let Some(f) = &self.fft {
             f.validate(key)?;
         }
@@ -738,7 +818,7 @@ pub fn model_source(key: &str) -> Option<&'static str> {
         "bloom-176b" => Some(
             "huggingface.co/bigscience/bloom config.json (MLP 2 x 57344 GELU written as d_ff 38229)",
         ),
-        _ => None,
+        other => crate::served::served_source(other),
     }
 }
 
@@ -877,6 +957,8 @@ impl Catalogue {
             )
             .with_context(2048),
         ]);
+        // The models served disaggregated today, layer kind by layer kind (issue 16).
+        models.extend(crate::served::served_models());
         let devices = vec![
             h100_like("h100", "H100-SXM", 3.35 * TB, 80.0 * GB),
             a100_like("a100", "A100-SXM", 2.039 * TB, 80.0 * GB),

@@ -7,6 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::arch::Arch;
 use crate::catalogue::Catalogue;
 use crate::catalogue::{Device, KvTransit, LmHead, ModelSpec};
 use crate::draft::Draft;
@@ -436,8 +437,14 @@ impl CostModel {
     /// `_parallel(F, Wb, Ob, T)` with a layout (levers-cost.md §5.4).
     #[inline]
     pub fn pass(&self, f: i128, t: u64, k: u64) -> StepCost {
+        self.pass_ob(f, t, k as f64 * self.kv_bytes_per_token)
+    }
+
+    /// [`CostModel::pass`] with its other bytes `ob` given (a layer-kind model's KV and state
+    /// traffic).
+    #[inline]
+    fn pass_ob(&self, f: i128, t: u64, ob: f64) -> StepCost {
         let wb = self.weight_read(t);
-        let ob = k as f64 * self.kv_bytes_per_token;
         match &self.layout {
             None => self.step(f, wb + ob),
             Some(l) => l.step(self, f, wb, ob, t),
@@ -467,12 +474,40 @@ impl CostModel {
         if self.model.ced.is_some() {
             return self.ced_prefill_work(lens);
         }
+        if let Some(a) = self.model.arch.as_deref() {
+            let (f, t, ob) = self.arch_prefill(a, lens);
+            return (f, self.weight_read(t) + ob);
+        }
         let (f, t) = self.prefill_flops(lens);
         (f, self.weight_read(t) + t as f64 * self.kv_bytes_per_token)
     }
 
+    /// A layer-kind model's prefill (issue 16): FLOPs (the LM-head-dependent linear term, then
+    /// per prompt [`Arch::chunk_attn_flops`]), tokens, and other bytes: every attention layer
+    /// writes K/V (or the latent) for every prompt token, each linear layer its state once.
+    fn arch_prefill(&self, a: &Arch, lens: impl IntoIterator<Item = u64>) -> (i128, u64, f64) {
+        let h = self.model.n_heads;
+        let per_token = a.unbounded_values_per_token() + a.windowed_values_per_token();
+        let (mut total, mut count, mut attn) = (0i128, 0i128, 0i128);
+        for p in lens {
+            total += p as i128;
+            count += 1;
+            attn += a.chunk_attn_flops(h, 0, p);
+        }
+        let f = match self.model.prefill_lm_head {
+            LmHead::All => 2 * self.matmul_params * total,
+            LmHead::Last => 2 * self.layer_params * total + 2 * self.lm_head_params * count,
+        } + attn;
+        let ob = (per_token * total) as f64 * self.model.kv_bytes + count as f64 * a.state_bytes();
+        (f, total as u64, ob)
+    }
+
     /// FLOPs (exact) and tokens of a prefill batch of whole prompts (cost-model.md §3.6).
     pub fn prefill_flops(&self, lens: impl IntoIterator<Item = u64>) -> (i128, u64) {
+        if let Some(a) = self.model.arch.as_deref() {
+            let (f, t, _) = self.arch_prefill(a, lens);
+            return (f, t);
+        }
         let mut total: i128 = 0;
         let mut attn: i128 = 0;
         let mut count: i128 = 0;
@@ -500,6 +535,9 @@ impl CostModel {
         let lens = lens.into_iter().inspect(|_| rows += 1);
         let cost = if self.model.ced.is_some() {
             self.ced_prefill(lens)
+        } else if let Some(a) = self.model.arch.as_deref() {
+            let (f, t, ob) = self.arch_prefill(a, lens);
+            self.pass_ob(f, t, ob)
         } else {
             let (f, t) = self.prefill_flops(lens);
             self.pass(f, t, t)
@@ -511,6 +549,10 @@ impl CostModel {
     /// (cost-model.md §3.7).
     #[inline]
     pub fn decode_work(&self, ctx: u64, b: u64) -> (i128, f64) {
+        if self.model.arch.is_some() {
+            let (f, ob) = self.arch_decode(ctx, b, None);
+            return (f, self.weight_read(b) + ob);
+        }
         let (ctx, bi) = (ctx as i128, b as i128);
         let f = 2 * self.matmul_params * bi + self.decode_attn_coef * (ctx + bi);
         let by = self.weight_read(b) + (ctx + bi) as f64 * self.kv_bytes_per_token;
@@ -523,12 +565,86 @@ impl CostModel {
     pub fn decode_sum(&self, ctx: u64, b: u64) -> StepCost {
         let cost = if self.model.fft.is_some() {
             self.fft_decode_sum(ctx, b)
+        } else if self.model.arch.is_some() {
+            let (f, ob) = self.arch_decode(ctx, b, None);
+            self.pass_ob(f, b, ob)
         } else {
             let f = 2 * self.matmul_params * b as i128
                 + self.decode_attn_coef * (ctx as i128 + b as i128);
             self.pass(f, b, ctx + b)
         };
         self.add_rows(cost, b)
+    }
+
+    /// A decode step whose rows have cached contexts `rows` (`ctx` their sum): a model with
+    /// sliding-window or chunked layers is costed row by row ([`Arch::windowed_decode`]); any
+    /// other model is [`CostModel::decode_sum`]`(ctx, b)` exactly (`rows` is not read).
+    pub fn decode_rows(&self, ctx: u64, rows: &mut dyn Iterator<Item = u64>) -> StepCost {
+        match self.model.arch.as_deref() {
+            Some(a) if a.has_windows() => {
+                let mut b = 0u64;
+                let mut it = rows.inspect(|_| b += 1);
+                let (f, ob) = self.arch_decode(ctx, u64::MAX, Some(&mut it));
+                drop(it);
+                self.add_rows(self.pass_ob(f, b, ob), b)
+            }
+            _ => {
+                let b = rows.count() as u64;
+                self.decode_sum(ctx, b)
+            }
+        }
+    }
+
+    /// Whether a step must be costed from its rows' contexts ([`CostModel::decode_rows`],
+    /// [`CostModel::step_mixed_rows`]): a model with sliding-window or chunked layers.
+    pub fn needs_rows(&self) -> bool {
+        self.model.arch.as_deref().is_some_and(|a| a.has_windows())
+    }
+
+    /// A layer-kind model's decode terms: attention FLOPs plus `2 * active * b`, and other bytes
+    /// (KV values read times `kv_bytes`, each linear state read and written). `rows` gives each
+    /// row's cached context (its query is at position `ctx_i + 1`); without it, a model with
+    /// windows takes `b` rows of equal context (`ctx / b`, the first `ctx mod b` one more): the
+    /// calculators' rule, exact when the rows are alike. `b = u64::MAX` with `rows`: count them.
+    fn arch_decode(
+        &self,
+        ctx: u64,
+        b: u64,
+        rows: Option<&mut dyn Iterator<Item = u64>>,
+    ) -> (i128, f64) {
+        let a = self.model.arch.as_deref().expect("a layer-kind model");
+        let h = self.model.n_heads;
+        let (fk, fr, vk) = a.decode_linear(h);
+        let (mut wf, mut wv) = (0i128, 0i128);
+        let mut nb = 0u64;
+        if a.has_windows() {
+            match rows {
+                Some(it) => {
+                    for c in it {
+                        let (f, v) = a.windowed_decode(h, c + 1);
+                        wf += f;
+                        wv += v;
+                        nb += 1;
+                    }
+                }
+                None if b > 0 => {
+                    let (q, r) = (ctx / b, ctx % b);
+                    let (f, v) = a.windowed_decode(h, q + 1);
+                    let (f1, v1) = a.windowed_decode(h, q + 2);
+                    let (rb, lb) = (r as i128, (b - r) as i128);
+                    wf = lb * f + rb * f1;
+                    wv = lb * v + rb * v1;
+                    nb = b;
+                }
+                None => {}
+            }
+        } else {
+            nb = b;
+        }
+        let (k, bi) = ((ctx + nb) as i128, nb as i128);
+        let f = 2 * self.matmul_params * bi + fk * k + fr * bi + wf;
+        let ob = ((vk * k + wv) as f64) * self.model.kv_bytes + nb as f64 * (2.0 * a.state_bytes());
+        (f, ob)
     }
 
     /// Adds the endpoint compression pass for the prompts handed off by a prefill batch
@@ -548,7 +664,11 @@ impl CostModel {
         let mut ops = 0.0;
         let mut nb = 0.0;
         for p in handed_off {
-            let hb = p as f64 * self.kv_bytes_per_token;
+            let hb = match self.model.arch.as_deref() {
+                // A layer-kind model compresses its attention KV, not its linear state.
+                Some(a) => a.handoff_parts(p, self.model.kv_bytes).kv_bytes,
+                None => p as f64 * self.kv_bytes_per_token,
+            };
             ops += transit.ops(hb, p, self.model.kv_bytes, true);
             nb += hb + hb / c.ratio;
         }
@@ -608,6 +728,10 @@ impl CostModel {
 
     /// FLOPs (exact) and bytes of a mixed step.
     pub fn step_mixed_work(&self, ctx: u64, b: u64, chunks: &[Chunk]) -> (i128, f64) {
+        if self.model.arch.is_some() {
+            let (f, t, ob) = self.arch_mixed(ctx, b, None, chunks);
+            return (f, self.weight_read(t) + ob);
+        }
         let (f, t, k) = self.step_mixed_pass(ctx, b, chunks);
         (f, self.pass_bytes(t as i128, k as i128))
     }
@@ -616,8 +740,64 @@ impl CostModel {
     /// per-sequence term counts the rows the step serves: the `b` decode rows plus one per
     /// prefill chunk.
     pub fn step_mixed(&self, ctx: u64, b: u64, chunks: &[Chunk]) -> StepCost {
+        if self.model.arch.is_some() {
+            let (f, t, ob) = self.arch_mixed(ctx, b, None, chunks);
+            return self.add_rows(self.pass_ob(f, t, ob), b + chunks.len() as u64);
+        }
         let (f, t, k) = self.step_mixed_pass(ctx, b, chunks);
         self.add_rows(self.pass(f, t, k), b + chunks.len() as u64)
+    }
+
+    /// A mixed step whose decode rows have cached contexts `rows` (`ctx` their sum, `b` of
+    /// them): row by row for a model with sliding-window or chunked layers, else exactly
+    /// [`CostModel::step_mixed`].
+    pub fn step_mixed_rows(
+        &self,
+        ctx: u64,
+        b: u64,
+        rows: &mut dyn Iterator<Item = u64>,
+        chunks: &[Chunk],
+    ) -> StepCost {
+        if !self.needs_rows() {
+            return self.step_mixed(ctx, b, chunks);
+        }
+        let (f, t, ob) = self.arch_mixed(ctx, b, Some(rows), chunks);
+        self.add_rows(self.pass_ob(f, t, ob), b + chunks.len() as u64)
+    }
+
+    /// A layer-kind model's mixed step: the decode rows of [`CostModel::arch_decode`] plus each
+    /// chunk's linear term ([`CostModel::add_chunks`]'s), [`Arch::chunk_attn_flops`] and
+    /// [`Arch::chunk_kv_values`] (each linear state read and written once per chunk).
+    fn arch_mixed(
+        &self,
+        ctx: u64,
+        b: u64,
+        rows: Option<&mut dyn Iterator<Item = u64>>,
+        chunks: &[Chunk],
+    ) -> (i128, u64, f64) {
+        let a = self.model.arch.as_deref().expect("a layer-kind model");
+        let h = self.model.n_heads;
+        let (mut f, mut ob) = if b == 0 {
+            (0, 0.0)
+        } else {
+            self.arch_decode(ctx, b, rows)
+        };
+        let mut t = b as i128;
+        let mut kv: i128 = 0;
+        for ch in chunks {
+            let c = ch.c as i128;
+            f += match self.model.prefill_lm_head {
+                LmHead::All => 2 * self.matmul_params * c,
+                LmHead::Last => {
+                    2 * self.layer_params * c + if ch.last { 2 * self.lm_head_params } else { 0 }
+                }
+            };
+            f += a.chunk_attn_flops(h, ch.p0, ch.c);
+            kv += a.chunk_kv_values(ch.p0, ch.c);
+            t += c;
+        }
+        ob += kv as f64 * self.model.kv_bytes + chunks.len() as f64 * (2.0 * a.state_bytes());
+        (f, t as u64, ob)
     }
 
     /// FLOPs (exact), tokens and KV positions of a speculative verify pass

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::arch::{Arch, LayerRun, Retention};
 use crate::catalogue::{Calibration, Catalogue, Device, Link, LmHead, ModelSpec, GB, TB};
 use crate::error::Error;
 use crate::parallel::Moe;
@@ -71,6 +72,26 @@ pub struct CustomModel {
     pub ced_replay: Option<u64>,
     /// CED: `prefill` or `decode`.
     pub ced_replay_on: Option<String>,
+    /// Layer kinds: one period of the layer pattern (`[[models.KEY.cycle]]` tables of `count`,
+    /// `attention = {kind = ...}`, `mlp = {kind = ...}`); the model is then described by its
+    /// layers (issue 16) and `layers`, `kv_heads`, `d_ff` default to what they say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cycle: Option<Vec<LayerRun>>,
+    /// How many times `cycle` repeats (1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cycles: Option<u64>,
+    /// Layer runs after the repeats.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tail: Option<Vec<LayerRun>>,
+    /// `window` or `strict`: what sliding-window and chunked layers keep.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kv_retention: Option<String>,
+    /// One line on why the model's KV is sized as it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why_kv: Option<String>,
+    /// The LM head shares the embedding (layer-kind models only; default false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tied_embeddings: Option<bool>,
 }
 
 /// An accelerator.
@@ -189,11 +210,15 @@ impl CustomModel {
             None => None,
         };
         let k = "model";
+        let arch = self.arch(key, base.as_ref())?;
+        let shape = arch.as_ref().map(|a| a.display_shape());
         let m = ModelSpec {
             key: key.to_string(),
             name: self.name.clone().unwrap_or_else(|| key.to_string()),
             n_layers: need(
-                self.layers.or(base.as_ref().map(|b| b.n_layers)),
+                self.layers
+                    .or(arch.as_ref().map(|a| a.n_layers()))
+                    .or(base.as_ref().map(|b| b.n_layers)),
                 key,
                 k,
                 "layers",
@@ -211,13 +236,25 @@ impl CustomModel {
                 "heads",
             )?,
             n_kv_heads: need(
-                self.kv_heads.or(base.as_ref().map(|b| b.n_kv_heads)),
+                self.kv_heads
+                    .or(shape.map(|s| s.0))
+                    .or(base.as_ref().map(|b| b.n_kv_heads)),
                 key,
                 k,
                 "kv_heads",
             )?,
-            head_dim: self.head_dim.or(base.as_ref().and_then(|b| b.head_dim)),
-            d_ff: need(self.d_ff.or(base.as_ref().map(|b| b.d_ff)), key, k, "d_ff")?,
+            head_dim: self
+                .head_dim
+                .or(shape.map(|s| s.1))
+                .or(base.as_ref().and_then(|b| b.head_dim)),
+            d_ff: need(
+                self.d_ff
+                    .or(shape.map(|s| s.2))
+                    .or(base.as_ref().map(|b| b.d_ff)),
+                key,
+                k,
+                "d_ff",
+            )?,
             vocab: need(
                 self.vocab.or(base.as_ref().map(|b| b.vocab)),
                 key,
@@ -242,10 +279,81 @@ impl CustomModel {
             moe: None,
             fft: None,
             ced: None,
+            arch: None,
         };
-        let m = self.variants(key, m, base.as_ref())?;
+        let mut m = if arch.is_some() {
+            for (f, given) in [
+                ("n_experts", self.n_experts.is_some()),
+                ("mixer", self.mixer.is_some()),
+                ("ced_encoder_layers", self.ced_encoder_layers.is_some()),
+            ] {
+                if given {
+                    return Err(Error::invalid(
+                        format!("model '{key}' {f}"),
+                        "a model described by layer kinds ('cycle') gives its experts in its \
+                         layers' mlp and cannot be FFT-mixing or CED",
+                    ));
+                }
+            }
+            m
+        } else {
+            self.variants(key, m, base.as_ref())?
+        };
+        m.arch = arch.map(Box::new);
         m.validate()?;
         Ok(m)
+    }
+
+    /// The layer kinds: this entry's `cycle` (with `cycles`, `tail`), else the base's; the
+    /// retention rule and the "why" line laid over either.
+    fn arch(&self, key: &str, base: Option<&ModelSpec>) -> Result<Option<Arch>, Error> {
+        let mut a = match (&self.cycle, base.and_then(|b| b.arch.as_deref())) {
+            (Some(c), _) => Arch {
+                cycle: c.clone(),
+                cycles: self.cycles.unwrap_or(1),
+                tail: self.tail.clone().unwrap_or_default(),
+                retention: Retention::Window,
+                tied_embeddings: self.tied_embeddings.unwrap_or(false),
+                why_kv: String::new(),
+            },
+            (None, Some(b)) => {
+                let mut b = b.clone();
+                if let Some(c) = self.cycles {
+                    b.cycles = c;
+                }
+                if let Some(t) = &self.tail {
+                    b.tail = t.clone();
+                }
+                if let Some(t) = self.tied_embeddings {
+                    b.tied_embeddings = t;
+                }
+                b
+            }
+            (None, None) => {
+                for (f, given) in [
+                    ("cycles", self.cycles.is_some()),
+                    ("tail", self.tail.is_some()),
+                    ("kv_retention", self.kv_retention.is_some()),
+                    ("why_kv", self.why_kv.is_some()),
+                    ("tied_embeddings", self.tied_embeddings.is_some()),
+                ] {
+                    if given {
+                        return Err(Error::invalid(
+                            format!("model '{key}' {f}"),
+                            "needs 'cycle' (the model's layer kinds)",
+                        ));
+                    }
+                }
+                return Ok(None);
+            }
+        };
+        if let Some(r) = &self.kv_retention {
+            a.retention = Retention::parse(r)?;
+        }
+        if let Some(w) = &self.why_kv {
+            a.why_kv = w.clone();
+        }
+        Ok(Some(a))
     }
 
     /// The MoE, FFT-mixing and CED parts: the base's, with any field given here replacing it.

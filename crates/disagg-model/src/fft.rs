@@ -293,9 +293,38 @@ impl ModelSpec {
         let kvb = self.kv_bytes_per_token();
         if kvb != 0.0 {
             kvb
+        } else if let Some(a) = &self.arch {
+            // No unbounded layer: a token of the windowed layers, else one sequence's state.
+            let w = a.windowed_values_per_token() as f64 * self.kv_bytes;
+            if w != 0.0 {
+                w
+            } else {
+                a.state_bytes()
+            }
         } else {
             self.state_bytes_per_seq()
         }
+    }
+
+    /// The cache units a decode instance reserves for a sequence of up to `tokens` tokens:
+    /// `tokens` for every model whose cache is `tokens x bytes per token`; for a model with
+    /// windowed layers or a linear state, `ceil(reserved_kv_bytes(tokens) / cache_unit_bytes)`
+    /// (the windows at their peak, the state whole; issue 16).
+    pub fn kv_units(&self, tokens: u64) -> u64 {
+        match self.kv_reserve() {
+            None => tokens,
+            Some(r) => r.units(tokens),
+        }
+    }
+
+    /// The reservation rule of [`ModelSpec::kv_units`] as plain numbers; `None` when units are
+    /// tokens (every model whose cache is `tokens x bytes per token`).
+    pub fn kv_reserve(&self) -> Option<crate::arch::KvReserve> {
+        if !self.kv_is_bounded() {
+            return None;
+        }
+        let a = self.arch.as_deref()?;
+        a.reserve(self.kv_bytes, self.cache_unit_bytes())
     }
 }
 
@@ -341,6 +370,9 @@ impl CostModel {
     /// The admission unit of the instance's cache (levers-cost.md §9.1): bytes per token, or per
     /// sequence for a distilled Hyena model (its capacity counts sequences).
     pub fn cache_unit_bytes(&self) -> f64 {
+        if self.model.arch.is_some() {
+            return self.model.cache_unit_bytes();
+        }
         let kvb = self.kv_bytes_per_token();
         if kvb != 0.0 {
             kvb

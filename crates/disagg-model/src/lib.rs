@@ -2,6 +2,7 @@
 //! of prefill/decode-disaggregated LLM serving, bit-for-bit with the reference simulator
 //! (Disaggregated_Inference_Sim). Pure functions, no I/O.
 
+pub mod arch;
 pub mod calc;
 pub mod catalogue;
 pub mod ced;
@@ -16,8 +17,10 @@ pub mod ppa;
 pub mod pymath;
 pub mod quant;
 pub mod ranks;
+pub mod served;
 pub mod variants;
 
+pub use arch::{Arch, Attention, HandoffParts, KvReserve, LayerRun, Mlp, Retention};
 pub use catalogue::{
     model_source, Calibration, Catalogue, CompressAt, Device, KvCompression, KvTransit, Link,
     LmHead, ModelSpec, GB, TB,

@@ -60,7 +60,7 @@ impl<O: Observer> Sim<'_, O> {
     /// finishes; then the next step.
     pub(super) fn ced_step_end(&mut self, d: usize) {
         let now = self.q.now();
-        let need_one = self.need_one;
+        let need_one = self.need == crate::serving::Need::One;
         let d_idle = self.d_idle;
         let g = self.n_prefill as usize + d;
         let w = self.ced_replay.expect("a CED run");

@@ -50,7 +50,7 @@ pub fn pow2(o: u64) -> u64 {
 }
 
 /// The KV constants of one scheduled instance: tokens per unit, capacity and watermark in units.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct KvUnits {
     /// The policy.
     pub policy: KvPolicy,
@@ -62,6 +62,9 @@ pub struct KvUnits {
     pub watermark: u64,
     /// The `max` policy's floor, tokens.
     pub max_seq_len: u64,
+    /// A model with windowed layers or a linear state (issue 16): a sequence of `n` tokens
+    /// reserves `reserve.units(n)` cache units, not `n`. `None` for every other model.
+    pub reserve: Option<disagg_model::KvReserve>,
 }
 
 impl KvUnits {
@@ -90,21 +93,37 @@ impl KvUnits {
             capacity,
             watermark,
             max_seq_len,
+            reserve: None,
+        }
+    }
+
+    /// These constants for a model whose sequences reserve `reserve.units(n)` units.
+    pub fn with_reserve(mut self, reserve: Option<disagg_model::KvReserve>) -> Self {
+        self.reserve = reserve;
+        self
+    }
+
+    /// The cache units (before blocks) of a sequence of `tokens` tokens.
+    #[inline]
+    fn tok(&self, tokens: u64) -> u64 {
+        match &self.reserve {
+            None => tokens,
+            Some(r) => r.units(tokens),
         }
     }
 
     /// `units(t) = ceil(t / blk)`.
     pub fn units(&self, tokens: u64) -> u64 {
-        tokens.div_ceil(self.block_tokens)
+        self.tok(tokens).div_ceil(self.block_tokens)
     }
 
     /// `full_need(r)`, checked once at arrival: what the whole sequence of `prompt` + `output`
     /// tokens would need on a colocated or decode instance (§3.2).
     pub fn full_need(&self, prompt: u64, output: u64) -> u64 {
         match self.policy {
-            KvPolicy::Oracle => prompt + output,
-            KvPolicy::Pow2 => prompt + pow2(output),
-            KvPolicy::Max => self.max_seq_len.max(prompt + output),
+            KvPolicy::Oracle => self.tok(prompt + output),
+            KvPolicy::Pow2 => self.tok(prompt + pow2(output)),
+            KvPolicy::Max => self.tok(self.max_seq_len.max(prompt + output)),
             KvPolicy::Paged => self.units(prompt + output) + self.watermark,
         }
     }
@@ -114,9 +133,10 @@ impl KvUnits {
     /// recompute preemption; only paged preempts).
     pub fn admit_need(&self, prompt: u64, output: u64, target: u64, hit: u64) -> u64 {
         match self.policy {
-            KvPolicy::Oracle => prompt - hit + output,
-            KvPolicy::Pow2 => prompt - hit + pow2(output),
-            KvPolicy::Max => self.max_seq_len.max(prompt + output) - hit,
+            // A model with a reservation rule has no prefix cache (`hit` is 0).
+            KvPolicy::Oracle => self.tok(prompt - hit + output),
+            KvPolicy::Pow2 => self.tok(prompt - hit + pow2(output)),
+            KvPolicy::Max => self.tok(self.max_seq_len.max(prompt + output) - hit),
             KvPolicy::Paged => self.units(target - hit),
         }
     }

@@ -1271,6 +1271,7 @@ mod tests {
             output,
             dinst: u32::MAX,
             dtarget: u32::MAX,
+            units: 0,
         }
     }
 

@@ -10,7 +10,9 @@
 //! entry by key. Scenario files and the web API read a [`Scenario`] with serde, whose names are
 //! the same keys and the same enum names.
 
-use disagg_model::{CompressAt, Detection, Error, LmHead, QuantFormat, ReplayOn, SendMode};
+use disagg_model::{
+    CompressAt, Detection, Error, LmHead, QuantFormat, ReplayOn, Retention, SendMode,
+};
 use disagg_trace::TraceFormat;
 
 use crate::levers::{BatchPolicy, DecodeRouter, KvPolicy, Preemption, SwapIn};
@@ -236,6 +238,9 @@ choice!(Detection, "--ft-detection", Detection::NAMES, |s| {
 choice!(LmHead, "--prefill-lm-head", &["all", "last"], |s| {
     LmHead::parse(s).ok()
 });
+choice!(Retention, "--kv-retention", &Retention::NAMES, |s| {
+    Retention::parse(s).ok()
+});
 choice!(ReplayOn, "--ced-replay-on", ReplayOn::NAMES, |s| {
     ReplayOn::parse(s).ok()
 });
@@ -403,6 +408,11 @@ options! {
         Some("N"), Some("--devices-per-instance"), "Devices per decode instance";
     prefill_lm_head: Option<LmHead>, "--prefill-lm-head", HARDWARE, Some("all|last"), Some("all"),
         "Where the prefill step runs the LM head: all (every prompt token) or last";
+    kv_retention: Option<Retention>, "--kv-retention", HARDWARE, Some("window|strict"),
+        Some("window"),
+        "Sliding-window and chunked layers (gpt-oss, Gemma 3, Llama 4): window keeps what the \
+         last token attended to (min(n, W); the current chunk), strict only what the next token \
+         will (min(n, W-1); n mod C), as vLLM frees them";
     ced_encoder_layers: Option<u64>, "--ced-encoder-layers", HARDWARE, Some("E"),
         Some("the model's"),
         "Causal encoder-decoder (CED): the bottom E layers are a causal encoder (0: no CED)";
@@ -694,7 +704,7 @@ mod tests {
         let mut keys: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
         keys.extend(HARDWARE_KEYS.iter().map(|k| k.to_string()));
         // Left out of the echo at their defaults too (`--handoff-ranks` off).
-        keys.extend(["handoff_ranks", "nics_per_instance"].map(String::from));
+        keys.extend(["handoff_ranks", "nics_per_instance", "kv_retention"].map(String::from));
         keys.sort();
         keys
     }
@@ -721,6 +731,7 @@ mod tests {
                 "mode" => choice("colocated"),
                 "kv_compress_at" => choice("endpoint"),
                 "prefill_lm_head" => choice("last"),
+                "kv_retention" => choice("strict"),
                 "ced_replay_on" => choice("decode"),
                 "send" => choice("layerwise"),
                 "link_sharing" => choice("fair"),

@@ -85,6 +85,7 @@ pub const QUIET_DEFAULT_KEYS: &[&str] = &[
     "ced_encoder_layers",
     "ced_replay",
     "ced_replay_on",
+    "kv_retention",
 ];
 
 /// Removes from `v` (a scenario as JSON) the [`QUIET_DEFAULT_KEYS`] that hold their defaults.
@@ -181,6 +182,14 @@ pub struct Scenario {
     /// `--prefill-lm-head`: `all` or `last` (`None`: the model's own, `all`).
     #[serde(deserialize_with = "crate::options::by_name_opt")]
     pub prefill_lm_head: Option<LmHead>,
+    /// `--kv-retention` (issue 16): what a layer-kind model's sliding-window and chunked layers
+    /// keep (`None`: the model's, `window`). Left out of every echo when unset.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::options::by_name_opt"
+    )]
+    pub kv_retention: Option<disagg_model::Retention>,
     /// `--ced-encoder-layers`: E of a causal encoder-decoder (levers-cost.md §8; `None`: the
     /// model's, 0 for every preset but the `-ced` ones; 0 turns CED off).
     pub ced_encoder_layers: Option<u64>,
@@ -445,6 +454,7 @@ impl Default for Scenario {
             kv_compress: None,
             kv_compress_at: CompressAt::Transit,
             prefill_lm_head: None,
+            kv_retention: None,
             ced_encoder_layers: None,
             ced_replay: None,
             ced_replay_on: None,
@@ -1371,6 +1381,21 @@ impl Scenario {
             .map_err(|e| rename(e, "--model"))?;
         if let Some(h) = self.prefill_lm_head {
             model.prefill_lm_head = h;
+        }
+        if let Some(r) = self.kv_retention {
+            match model.arch.as_deref_mut() {
+                Some(a) if a.has_windows() => a.retention = r,
+                _ => {
+                    return Err(Error::invalid(
+                        "--kv-retention",
+                        format!(
+                            "{} has no sliding-window or chunked layers (gpt-oss-120b, \
+                             gpt-oss-20b, gemma3-27b, llama4-scout, llama4-maverick have)",
+                            model.key
+                        ),
+                    ))
+                }
+            }
         }
         self.apply_ced(&mut model)?;
         Ok(model)

@@ -83,6 +83,33 @@ pub(crate) struct Req {
     /// Decode instance chosen when the hand-off started (per-pair links, or reservation at
     /// transfer), else `NO_INST`.
     pub dtarget: u32,
+    /// Cache units it reserves on a decode-side instance when they are not `prompt + output`
+    /// ([`Need::Units`]: a model with windowed layers or a linear state); 0 otherwise.
+    pub units: u32,
+}
+
+/// What a request reserves on a decode-side instance, in cache units.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Need {
+    /// `prompt + output` tokens (the reference).
+    Tokens,
+    /// One sequence (a distilled Hyena model: its capacity counts sequences).
+    One,
+    /// The request's own `units` (a layer-kind model with windowed layers or a linear state:
+    /// [`disagg_model::ModelSpec::kv_units`]).
+    Units,
+}
+
+impl Need {
+    /// The units `r` reserves.
+    #[inline]
+    pub(crate) fn of(self, r: &Req) -> u64 {
+        match self {
+            Need::Tokens => r.prompt as u64 + r.output as u64,
+            Need::One => 1,
+            Need::Units => r.units as u64,
+        }
+    }
 }
 
 /// Step accounting of one instance (simulator.md §5.4, §5.7). Every accumulator is a plain
@@ -534,7 +561,7 @@ fn commit_decode_step<O: Observer>(
     side: DecodeSide<'_>,
     instance: usize,
     idle_w: f64,
-    need_one: bool,
+    need: Need,
     now: f64,
     reqs: &mut [Req],
     books: &mut Books,
@@ -559,12 +586,7 @@ fn commit_decode_step<O: Observer>(
     side.running.retain(|&rid| {
         let r = &reqs[rid as usize];
         if r.adm + r.output as u64 - 2 == j {
-            let need = if need_one {
-                1
-            } else {
-                r.prompt as u64 + r.output as u64
-            };
-            *kv_used -= need;
+            *kv_used -= need.of(r);
             *ctx_sum -= r.prompt as u64 + r.output as u64;
             finish(reqs, books, q, obs, rid, now);
             false
@@ -839,7 +861,11 @@ struct Sim<'a, O: Observer> {
     /// decode steps through `fft_decode_work`.
     fft: bool,
     kv_cap0: u64,
-    need_one: bool,
+    need: Need,
+    /// Decode steps are costed row by row (a model with sliding-window or chunked layers,
+    /// [`CostModel::decode_rows`]); the fast macro-step path, which advances a total context,
+    /// is then not taken.
+    rows_cost: bool,
     transit: Option<&'a KvTransit>,
     endpoint: Option<&'a KvTransit>,
     n_prefill: u32,
@@ -862,6 +888,13 @@ pub(crate) fn link_name(cfg: &SimConfig, i: usize) -> String {
     }
 }
 
+/// The cached context of running row `r` at a decode-side instance's step `j` (steps so far):
+/// its prompt, its first token, and one token per step since its admission at step `r.adm`.
+#[inline]
+fn row_ctx(r: &Req, j: u64) -> u64 {
+    r.prompt as u64 + 1 + (j - r.adm)
+}
+
 impl Req {
     /// A request of the workload, nothing stamped but its arrival.
     pub(crate) fn new(w: &GenRequest) -> Self {
@@ -881,6 +914,7 @@ impl Req {
             output: w.output_len,
             dinst: NO_INST,
             dtarget: NO_INST,
+            units: 0,
         }
     }
 
@@ -1046,7 +1080,13 @@ fn run_requests<O: Observer>(
 
 impl<'a, O: Observer> Sim<'a, O> {
     fn new(cfg: &'a SimConfig, workload: &[GenRequest], obs: &'a mut O) -> Self {
-        let reqs: Vec<Req> = workload.iter().map(Req::new).collect();
+        let mut reqs: Vec<Req> = workload.iter().map(Req::new).collect();
+        if cfg.model.kv_is_bounded() {
+            for r in &mut reqs {
+                let u = cfg.model.kv_units(r.prompt as u64 + r.output as u64);
+                r.units = u32::try_from(u).unwrap_or(u32::MAX);
+            }
+        }
         let pp = cfg.prefill_pool();
         let dp = cfg.decode_pool();
         let cp = cfg.colocated_pool();
@@ -1147,7 +1187,14 @@ impl<'a, O: Observer> Sim<'a, O> {
             c_ostatic: cp.map_or(0.0, |p| p.cost.optical_static_w()),
             fft: cfg.model.fft.is_some(),
             kv_cap0,
-            need_one: cfg.model.kv_bytes_per_token() == 0.0,
+            rows_cost: cfg.model.arch.as_deref().is_some_and(|a| a.has_windows()),
+            need: if cfg.model.kv_is_bounded() {
+                Need::Units
+            } else if cfg.model.kv_bytes_per_token() == 0.0 {
+                Need::One
+            } else {
+                Need::Tokens
+            },
             transit,
             endpoint,
             n_prefill: n_p as u32,
@@ -1178,12 +1225,7 @@ impl<'a, O: Observer> Sim<'a, O> {
 
     #[inline]
     fn need(&self, rid: u32) -> u64 {
-        if self.need_one {
-            1
-        } else {
-            let r = &self.reqs[rid as usize];
-            r.prompt as u64 + r.output as u64
-        }
+        self.need.of(&self.reqs[rid as usize])
     }
 
     fn run(&mut self) {
@@ -1782,7 +1824,7 @@ impl<'a, O: Observer> Sim<'a, O> {
     // ── decode (§2.5, §2.6) ──────────────────────────────────────────────
 
     fn decode_body(&mut self, d: usize) {
-        if self.cfg.fast_forward {
+        if self.cfg.fast_forward && !self.rows_cost {
             self.fast_body(d);
         } else if let Some(w) = self.ced_replay {
             self.ced_body(d, w);
@@ -1798,7 +1840,7 @@ impl<'a, O: Observer> Sim<'a, O> {
     #[inline]
     pub(super) fn admit_fifo(&mut self, d: usize, adm: u64, count_ctx: bool) {
         let now = self.q.now();
-        let need_one = self.need_one;
+        let need_kind = self.need;
         let cap = self.kv_cap0;
         let reserved = self.link.reserve;
         let inst = &mut self.decode[d];
@@ -1807,11 +1849,7 @@ impl<'a, O: Observer> Sim<'a, O> {
                 break;
             }
             let r = &mut self.reqs[h as usize];
-            let need = if need_one {
-                1
-            } else {
-                r.prompt as u64 + r.output as u64
-            };
+            let need = need_kind.of(r);
             if !reserved {
                 if inst.kv_used + need > cap {
                     break;
@@ -1840,7 +1878,16 @@ impl<'a, O: Observer> Sim<'a, O> {
             return;
         }
         let cm = self.dcost.expect("decode pool");
-        let cost = cm.decode_sum(inst.ctx_sum, inst.running.len() as u64);
+        let cost = if self.rows_cost {
+            let j = inst.step_end.len() as u64;
+            let reqs = &self.reqs;
+            cm.decode_rows(
+                inst.ctx_sum,
+                &mut inst.running.iter().map(|&h| row_ctx(&reqs[h as usize], j)),
+            )
+        } else {
+            cm.decode_sum(inst.ctx_sum, inst.running.len() as u64)
+        };
         inst.cur = cost;
         inst.step_start = now;
         inst.busy = true;
@@ -1850,7 +1897,7 @@ impl<'a, O: Observer> Sim<'a, O> {
 
     fn plain_decode_step_end(&mut self, d: usize) {
         let now = self.q.now();
-        let need_one = self.need_one;
+        let need_kind = self.need;
         let d_idle = self.d_idle;
         let g = self.n_prefill as usize + d;
         {
@@ -1872,7 +1919,7 @@ impl<'a, O: Observer> Sim<'a, O> {
                 cur: &inst.cur,
                 step_start: inst.step_start,
             };
-            commit_decode_step(side, g, d_idle, need_one, now, reqs, books, q, obs);
+            commit_decode_step(side, g, d_idle, need_kind, now, reqs, books, q, obs);
             inst.n_running = inst.running.len();
         }
         self.plain_body(d);
@@ -1883,7 +1930,7 @@ impl<'a, O: Observer> Sim<'a, O> {
 
     fn fast_body(&mut self, d: usize) {
         let now = self.q.now();
-        let need_one = self.need_one;
+        let need_kind = self.need;
         let cap = self.kv_cap0;
         let reserved = self.link.reserve;
         let inst = &mut self.decode[d];
@@ -1892,11 +1939,7 @@ impl<'a, O: Observer> Sim<'a, O> {
                 break;
             }
             let r = &mut self.reqs[h as usize];
-            let need = if need_one {
-                1
-            } else {
-                r.prompt as u64 + r.output as u64
-            };
+            let need = need_kind.of(r);
             if !reserved {
                 if inst.kv_used + need > cap {
                     break;
@@ -1960,7 +2003,7 @@ impl<'a, O: Observer> Sim<'a, O> {
 
     fn on_macro_end(&mut self, g: u32, epoch: u32) {
         let d = (g - self.n_prefill) as usize;
-        let need_one = self.need_one;
+        let need_kind = self.need;
         let d_idle = self.d_idle;
         {
             let Sim {
@@ -2008,11 +2051,7 @@ impl<'a, O: Observer> Sim<'a, O> {
                 }
                 inst.heap.pop();
                 let r = &reqs[rid as usize];
-                let need = if need_one {
-                    1
-                } else {
-                    r.prompt as u64 + r.output as u64
-                };
+                let need = need_kind.of(r);
                 inst.ctx_sum -= r.prompt as u64 + r.output as u64;
                 inst.kv_used -= need;
                 inst.n_running -= 1;
@@ -2030,7 +2069,7 @@ impl<'a, O: Observer> Sim<'a, O> {
 
     fn coloc_body(&mut self, c: usize) {
         let now = self.q.now();
-        let need_one = self.need_one;
+        let need_kind = self.need;
         let cap = self.kv_cap0;
         let inst = &mut self.coloc[c];
         inst.batch.clear();
@@ -2044,7 +2083,7 @@ impl<'a, O: Observer> Sim<'a, O> {
             if !inst.batch.is_empty() && tokens + pl > self.max_prefill_tokens {
                 break;
             }
-            let need = if need_one { 1 } else { pl + r.output as u64 };
+            let need = need_kind.of(r);
             if inst.kv_used + need > cap {
                 break;
             }
@@ -2074,7 +2113,16 @@ impl<'a, O: Observer> Sim<'a, O> {
             inst.tokens = tokens;
             inst.phase = Phase::Prefill;
         } else if !inst.running.is_empty() {
-            inst.cur = cm.decode_sum(inst.ctx_sum, inst.running.len() as u64);
+            inst.cur = if self.rows_cost {
+                let j = inst.step_end.len() as u64;
+                let reqs = &self.reqs;
+                cm.decode_rows(
+                    inst.ctx_sum,
+                    &mut inst.running.iter().map(|&h| row_ctx(&reqs[h as usize], j)),
+                )
+            } else {
+                cm.decode_sum(inst.ctx_sum, inst.running.len() as u64)
+            };
             inst.phase = Phase::Decode;
         } else {
             inst.busy = false;
@@ -2087,7 +2135,7 @@ impl<'a, O: Observer> Sim<'a, O> {
 
     fn coloc_step_end(&mut self, c: usize) {
         let now = self.q.now();
-        let need_one = self.need_one;
+        let need_kind = self.need;
         let c_idle = self.c_idle;
         let c_ostatic = self.c_ostatic;
         {
@@ -2117,11 +2165,7 @@ impl<'a, O: Observer> Sim<'a, O> {
                         let r = &mut reqs[rid as usize];
                         r.first_token = now;
                         if r.output <= 1 {
-                            let need = if need_one {
-                                1
-                            } else {
-                                r.prompt as u64 + r.output as u64
-                            };
+                            let need = need_kind.of(r);
                             inst.kv_used -= need;
                             finish(reqs, books, q, obs, rid, now);
                         } else {
@@ -2143,7 +2187,7 @@ impl<'a, O: Observer> Sim<'a, O> {
                         cur: &inst.cur,
                         step_start: inst.step_start,
                     };
-                    commit_decode_step(side, c, c_idle, need_one, now, reqs, books, q, obs);
+                    commit_decode_step(side, c, c_idle, need_kind, now, reqs, books, q, obs);
                 }
             }
         }

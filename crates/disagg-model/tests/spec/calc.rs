@@ -57,7 +57,7 @@ fn unknown_names_are_named_by_option() {
         err(&m),
         "model: unknown model 'gpt-9'; valid: llama3-8b, llama3-70b, mistral-7b, yi-34b, \
          opt-13b, llama3.2-1b, mixtral-8x7b, llama3-8b-hyena, \
-         llama3-8b-hyena-dist, llama3-8b-hybrid, llama3-8b-hyena-circ, llama3-8b-ced, llama3-70b-ced, llama2-7b, llama2-70b, bloom-176b"
+         llama3-8b-hyena-dist, llama3-8b-hybrid, llama3-8b-hyena-circ, llama3-8b-ced, llama3-70b-ced, llama2-7b, llama2-70b, bloom-176b, deepseek-v3, deepseek-r1, kimi-k2, qwen3-235b-a22b, qwen3-30b-a3b, qwen3-32b, gpt-oss-120b, gpt-oss-20b, gemma3-27b, llama3.1-405b, llama4-scout, llama4-maverick, qwen3-next-80b-a3b, mixtral-8x22b, deepseek-v2-lite"
     );
     assert_eq!(
         eval(&m).unwrap_err(),
@@ -65,7 +65,7 @@ fn unknown_names_are_named_by_option() {
             what: "model".into(),
             why: "unknown model 'gpt-9'; valid: llama3-8b, llama3-70b, mistral-7b, yi-34b, \
                   opt-13b, llama3.2-1b, mixtral-8x7b, llama3-8b-hyena, \
-         llama3-8b-hyena-dist, llama3-8b-hybrid, llama3-8b-hyena-circ, llama3-8b-ced, llama3-70b-ced, llama2-7b, llama2-70b, bloom-176b"
+         llama3-8b-hyena-dist, llama3-8b-hybrid, llama3-8b-hyena-circ, llama3-8b-ced, llama3-70b-ced, llama2-7b, llama2-70b, bloom-176b, deepseek-v3, deepseek-r1, kimi-k2, qwen3-235b-a22b, qwen3-30b-a3b, qwen3-32b, gpt-oss-120b, gpt-oss-20b, gemma3-27b, llama3.1-405b, llama4-scout, llama4-maverick, qwen3-next-80b-a3b, mixtral-8x22b, deepseek-v2-lite"
                 .into()
         }
     );

@@ -61,8 +61,9 @@ fn model_presets() {
     ];
     let c = cat();
     // The dense shapes first; the reference's other models follow (levers-cost.md §3.2).
-    // 7 of the reference's other models, then the 3 measured ones (issue 15).
-    assert_eq!(c.models.len(), rows.len() + 7 + 3);
+    // 7 of the reference's other models, then the 3 measured ones (issue 15), then the 15
+    // served ones (issue 16).
+    assert_eq!(c.models.len(), rows.len() + 7 + 3 + 15);
     for (i, (k, n, l, d, h, hkv, ff, v, ctx)) in rows.into_iter().enumerate() {
         let m = c.model(k).unwrap();
         assert_eq!(c.models[i].key, k, "catalogue order");
@@ -131,6 +132,7 @@ fn model_formulas_by_hand() {
         moe: None,
         fft: None,
         ced: None,
+        arch: None,
     };
     assert!(odd.validate().is_ok());
     assert_eq!(odd.hd(), 5);
@@ -735,7 +737,7 @@ fn lookups_and_additions() {
     assert_eq!(c.compression("kivi2").unwrap().ops_per_value, 4.0);
     assert_eq!(
         c.model("x").unwrap_err().to_string(),
-        "unknown model 'x'; valid: llama3-8b, llama3-70b, mistral-7b, yi-34b, opt-13b, llama3.2-1b, mixtral-8x7b, llama3-8b-hyena, llama3-8b-hyena-dist, llama3-8b-hybrid, llama3-8b-hyena-circ, llama3-8b-ced, llama3-70b-ced, llama2-7b, llama2-70b, bloom-176b"
+        "unknown model 'x'; valid: llama3-8b, llama3-70b, mistral-7b, yi-34b, opt-13b, llama3.2-1b, mixtral-8x7b, llama3-8b-hyena, llama3-8b-hyena-dist, llama3-8b-hybrid, llama3-8b-hyena-circ, llama3-8b-ced, llama3-70b-ced, llama2-7b, llama2-70b, bloom-176b, deepseek-v3, deepseek-r1, kimi-k2, qwen3-235b-a22b, qwen3-30b-a3b, qwen3-32b, gpt-oss-120b, gpt-oss-20b, gemma3-27b, llama3.1-405b, llama4-scout, llama4-maverick, qwen3-next-80b-a3b, mixtral-8x22b, deepseek-v2-lite"
     );
     assert_eq!(
         c.device("x").unwrap_err().to_string(),
@@ -770,12 +772,12 @@ fn lookups_and_additions() {
     let mut m = c.model("mistral-7b").unwrap().clone();
     m.n_layers = 7;
     c.put_model(m.clone()).unwrap();
-    assert_eq!(c.models.len(), 16);
+    assert_eq!(c.models.len(), 31);
     assert_eq!(c.models[2].n_layers, 7);
     m.key = "new".into();
     c.put_model(m).unwrap();
-    assert_eq!(c.models.len(), 17);
-    assert_eq!(c.models[16].key, "new");
+    assert_eq!(c.models.len(), 32);
+    assert_eq!(c.models[31].key, "new");
     assert_eq!(c.model("new").unwrap().n_layers, 7);
     let mut bad = c.models[0].clone();
     bad.vocab = 0;

@@ -212,7 +212,7 @@ fn models() -> Vec<ModelSpec> {
     for m in cat
         .models
         .iter()
-        .filter(|m| m.moe.is_none() && m.fft.is_none() && m.ced.is_none())
+        .filter(|m| m.moe.is_none() && m.fft.is_none() && m.ced.is_none() && m.arch.is_none())
     {
         v.push(m.clone());
         let mut last = m.clone();

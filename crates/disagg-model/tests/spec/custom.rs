@@ -463,7 +463,7 @@ fn catalogue_files() {
     // preset's 32); its name is its key.
     assert_eq!(c.model("zz").unwrap().n_layers, 16);
     assert_eq!(c.model("zz").unwrap().name, "zz");
-    assert_eq!(c.models.len(), 17);
+    assert_eq!(c.models.len(), 32);
     assert_eq!(c.device("h100").unwrap().tdp_w, 650.0);
     assert_eq!(c.device("chip").unwrap().tdp_w, 1000.0);
     assert_eq!(c.devices.len(), 9);

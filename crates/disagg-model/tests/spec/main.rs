@@ -17,3 +17,4 @@ mod parallel;
 mod pymath;
 mod quant;
 mod ranks;
+mod served;

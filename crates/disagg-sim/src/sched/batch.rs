@@ -215,6 +215,14 @@ impl<'a, O: Observer> SchedSim<'a, O> {
         let cm = self.cost(i);
         let (mut cost, draft_s) = match (self.spec, self.draft_cost(i)) {
             (Some(sp), Some(dcm)) => spec_cost(cm, dcm, sp.gamma, ctx, b, &chunks),
+            _ if cm.needs_rows() => {
+                let (reqs, rs) = (&self.reqs, &self.rs);
+                let mut rows = inst
+                    .rows
+                    .iter()
+                    .map(|&r| reqs[r as usize].prompt as u64 + rs[r as usize].n);
+                (cm.step_mixed_rows(ctx, b, &mut rows, &chunks), 0.0)
+            }
             _ => (cm.step_mixed(ctx, b, &chunks), 0.0),
         };
         if inst.kind == Kind::Prefill {

@@ -198,12 +198,18 @@ impl<'a, O: Observer> SchedSim<'a, O> {
                 continue;
             }
             let toks = self.growth_tokens(rid, p, o);
-            // units(toks) <= alloc, without the division on the common path.
-            if toks <= s.alloc * self.insts[i].kv.block_tokens {
+            // units(toks) <= alloc, without the division on the common path (units are
+            // tokens / blk unless the model reserves by layer kind).
+            let kv = &self.insts[i].kv;
+            if kv.reserve.is_none() && toks <= s.alloc * kv.block_tokens {
                 k += 1;
                 continue;
             }
-            let need = self.insts[i].kv.units(toks);
+            let need = kv.units(toks);
+            if need <= s.alloc {
+                k += 1;
+                continue;
+            }
             let mut self_preempted = false;
             while !self.room(i, need as i64 - self.rs[rid as usize].alloc as i64) {
                 let v = *self.insts[i].running.last().expect("a row to preempt");

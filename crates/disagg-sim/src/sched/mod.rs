@@ -308,7 +308,8 @@ impl<'a, O: Observer> SchedSim<'a, O> {
                         lv.kv_watermark,
                         lv.max_seq_len,
                         prefill,
-                    ),
+                    )
+                    .with_reserve(cfg.model.kv_reserve()),
                     tau: lv.token_budget,
                     cap: if prefill {
                         1 << 62
@@ -379,7 +380,11 @@ impl<'a, O: Observer> SchedSim<'a, O> {
             notes: Vec::new(),
             obs,
             spec,
-            kv_tok_bytes: cfg.model.kv_bytes_per_token() + draft_kv,
+            kv_tok_bytes: if cfg.model.arch.is_some() {
+                cfg.model.cache_unit_bytes() + draft_kv
+            } else {
+                cfg.model.kv_bytes_per_token() + draft_kv
+            },
             draft_kv,
             sampling,
             sample_every_interval,
