@@ -10,6 +10,7 @@ use crate::scenario_flags::HardwareFlags;
 use crate::{CmdResult, UsageError};
 
 mod ranks_cmd;
+pub mod served_table;
 
 #[derive(Args, Debug)]
 pub struct HandoffArgs {
@@ -125,6 +126,11 @@ pub struct HandoffArgs {
     /// GPU (the README's table).
     #[arg(long, conflicts_with_all = ["all_links", "json", "handoff_ranks"])]
     rank_table: bool,
+    /// The chapter's link table for the models served today (every model described by layer
+    /// kinds: hand-off bytes and times over 25 GbE, 100 GbE and InfiniBand NDR at 2,048 and
+    /// 32,768 prompt tokens; the README's table), as Markdown.
+    #[arg(long, conflicts_with_all = ["all_links", "json", "handoff_ranks", "rank_table"])]
+    models_table: bool,
     #[command(flatten)]
     pub(crate) hardware: HardwareFlags,
 }
@@ -145,6 +151,9 @@ pub fn run(a: HandoffArgs, cat: Catalogue) -> CmdResult {
     ranks_cmd::check_flags(&a)?;
     if a.rank_table {
         return ranks_cmd::rank_table(&a, &cat);
+    }
+    if a.models_table {
+        return served_table::models_table(&cat);
     }
     let spec = HandoffSpec {
         model: a.model.clone(),

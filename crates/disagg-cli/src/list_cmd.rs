@@ -44,6 +44,20 @@ fn models_json(cat: &Catalogue) -> Value {
                 if let Some(src) = disagg_model::model_source(&m.key) {
                     o.insert("source".into(), json!(src));
                 }
+                if let Some(a) = m.arch.as_deref() {
+                    let kinds: serde_json::Map<String, Value> = a
+                        .kind_counts()
+                        .into_iter()
+                        .map(|(k, n)| (k.to_string(), json!(n)))
+                        .collect();
+                    o.insert("kv_kinds".into(), Value::Object(kinds));
+                    o.insert(
+                        "windowed_kv_bytes_per_token".into(),
+                        json!(a.windowed_values_per_token() as f64 * m.kv_bytes),
+                    );
+                    o.insert("state_bytes_per_request".into(), json!(a.state_bytes()));
+                    o.insert("active_params".into(), json!(m.matmul_params() as f64));
+                }
                 v
             })
             .collect(),
@@ -52,6 +66,23 @@ fn models_json(cat: &Catalogue) -> Value {
 
 /// What kind of model: dense, MoE, FFT-mixing or CED, with its defining numbers.
 fn model_kind(m: &disagg_model::ModelSpec) -> String {
+    if let Some(a) = m.arch.as_deref() {
+        let cache = crate::handoff_cmd::served_table::cache_kinds(m);
+        let moe = a.groups().find_map(|(_, r)| match r.mlp {
+            disagg_model::Mlp::Moe {
+                experts,
+                top_k,
+                shared_experts,
+                ..
+            } => Some(if shared_experts > 0 {
+                format!("; MoE: {experts} experts, top-{top_k} + {shared_experts} shared")
+            } else {
+                format!("; MoE: {experts} experts, top-{top_k}")
+            }),
+            disagg_model::Mlp::Dense { .. } => None,
+        });
+        return format!("layers: {cache}{}", moe.unwrap_or_default());
+    }
     if let Some(x) = &m.moe {
         let shared = if x.n_shared_experts > 0 {
             format!(" + {} shared", x.n_shared_experts)

@@ -503,6 +503,82 @@ pub fn cost_levers_block(s: &Summary) -> String {
             f.compute.as_str()
         );
     }
+    if let Some(l) = &s.layers {
+        o.push_str(&layers_lines(l));
+    }
+    o
+}
+
+/// The `layers`, `mla` and `moe` lines of a model described by layer kinds (issue 16).
+pub fn layers_lines(l: &disagg_sim::layer_summary::LayersSummary) -> String {
+    use crate::format::{bytes, thousands};
+    let mut o = String::new();
+    let kinds: Vec<String> = l
+        .kinds
+        .iter()
+        .map(|k| {
+            format!(
+                "{} {}",
+                k.layers,
+                if k.kind == "mla" { "MLA" } else { &k.kind }
+            )
+        })
+        .collect();
+    let mut kv = format!("KV {} B/token", thousands(l.kv_bytes_per_token as u64));
+    if l.windowed_kv_bytes_per_token > 0.0 {
+        let _ = write!(
+            kv,
+            " + {} B per token kept by the windowed layers ({} rule)",
+            thousands(l.windowed_kv_bytes_per_token as u64),
+            l.retention.as_str()
+        );
+    }
+    if l.state_bytes_per_request > 0.0 {
+        let _ = write!(
+            kv,
+            " + {} of state per request",
+            bytes(l.state_bytes_per_request)
+        );
+    }
+    let _ = writeln!(
+        o,
+        "layers       {}: {kv}; {:.1} of {:.1} B params per token",
+        kinds.join(" + "),
+        l.active_params / 1e9,
+        l.params / 1e9
+    );
+    if let Some(m) = &l.mla {
+        let _ = writeln!(
+            o,
+            "mla          {} layers cache a {}-value latent per token (per-head K and V: {}); \
+             decode attends in the latent, {} FLOP per cached token per layer (prefill {})",
+            m.layers,
+            m.latent_values,
+            thousands(m.per_head_values),
+            thousands(m.decode_flops_per_key),
+            thousands(m.prefill_flops_per_key)
+        );
+    }
+    if let Some(m) = &l.moe {
+        let shared = if m.shared_experts > 0 {
+            format!(" + {} shared", m.shared_experts)
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            o,
+            "moe          {} layers, {} experts top-{}{shared}: a decode step reads {} of weights \
+             at 1 row ({:.1} experts/layer), {} at {} rows ({:.1})",
+            m.layers,
+            m.experts,
+            m.top_k,
+            bytes(m.weight_bytes_read_b1),
+            m.experts_touched_b1,
+            bytes(m.weight_bytes_read),
+            m.batch,
+            m.experts_touched
+        );
+    }
     o
 }
 

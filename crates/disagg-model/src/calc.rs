@@ -264,6 +264,15 @@ fn check_levers(
                 "the draft's hand-off is modelled for attention models without CED only",
             ));
         }
+        if model.arch.is_some() {
+            return Err(Error::invalid(
+                "speculative",
+                format!(
+                    "the draft's hand-off is not modelled for {}, which is described by layer kinds",
+                    model.key
+                ),
+            ));
+        }
         if compressed {
             return Err(Error::invalid(
                 "speculative",

@@ -300,6 +300,19 @@ impl ModelSpec {
         }
     }
 
+    /// Each layer's share of a `prompt_tokens` hand-off, in layer order, when the layers' slices
+    /// differ (a layer-kind model with windowed and full layers, or linear states); `None` when
+    /// every layer sends the same bytes (every other model: the chapter's `L` equal slices).
+    pub fn layer_fractions(&self, prompt_tokens: u64) -> Option<Vec<f64>> {
+        let a = self.arch.as_deref()?;
+        let s = a.layer_slices(prompt_tokens, self.kv_bytes);
+        if s.iter().all(|x| *x == s[0]) {
+            return None;
+        }
+        let total: f64 = s.iter().sum();
+        Some(s.iter().map(|x| x / total).collect())
+    }
+
     /// Whether the cache is sized by layer kind and is not `tokens x kv_bytes_per_token` (a model
     /// with windowed layers or a linear state).
     pub fn kv_is_bounded(&self) -> bool {

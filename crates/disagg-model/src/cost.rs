@@ -196,6 +196,9 @@ pub struct CostModel {
     embedding_row_bytes: f64,
     kv_bytes_per_token: f64,
     moe: Option<Moe>,
+    /// A layer-kind model with MoE layers: its passes read the experts they touch
+    /// ([`ModelSpec::weight_bytes_read`]).
+    arch_moe: bool,
     layout: Option<Box<Layout>>,
     step_overhead: f64,
     per_seq_overhead: Option<f64>,
@@ -269,6 +272,7 @@ impl CostModel {
             embedding_row_bytes: model.embedding_row_bytes(),
             kv_bytes_per_token: model.kv_bytes_per_token(),
             moe: model.moe,
+            arch_moe: model.arch.as_deref().is_some_and(|a| a.is_moe()),
             layout: None,
             step_overhead: device.step_overhead_s.unwrap_or(opts.step_overhead_s),
             per_seq_overhead: device.per_seq_overhead_s,
@@ -342,6 +346,7 @@ impl CostModel {
     #[inline]
     pub fn weight_read(&self, t: u64) -> f64 {
         match &self.moe {
+            None if self.arch_moe => self.model.weight_bytes_read(t),
             None => self.weight_bytes_streamed + t as f64 * self.embedding_row_bytes,
             Some(m) => m.weight_bytes_read(&self.model, t),
         }

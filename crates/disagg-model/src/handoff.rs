@@ -68,8 +68,18 @@ pub fn transfer(
     transit: Option<&KvTransit>,
     prompt_tokens: u64,
 ) -> Transfer {
-    let s = model.handoff_bytes(prompt_tokens);
-    transfer_bytes(model.kv_bytes, link, transit, prompt_tokens, s)
+    let parts = model.handoff_parts(prompt_tokens);
+    if parts.state_bytes == 0.0 {
+        return transfer_bytes(model.kv_bytes, link, transit, prompt_tokens, parts.kv_bytes);
+    }
+    transfer_parts(
+        model.kv_bytes,
+        link,
+        transit,
+        prompt_tokens,
+        parts.kv_bytes,
+        parts.state_bytes,
+    )
 }
 
 /// [`transfer`] for a precomputed `s = handoff_bytes(prompt_tokens)`.
@@ -81,19 +91,35 @@ pub fn transfer_bytes(
     prompt_tokens: u64,
     s: f64,
 ) -> Transfer {
+    transfer_parts(kv_bytes, link, transit, prompt_tokens, s, 0.0)
+}
+
+/// The transfer of `s` bytes of attention KV and `state` bytes of linear-attention state: a
+/// compression format shrinks (and its stage processes) the KV only; the state crosses as it is
+/// (`wire = s / ratio + state`). With `state = 0.0` this is the chapter's transfer bit for bit.
+#[inline]
+fn transfer_parts(
+    kv_bytes: f64,
+    link: &Link,
+    transit: Option<&KvTransit>,
+    prompt_tokens: u64,
+    s: f64,
+    state: f64,
+) -> Transfer {
     let lat = link.latency_s;
+    let with_state = |wire: f64| if state == 0.0 { wire } else { wire + state };
     match transit {
         None
         | Some(KvTransit {
             at: CompressAt::Endpoint,
             ..
         }) => {
-            let wire = transit.map_or(s, |tr| s / tr.compression.ratio);
+            let wire = with_state(transit.map_or(s, |tr| s / tr.compression.ratio));
             Transfer {
                 time_s: link.transfer_time(wire),
                 fixed_s: lat,
                 stream_s: link.wire_time(wire),
-                kv_bytes: s,
+                kv_bytes: with_state(s),
                 wire_bytes: wire,
                 link_j: link.energy_j(wire),
                 transit_j: 0.0,
@@ -101,7 +127,7 @@ pub fn transfer_bytes(
             }
         }
         Some(tr) => {
-            let wire = s / tr.compression.ratio;
+            let wire = with_state(s / tr.compression.ratio);
             let t_wire = link.wire_time(wire);
             let t_ops =
                 tr.ops(s, prompt_tokens, kv_bytes, false) / (tr.ops_per_byte * link.bandwidth_bps);
@@ -111,7 +137,7 @@ pub fn transfer_bytes(
                 time_s: fixed + stream,
                 fixed_s: fixed,
                 stream_s: stream,
-                kv_bytes: s,
+                kv_bytes: with_state(s),
                 wire_bytes: wire,
                 link_j: link.energy_j(wire),
                 transit_j: ((s * 8.0) * tr.pj_per_bit) * 1e-12,
@@ -137,6 +163,39 @@ pub fn layerwise_exposed(fixed_s: f64, stream_s: f64, prefill_s: f64, layers: u6
 pub fn layerwise_tail(stream_s: f64, prefill_s: f64, layers: u64, wait_s: f64) -> f64 {
     let l = layers as f64;
     (stream_s / l).max((stream_s + wait_s) - (prefill_s * (layers - 1) as f64) / l)
+}
+
+/// [`layerwise_tail`] for slices of different sizes (a model described by layer kinds: sliding
+/// and full layers, linear states): layer `j` of `L` is ready `prefill * j / L` after the
+/// prefill's start, the slices leave in layer order from `wait_s` after the first was ready,
+/// each taking `stream * frac_j` (`fracs` sum to 1). The last byte lands at
+/// `max_j (max(r_j, r_1 + wait) + stream * sum_{i >= j} frac_i)`, measured from the prefill's end.
+pub fn layerwise_tail_slices(stream_s: f64, prefill_s: f64, fracs: &[f64], wait_s: f64) -> f64 {
+    let l = fracs.len() as f64;
+    let ready = |j: usize| (prefill_s * j as f64) / l - prefill_s;
+    let grant = ready(1) + wait_s;
+    let mut rest = 0.0;
+    let mut last = f64::NEG_INFINITY;
+    for j in (1..=fracs.len()).rev() {
+        rest += stream_s * fracs[j - 1];
+        last = last.max(ready(j).max(grant) + rest);
+    }
+    last
+}
+
+/// The tail of a layer-wise hand-off of `model`'s `prompt_tokens` prompt: [`layerwise_tail`]
+/// for layers of one size, [`layerwise_tail_slices`] when its layers' slices differ.
+pub fn model_layerwise_tail(
+    model: &ModelSpec,
+    prompt_tokens: u64,
+    stream_s: f64,
+    prefill_s: f64,
+    wait_s: f64,
+) -> f64 {
+    match model.layer_fractions(prompt_tokens) {
+        None => layerwise_tail(stream_s, prefill_s, model.n_layers, wait_s),
+        Some(f) => layerwise_tail_slices(stream_s, prefill_s, &f, wait_s),
+    }
 }
 
 /// The calculator's answer for one prompt (the chapter's interactive).
@@ -227,7 +286,9 @@ pub fn handoff_draft(
     }
     let exposed_s = match send {
         SendMode::Whole => x.time_s,
-        SendMode::Layerwise => layerwise_exposed(x.fixed_s, x.stream_s, prefill_s, model.n_layers),
+        SendMode::Layerwise => {
+            x.fixed_s + model_layerwise_tail(model, prompt_tokens, x.stream_s, prefill_s, 0.0)
+        }
     };
     Handoff {
         kv_bytes_per_token,
@@ -341,7 +402,16 @@ pub fn handoff_shared_draft(
             h.transfer_s = x.fixed_s + stream;
             h.exposed_s = match send {
                 SendMode::Whole => h.transfer_s,
-                SendMode::Layerwise => layerwise_exposed(x.fixed_s, stream, h.prefill_s, layers),
+                SendMode::Layerwise => {
+                    x.fixed_s
+                        + model_layerwise_tail(
+                            &prefill.model,
+                            prompt_tokens,
+                            stream,
+                            h.prefill_s,
+                            0.0,
+                        )
+                }
             };
         }
         Sharing::Fifo => {
@@ -357,13 +427,14 @@ pub fn handoff_shared_draft(
                     let mut landed = f64::NEG_INFINITY;
                     for k in 0..rounds {
                         let wait = if k == 0 { 0.0 } else { landed - first_ready };
-                        landed = layerwise_exposed_after(
-                            x.fixed_s,
-                            x.stream_s,
-                            h.prefill_s,
-                            layers,
-                            wait,
-                        );
+                        landed = x.fixed_s
+                            + model_layerwise_tail(
+                                &prefill.model,
+                                prompt_tokens,
+                                x.stream_s,
+                                h.prefill_s,
+                                wait,
+                            );
                     }
                     h.exposed_s = landed;
                     h.transfer_s = rounds as f64 * x.time_s;

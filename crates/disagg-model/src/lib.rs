@@ -32,8 +32,8 @@ pub use error::Error;
 pub use fft::{dm, Ops, OpticalStep, OpticalTerms};
 pub use handoff::{
     handoff, handoff_draft, handoff_shared, handoff_shared_draft, layerwise_exposed,
-    layerwise_exposed_after, layerwise_tail, transfer, transfer_bytes, Handoff, SendMode, Sharing,
-    Transfer,
+    layerwise_exposed_after, layerwise_tail, layerwise_tail_slices, model_layerwise_tail, transfer,
+    transfer_bytes, Handoff, SendMode, Sharing, Transfer,
 };
 pub use parallel::{int_div, LeverStep, Moe, Parallel, ParallelCost, Pass};
 pub use quant::{Formats, QuantFormat};

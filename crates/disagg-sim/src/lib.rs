@@ -20,6 +20,7 @@ pub mod document;
 pub mod engine;
 pub mod input;
 pub mod kv_memory;
+pub mod layer_summary;
 pub mod levers;
 pub mod link;
 pub mod metrics;

@@ -459,6 +459,10 @@ pub struct Summary {
     /// The formats (only when quantised).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub formats: Option<FormatsSummary>,
+    /// A model described by layer kinds (issue 16): its cache kind by kind, MLA's and the
+    /// experts' costs (only for such a model).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub layers: Option<crate::layer_summary::LayersSummary>,
     /// Per instance, the optical engines' figures (only when a device has an engine).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub optical: Option<Vec<OpticalSummary>>,
@@ -943,6 +947,7 @@ fn summarise(res: &RunResult) -> Summary {
         .scenario
         .ppa
         .then(|| ppa_block(cfg, tokens_per_j, throughput_tok_s));
+    let layers = layers_of(cfg, &instances);
     Summary {
         workload,
         warnings,
@@ -1021,6 +1026,7 @@ fn summarise(res: &RunResult) -> Summary {
         }),
         parallel: parallel_summary(res),
         formats: formats_summary(cfg),
+        layers,
         optical: engines.then_some(optical),
         ppa,
         calibration: calibration_of(cfg),
@@ -1080,6 +1086,26 @@ fn parallel_summary(res: &RunResult) -> Option<Vec<ParallelSummary>> {
         });
     }
     Some(out)
+}
+
+/// The `layers` block of a layer-kind model: the decode-side instances' mean batch (the
+/// decode pool's, else the colocated pool's) averaged over those instances.
+fn layers_of(
+    cfg: &SimConfig,
+    instances: &[InstanceSummary],
+) -> Option<crate::layer_summary::LayersSummary> {
+    cfg.model.arch.as_ref()?;
+    let side: Vec<f64> = instances
+        .iter()
+        .filter(|i| matches!(i.role, Role::Decode | Role::Colocated))
+        .map(|i| i.mean_batch)
+        .collect();
+    let b = if side.is_empty() {
+        1.0
+    } else {
+        side.iter().sum::<f64>() / side.len() as f64
+    };
+    crate::layer_summary::layers_summary(&cfg.model, b)
 }
 
 /// The `formats` block (levers-cost.md §6.2 item 6), when any format is not BF16.

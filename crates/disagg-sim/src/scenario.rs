@@ -1261,6 +1261,7 @@ impl Scenario {
         let handoff = self.resolve_handoff()?;
         let levers = self.resolve_levers(cat, &model, kv_transit.is_some())?;
         self.check_ced(&model, levers.is_some())?;
+        self.check_layer_kinds(&model)?;
         // The analytic bounds keep the model as given (levers-cost.md §14.3 item 5); everything
         // else sees the quantised copy (§2.2 step 2).
         let plain_model = model;
@@ -1309,6 +1310,61 @@ impl Scenario {
             scenario: self.clone(),
             rank_ports,
         })
+    }
+
+    /// What a model described by layer kinds (issue 16) cannot run with, each refused naming the
+    /// flag: parallel layouts and speculative decoding (their stage and draft arithmetic assume
+    /// layers of one shape); with windowed layers or a linear state, the prefix cache (a cached
+    /// segment would have to hold the windows of every prefix); with layers of different sizes,
+    /// layer-wise sending in the simulator (its link sends equal slices; `disagg handoff
+    /// --send layerwise` prices unequal ones).
+    fn check_layer_kinds(&self, model: &ModelSpec) -> Result<(), Error> {
+        let Some(a) = model.arch.as_deref() else {
+            return Ok(());
+        };
+        let why = |flag: &str, what: &str| {
+            Err(Error::invalid(
+                flag,
+                format!(
+                    "{what}: not modelled for {}, which is described by layer kinds",
+                    model.key
+                ),
+            ))
+        };
+        if self.any_layout() {
+            return why(
+                "--tp/--pp",
+                "parallel layouts split layers of one shape over stages (use \
+                 --devices-per-instance)",
+            );
+        }
+        if self.speculative.is_some() {
+            return why(
+                "--speculative",
+                "the draft's capacity and verify-pass arithmetic",
+            );
+        }
+        if model.kv_is_bounded() && (self.prefix_caching || self.prefix_handoff) {
+            return why(
+                "--prefix-caching",
+                "a prefix cache of sliding-window, chunked or linear-attention layers",
+            );
+        }
+        if self.send == SendMode::Layerwise {
+            // Beyond every window and chunk (at most 2^24 tokens), and at one token.
+            let equal = [1, (1 << 24) + 1].iter().all(|&p| {
+                let s = a.layer_slices(p, model.kv_bytes);
+                s.iter().all(|x| *x == s[0])
+            });
+            if !equal {
+                return why(
+                    "--send",
+                    "layer-wise sending of layers whose slices differ in the simulator (`disagg \
+                     handoff --send layerwise` prices it)",
+                );
+            }
+        }
+        Ok(())
     }
 
     /// `--handoff-ranks` and `--nics-per-instance`: the rank-aware plan's NICs between the
@@ -1386,14 +1442,20 @@ impl Scenario {
             match model.arch.as_deref_mut() {
                 Some(a) if a.has_windows() => a.retention = r,
                 _ => {
+                    let have: Vec<&str> = cat
+                        .models
+                        .iter()
+                        .filter(|m| m.arch.as_deref().is_some_and(|a| a.has_windows()))
+                        .map(|m| m.key.as_str())
+                        .collect();
                     return Err(Error::invalid(
                         "--kv-retention",
                         format!(
-                            "{} has no sliding-window or chunked layers (gpt-oss-120b, \
-                             gpt-oss-20b, gemma3-27b, llama4-scout, llama4-maverick have)",
-                            model.key
+                            "{} has no sliding-window or chunked layers ({} have)",
+                            model.key,
+                            have.join(", ")
                         ),
-                    ))
+                    ));
                 }
             }
         }

@@ -2,6 +2,7 @@
 //! `../shared/models/models.json` (copied into `tests/fixtures/served_models.json`, with its
 //! note), `==` on every f64; the chunked and linear rules and the parameter counts by hand.
 
+use disagg_model::calc::transit_for;
 use disagg_model::*;
 
 fn cat() -> Catalogue {
@@ -227,4 +228,216 @@ fn parameter_counts_by_hand() {
             "{key}: {p} B vs {billions} B published"
         );
     }
+}
+
+// ---- Cost by layer kind (hand arithmetic; formulas in the README's "Models served today") -----
+
+fn cm(key: &str, n: u32) -> CostModel {
+    let c = cat();
+    CostModel::new(
+        c.model(key).unwrap(),
+        c.device("h200").unwrap(),
+        n,
+        CostOptions::default(),
+    )
+    .unwrap()
+}
+
+#[test]
+fn deepseek_v3_steps_by_hand() {
+    let c = cm("deepseek-v3", 8);
+    let m = &c.model;
+    let active = m.matmul_params();
+    // Prefill of one 2,048-token prompt: 2 x active x P, plus per MLA layer the causal pairs
+    // P(P+1)/2 at 2 x 128 x (128 + 64 + 128) = 81,920 FLOPs each (keys and values decompressed).
+    let p: i128 = 2048;
+    let f = 2 * active * p + 61 * 81_920 * (p * (p + 1) / 2);
+    assert_eq!(c.prefill_flops([2048]), (f, 2048));
+    // Bytes: weights read for 2,048 tokens plus the latent written, 2,048 x 70,272.
+    let (_, by) = c.prefill_work([2048]);
+    assert_eq!(by, m.weight_bytes_read(2048) + 2048.0 * 70_272.0);
+    // Decode: 3 rows, 6,000 cached positions in all; each row's query attends to its cached
+    // tokens and itself (6,003 keys) at 2 x 128 x 576 + 2 x 128 x 512 = 278,528 FLOPs per layer
+    // (attention in the latent space); it reads 6,003 x 70,272 B of latent.
+    let (f, by) = c.decode_work(6_000, 3);
+    assert_eq!(f, 2 * active * 3 + 61 * 278_528 * 6_003);
+    assert_eq!(by, m.weight_bytes_read(3) + 6_003.0 * 70_272.0);
+    // Weights: every non-expert parameter plus, per MoE layer, the experts one token touches:
+    // 256 x (1 - (1 - 8/256)) = 8 (exact in binary), FP8 weights (1 byte), one embedding row.
+    let mla: i128 =
+        7168 * 1536 + 1536 * 128 * 192 + 7168 * 576 + 512 * 128 * 256 + 128 * 128 * 7168;
+    let expert: i128 = 3 * 7168 * 2048;
+    let fixed = 61 * mla + 3 * 3 * 7168 * 18432 + 58 * (7168 * 256 + expert) + 129280 * 7168;
+    assert_eq!(
+        m.weight_bytes_read(1),
+        (fixed + 58 * 8 * expert) as f64 + 7168.0
+    );
+}
+
+#[test]
+fn windowed_decode_is_costed_row_by_row() {
+    let c = cm("gpt-oss-120b", 2);
+    let m = &c.model;
+    let active = m.matmul_params();
+    // Rows with 100 and 5,000 cached tokens: queries at positions 101 and 5,001. The 18 full
+    // layers attend to 101 + 5,001 keys, the 18 sliding ones to min(101, 128) + min(5,001, 128)
+    // = 229; (G)QA pairs cost 4 x 64 heads x 64 = 16,384 FLOPs; a key holds 2 x 8 x 64 = 1,024
+    // values per layer, 2 bytes each.
+    let rows = [100u64, 5_000];
+    let step = c.decode_rows(5_100, &mut rows.iter().copied());
+    let f = 2 * active * 2 + 18 * 16_384 * (101 + 5_001) + 18 * 16_384 * 229;
+    let by = m.weight_bytes_read(2) + (18.0 * 1024.0 * 5_102.0 + 18.0 * 1024.0 * 229.0) * 2.0;
+    let want = c.step(f, by);
+    assert_eq!(step.flops, want.flops);
+    assert_eq!(step.bytes, want.bytes);
+    assert_eq!(step.time_s, want.time_s);
+    // Without rows the calculators take equal rows: 5,100 / 2 = 2,550 each (both windows full).
+    let (f2, _) = c.decode_work(5_100, 2);
+    assert_eq!(f2, 2 * active * 2 + 18 * 16_384 * 5_102 + 18 * 16_384 * 256);
+    // A model without windows ignores the rows: decode_sum exactly.
+    let d = cm("qwen3-32b", 2);
+    assert_eq!(
+        d.decode_rows(300, &mut [100u64, 200].into_iter()),
+        d.decode_sum(300, 2)
+    );
+    assert!(c.needs_rows() && !d.needs_rows());
+}
+
+#[test]
+fn chunked_prefill_pairs_by_hand() {
+    let c = cm("llama4-scout", 4);
+    let active = c.model.matmul_params();
+    // A 10,000-token prompt: 12 full layers see 10,000 x 10,001 / 2 pairs; 36 chunked layers
+    // 8,192 x 8,193 / 2 in the first chunk and 1,808 x 1,809 / 2 in the second. 4 x 40 heads x
+    // 128 = 20,480 FLOPs per pair.
+    let full: i128 = 10_000 * 10_001 / 2;
+    let chunked: i128 = 8_192 * 8_193 / 2 + 1_808 * 1_809 / 2;
+    let f = 2 * active * 10_000 + 20_480 * (12 * full + 36 * chunked);
+    assert_eq!(c.prefill_flops([10_000]).0, f);
+    // Chunked prefill: a chunk of 2,000 tokens after 7,000 pays the pairs of positions
+    // 7,001..9,000: full c(2 p0 + c + 1)/2; chunked: 7,001..8,192 then 1..808.
+    let ch = [Chunk {
+        p0: 7_000,
+        c: 2_000,
+        last: false,
+    }];
+    let (f, _) = c.step_mixed_work(0, 0, &ch);
+    let fullc: i128 = 2_000 * (2 * 7_000 + 2_000 + 1) / 2;
+    let chunkc: i128 = (8_192 * 8_193 / 2 - 7_000 * 7_001 / 2) + 808 * 809 / 2;
+    assert_eq!(f, 2 * active * 2_000 + 20_480 * (12 * fullc + 36 * chunkc));
+}
+
+#[test]
+fn linear_attention_state_by_hand() {
+    let c = cm("qwen3-next-80b-a3b", 2);
+    let m = &c.model;
+    let active = m.matmul_params();
+    let state = 39_518_208.0;
+    // Decode of 3 rows, 300 cached in all: the 12 full layers (2 KV heads x 256) attend to 303
+    // keys at 4 x 16 x 256 = 16,384 FLOPs and read 2 x 2 x 256 = 1,024 values per key; each of
+    // the 36 Gated DeltaNet layers runs its conv, 2 x 4 x (2 x 16 x 128 + 32 x 128) = 65,536,
+    // and its recurrence, 6 x 32 x 128 x 128 = 3,145,728, per row, and reads and writes its
+    // state once per row.
+    let (f, by) = c.decode_work(300, 3);
+    assert_eq!(
+        f,
+        2 * active * 3 + 12 * 16_384 * 303 + 3 * 36 * (65_536 + 3_145_728)
+    );
+    assert_eq!(
+        by,
+        m.weight_bytes_read(3) + (12.0 * 1024.0 * 303.0) * 2.0 + 3.0 * (2.0 * state)
+    );
+    // Prefill of two prompts writes every full layer's KV and each state once per prompt.
+    let (f, by) = c.prefill_work([100, 50]);
+    let pairs: i128 = 100 * 101 / 2 + 50 * 51 / 2;
+    assert_eq!(
+        f,
+        2 * active * 150 + 12 * 16_384 * pairs + 150 * 36 * (65_536 + 3_145_728)
+    );
+    assert_eq!(
+        by,
+        m.weight_bytes_read(150) + (12.0 * 1024.0 * 150.0) * 2.0 + 2.0 * state
+    );
+}
+
+#[test]
+fn reservations_are_cache_units() {
+    let c = cat();
+    // Gemma 3: the unit is a token of the 10 full layers (81,920 B); a sequence of 5,000 tokens
+    // reserves them plus its 52 sliding layers' full window, 1,024 x 425,984 B:
+    // 5,000 + 1,024 x 425,984 / 81,920 = 5,000 + 5,324.8 -> 10,325 units.
+    let g = c.model("gemma3-27b").unwrap();
+    assert_eq!(g.cache_unit_bytes(), 81_920.0);
+    assert_eq!(g.kv_units(5_000), 10_325);
+    assert_eq!(g.kv_units(10), 10 + 52); // 10 x 425,984 / 81,920 = 52 exactly
+                                         // Qwen3-Next: 7 tokens + 39,518,208 / 24,576 = 1,608 units of state.
+    let q = c.model("qwen3-next-80b-a3b").unwrap();
+    assert_eq!(q.kv_units(7), 7 + 1_608);
+    // A model whose cache is tokens x bytes per token reserves its tokens.
+    assert_eq!(c.model("deepseek-v3").unwrap().kv_units(5_000), 5_000);
+    assert_eq!(c.model("llama3-70b").unwrap().kv_units(5_000), 5_000);
+    // Capacity counts the same units: (141e9 x 8 x 0.9 - weights) // 81,920 for Gemma on 8 H200.
+    let cm = CostModel::new(g, c.device("h200").unwrap(), 8, CostOptions::default()).unwrap();
+    let free = (141e9 * 8.0) * CostOptions::default().mem_util - g.weight_bytes_total();
+    assert_eq!(
+        cm.kv_capacity_tokens().unwrap(),
+        (free / 81_920.0).floor() as u64
+    );
+}
+
+#[test]
+fn layerwise_slices_of_different_sizes() {
+    // Two equal slices reduce to the chapter's closed form: fixed + max(S/L, S - T(L-1)/L).
+    let (s, t) = (0.75, 1.0);
+    assert_eq!(
+        layerwise_tail_slices(s, t, &[0.5, 0.5], 0.0),
+        (s / 2.0).max(s - t / 2.0)
+    );
+    // A small first slice and a big last one: layer 1 ready at T/2 (-0.5 from the end), layer 2
+    // at the end; slice 1 takes 0.25 x 0.75 = 0.1875, slice 2 0.5625: the last byte lands at
+    // max(-0.5 + 0.1875 + 0.5625, 0 + 0.5625) = 0.5625 (every number exact in binary).
+    assert_eq!(layerwise_tail_slices(s, t, &[0.25, 0.75], 0.0), 0.5625);
+    // Big first slice: max(-0.5 + 0.75, 0 + 0.1875) = 0.25.
+    assert_eq!(layerwise_tail_slices(s, t, &[0.75, 0.25], 0.0), 0.25);
+    // A grant 0.5 after the first slice was ready (at 0): max(0 + 0.75, 0 + 0.1875) = 0.75.
+    assert_eq!(layerwise_tail_slices(s, t, &[0.75, 0.25], 0.5), 0.75);
+    // The calculator uses it for gpt-oss (sliding and full layers differ) and not for
+    // DeepSeek-V3 (61 equal MLA slices).
+    let c = cat();
+    assert!(c
+        .model("gpt-oss-120b")
+        .unwrap()
+        .layer_fractions(2048)
+        .is_some());
+    assert!(c
+        .model("deepseek-v3")
+        .unwrap()
+        .layer_fractions(2048)
+        .is_none());
+    assert!(c
+        .model("llama3-70b")
+        .unwrap()
+        .layer_fractions(2048)
+        .is_none());
+}
+
+#[test]
+fn compression_leaves_the_linear_state_alone() {
+    let c = cat();
+    let q = c.model("qwen3-next-80b-a3b").unwrap();
+    let link = c.link("eth-100g").unwrap();
+    let fp8 = transit_for(&c, q, "fp8", CompressAt::Transit, None)
+        .unwrap()
+        .unwrap();
+    let x = transfer(q, link, Some(&fp8), 2048);
+    // 2,048 x 24,576 B of KV halved, 39,518,208 B of state as is.
+    assert_eq!(x.kv_bytes, 2048.0 * 24_576.0 + 39_518_208.0);
+    assert_eq!(
+        x.wire_bytes,
+        2048.0 * 24_576.0 / fp8.compression.ratio + 39_518_208.0
+    );
+    // A model without state: the chapter's s / ratio.
+    let d = c.model("deepseek-v3").unwrap();
+    let x = transfer(d, link, Some(&fp8), 2048);
+    assert_eq!(x.wire_bytes, 143_917_056.0 / fp8.compression.ratio);
 }

@@ -1,0 +1,97 @@
+//! `disagg handoff --models-table`: the chapter's link table for the models served today (issue
+//! 16), one row per model described by layer kinds: what its cache holds, the hand-off of a
+//! 2,048- and a 32,768-token prompt, and how long each takes over 25 GbE, 100 GbE and InfiniBand
+//! NDR (`latency + bytes / bandwidth`, uncompressed, sent after the prefill, one transfer alone).
+
+use disagg_model::{transfer, Attention, Catalogue, ModelSpec};
+
+use crate::format as f;
+use crate::output::outln;
+use crate::CmdResult;
+
+/// The prompt lengths of the table.
+pub const TOKENS: [u64; 2] = [2048, 32768];
+
+/// The links of the table, by catalogue key.
+pub const LINKS: [&str; 3] = ["eth-25g", "eth-100g", "ib-ndr"];
+
+/// What a model's cache holds, per kind, in layer order of first appearance: `61 MLA`,
+/// `18 sliding (128) + 18 full`.
+pub fn cache_kinds(m: &ModelSpec) -> String {
+    let Some(a) = m.arch.as_deref() else {
+        return format!("{} full", m.n_layers);
+    };
+    let mut parts: Vec<(String, u64)> = Vec::new();
+    for (n, r) in a.groups() {
+        let label = match r.attention {
+            Attention::Full { .. } => "full".to_string(),
+            Attention::Mla { .. } => "MLA".to_string(),
+            Attention::Sliding { window, .. } => format!("sliding ({})", f::thousands(window)),
+            Attention::Chunked { chunk, .. } => format!("chunked ({})", f::thousands(chunk)),
+            Attention::Linear { .. } => "linear".to_string(),
+        };
+        match parts.iter_mut().find(|(l, _)| *l == label) {
+            Some(p) => p.1 += n,
+            None => parts.push((label, n)),
+        }
+    }
+    parts
+        .iter()
+        .map(|(l, n)| format!("{n} {l}"))
+        .collect::<Vec<_>>()
+        .join(" + ")
+}
+
+pub(super) fn models_table(cat: &Catalogue) -> CmdResult {
+    let links: Vec<_> = LINKS
+        .iter()
+        .map(|k| cat.link(k).cloned())
+        .collect::<Result<_, _>>()
+        .map_err(|e| crate::UsageError(e.to_string()))?;
+    let mut head =
+        "| Model | Cache (layers) | KV B/token, growing | Fixed per request |".to_string();
+    let mut rule = "|---|---|---:|---:|".to_string();
+    for t in TOKENS {
+        head.push_str(&format!(" Hand-off, {} tokens |", f::thousands(t)));
+        rule.push_str("---:|");
+        for l in &links {
+            head.push_str(&format!(" {} |", l.name));
+            rule.push_str("---:|");
+        }
+    }
+    outln!("{head}");
+    outln!("{rule}");
+    // The chapter's own model first, for scale; then every model described by layer kinds.
+    let chapter = cat
+        .model("llama3-70b")
+        .map_err(|e| crate::UsageError(e.to_string()))?;
+    let rows = std::iter::once(chapter).chain(cat.models.iter().filter(|m| m.arch.is_some()));
+    for m in rows {
+        let fixed = m.arch.as_deref().map_or(0.0, |a| a.state_bytes());
+        let name = if m.arch.is_none() {
+            format!("{} (the chapter's)", m.key)
+        } else {
+            m.key.clone()
+        };
+        let mut row = format!(
+            "| {} | {} | {} | {} |",
+            name,
+            cache_kinds(m),
+            f::thousands(m.kv_bytes_per_token() as u64),
+            if fixed == 0.0 {
+                "—".to_string()
+            } else {
+                f::bytes(fixed)
+            }
+        );
+        for t in TOKENS {
+            let b = m.handoff_bytes(t);
+            row.push_str(&format!(" {} ({}) |", f::thousands(b as u64), f::bytes(b)));
+            for l in &links {
+                row.push_str(&format!(" {} |", f::time(transfer(m, l, None, t).time_s)));
+            }
+        }
+        outln!("{row}");
+    }
+    Ok(())
+}
