@@ -284,6 +284,9 @@ pub fn run(a: HandoffArgs, cat: Catalogue) -> CmdResult {
         f::thousands(h.kv_bytes_per_token as u64),
         kib
     );
+    if let Some(k) = served_table::kind_breakdown(m, a.prompt_tokens) {
+        outln!("  by layer kind          {k}");
+    }
     let wire_note = if h.compression_ratio == 1.0 {
         "uncompressed".to_string()
     } else {

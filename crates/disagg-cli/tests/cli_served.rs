@@ -21,10 +21,7 @@ fn deepseek_v3_link_table() {
         eth["link_latency_s"].as_f64().unwrap(),
         eth["link_bandwidth_bps"].as_f64().unwrap(),
     );
-    assert_eq!(
-        eth["transfer_s"].as_f64(),
-        Some(lat + 143_917_056.0 / bw)
-    );
+    assert_eq!(eth["transfer_s"].as_f64(), Some(lat + 143_917_056.0 / bw));
     let t = ok_text(&["handoff", "--model", "deepseek-v3", "--all-links"]);
     assert!(t.starts_with("DeepSeek-V3, 2,048 prompt tokens"), "{t}");
     assert!(t.contains("143.9 MB takes"), "{t}");
@@ -185,9 +182,7 @@ fn retention_rule_changes_what_crosses() {
             "--json",
         ];
         a.extend(extra);
-        ok_json(&a)["summary"]["link"]["bytes"]
-            .as_f64()
-            .unwrap()
+        ok_json(&a)["summary"]["link"]["bytes"].as_f64().unwrap()
     };
     // models.json: 53,477,376 B (window) and 53,452,800 B (vLLM strict) per 2,048-token prompt.
     assert_eq!(run(&[]), 20.0 * 53_477_376.0);

@@ -42,6 +42,47 @@ pub fn cache_kinds(m: &ModelSpec) -> String {
         .join(" + ")
 }
 
+/// The hand-off of a `p`-token prompt kind by kind, one phrase per kind in order of first
+/// appearance: `18 sliding (128): 4.7 MB (128 tokens)`, `36 linear: 39.5 MB of state`; `None`
+/// for a model of one layer shape.
+pub fn kind_breakdown(m: &ModelSpec, p: u64) -> Option<String> {
+    let a = m.arch.as_deref()?;
+    let mut parts: Vec<(String, u64, u64, f64, bool)> = Vec::new();
+    for (n, r) in a.groups() {
+        let label = match r.attention {
+            Attention::Full { .. } => "full".to_string(),
+            Attention::Mla { .. } => "MLA".to_string(),
+            Attention::Sliding { window, .. } => format!("sliding ({})", f::thousands(window)),
+            Attention::Chunked { chunk, .. } => format!("chunked ({})", f::thousands(chunk)),
+            Attention::Linear { .. } => "linear".to_string(),
+        };
+        let kept = r.attention.kept_tokens(p, a.retention);
+        let state = r.attention.state_bytes();
+        let bytes = n as f64
+            * ((r.attention.values_per_token() * kept as i128) as f64 * m.kv_bytes + state);
+        match parts.iter_mut().find(|x| x.0 == label) {
+            Some(x) => {
+                x.1 += n;
+                x.3 += bytes;
+            }
+            None => parts.push((label, n, kept, bytes, state > 0.0)),
+        }
+    }
+    Some(
+        parts
+            .iter()
+            .map(|(l, n, kept, b, state)| {
+                if *state {
+                    format!("{n} {l}: {} of state", f::bytes(*b))
+                } else {
+                    format!("{n} {l}: {} ({} tokens)", f::bytes(*b), f::thousands(*kept))
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(", "),
+    )
+}
+
 pub(super) fn models_table(cat: &Catalogue) -> CmdResult {
     let links: Vec<_> = LINKS
         .iter()
