@@ -147,7 +147,7 @@
   const formats = () => (cat.formats || ['bf16']).map((f) => [f, f]);
   const FIELDS = [
     { group: 'Workload' },
-    { k: 'model', label: 'Model', select: () => cat.models.map((m) => [m.key, m.name]) },
+    { k: 'model', label: 'Model', select: modelOptions },
     { k: 'rate', label: 'Rate (req/s)', num: { min: 0.01, step: 'any' } },
     { k: 'requests', label: 'Requests', num: { min: 1, step: 1 } },
     { k: 'prompt_min', label: 'Shortest prompt (tokens)', num: { min: 1, step: 1 } },
@@ -183,7 +183,7 @@
     { k: 'swap_in', label: 'Swap in', select: () => [['own-blocks', 'when its own blocks fit'], ['next-step', 'when its next step fits']] },
     { k: 'host_link', label: 'Host link', select: () => cat.links.map((l) => [l.key, l.name.replace(' (one direction)', '')]) },
     { k: 'prefix_caching', label: 'Prefix caching', select: () => [['false', 'off'], ['true', 'on']], bool: true },
-    { k: 'speculative', label: 'Speculative draft', select: () => [['', 'off'], ['mtp', 'MTP head']].concat(cat.models.map((m) => [m.key, m.name])) },
+    { k: 'speculative', label: 'Speculative draft', select: () => [['', 'off'], ['mtp', 'MTP head']].concat(modelOptions()) },
     { k: 'gamma', label: 'Drafted tokens (gamma)', num: { min: 1, step: 1 } },
     { k: 'alpha', label: 'Acceptance (alpha)', num: { min: 0, step: 'any' } },
     { k: 'spec_seed', label: 'Acceptance seed', num: { min: 0, step: 1 } },
@@ -216,18 +216,68 @@
 
   // ---- calculator -----------------------------------------------------------------------------
 
+  // `opts`: [value, text] pairs, or {group, opts} for an <optgroup> of them.
   function fillSelect(sel, opts, value) {
-    sel.innerHTML = opts.map(([v, t]) => `<option value="${esc(v)}">${esc(t)}</option>`).join('');
+    const one = ([v, t]) => `<option value="${esc(v)}">${esc(t)}</option>`;
+    sel.innerHTML = opts.map((o) => (Array.isArray(o) ? one(o)
+      : `<optgroup label="${esc(o.group)}">${o.opts.map(one).join('')}</optgroup>`)).join('');
     if (value !== undefined) sel.value = value;
   }
 
+  // ---- the models: the served ones (issue 16, with layer kinds) in their own group -------------
+
+  const SERVED_GROUP = 'Served today (issue 16)';
+  // The picker's options: the other models as they always were, then the served ones grouped.
+  function modelOptions() {
+    const pair = (m) => [m.key, m.name];
+    const served = cat.models.filter((m) => m.kv_kinds);
+    const rest = cat.models.filter((m) => !m.kv_kinds).map(pair);
+    return served.length ? rest.concat([{ group: SERVED_GROUP, opts: served.map(pair) }]) : rest;
+  }
+  const KIND_NAMES = {
+    mla: 'MLA', full: 'full-attention', sliding: 'sliding-window', chunked: 'chunked', linear: 'linear-attention',
+  };
+  const layers = (n, kind) => `${thousands(n)} ${KIND_NAMES[kind] || kind} layer${n === 1 ? '' : 's'}`;
+  // The per-token figures of a model with layer kinds, every number the server's: the unbounded
+  // layers' bytes a token, each window's (and what it holds at most), the fixed linear state.
+  function kvFigures(m) {
+    const k = m.kv_kinds;
+    const grows = Object.keys(k).filter((x) => x === 'mla' || x === 'full');
+    const parts = [];
+    if (grows.length) {
+      parts.push(`${bytes(m.kv_bytes_per_token)}/token (${grows.map((x) => layers(k[x], x)).join(', ')})`);
+    }
+    for (const w of m.kv_windows || []) {
+      parts.push(`${bytes(w.kv_bytes_per_token)}/token for the last ${thousands(w.tokens)} tokens only `
+        + `(${layers(w.layers, w.kind)}, at most ${bytes(w.kv_bytes_per_token * w.tokens)})`);
+    }
+    if (m.state_bytes_per_request > 0) {
+      parts.push(`a fixed ${bytes(m.state_bytes_per_request)} state a request (${layers(k.linear || 0, 'linear')})`);
+    }
+    return parts.join(' + ');
+  }
+  // The line under the picker: why the model's KV is different, and its figures; empty for a model
+  // without layer kinds.
+  function showModelWhy(key) {
+    const el = $('#calc-model-why');
+    const m = cat.models.find((x) => x.key === key);
+    if (!m || !m.kv_kinds) {
+      el.textContent = '';
+      el.hidden = true;
+      return;
+    }
+    el.innerHTML = `<span class="why-text">${esc(m.why_kv)}</span> · <span class="why-figures">${esc(kvFigures(m))}</span>`;
+    el.title = m.source ? `Source: ${m.source}` : '';
+    el.hidden = false;
+  }
+
   function buildCalc() {
-    fillSelect($('#calc-model'), cat.models.map((m) => [m.key, m.name]));
+    fillSelect($('#calc-model'), modelOptions());
     fillSelect($('#calc-link'), cat.links.map((l) => [l.key, `${l.name.replace(' (one direction)', '')} · ${gbps(l.bandwidth_bps)}`]));
     fillSelect($('#calc-compression'), cat.compression.map((c) => [c.key, c.key === 'none' ? 'none (BF16)' : c.key]));
     fillSelect($('#calc-device'), devices());
     for (const id of ['#calc-kv-format', '#calc-weight-format', '#calc-compute-format']) fillSelect($(id), formats());
-    fillSelect($('#calc-draft'), [['', 'off'], ['mtp', 'MTP head']].concat(cat.models.map((m) => [m.key, m.name])));
+    fillSelect($('#calc-draft'), [['', 'off'], ['mtp', 'MTP head']].concat(modelOptions()));
     const form = $('#calc-form');
     form.addEventListener('submit', (e) => e.preventDefault());
     const range = $('#calc-tokens-range');
@@ -265,6 +315,7 @@
 
   function syncCalcControls() {
     $('#calc-model').value = calc.model;
+    showModelWhy(calc.model);
     $('#calc-tokens').value = String(calc.prompt_tokens);
     $('#calc-tokens-range').value = String(Math.min(Math.max(calc.prompt_tokens, 256), 32768));
     $('#calc-link').value = calc.link;
@@ -332,6 +383,7 @@
     const input = calcInput(key);
     if (input) fieldError(input, '');
     calc[key] = value;
+    if (key === 'model') showModelWhy(value);
     calcInputAt = performance.now();
     $('#calc-at').disabled = calc.compression === 'none';
     writeUrl();

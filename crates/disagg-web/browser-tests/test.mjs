@@ -572,6 +572,51 @@ test('the models and engines group: fields from the URL, the optical and ppa blo
   await page.close();
 });
 
+test('the served models (issue 16): grouped in the picker, why their KV differs, hand-offs by layer kind', async () => {
+  const { page, errors } = await open(1280);
+  // The other models as before, then one group of the 15 served today.
+  const groups = await page.$$eval('#calc-model optgroup', (gs) => gs.map((g) => [g.label, g.querySelectorAll('option').length]));
+  assert.deepEqual(groups, [['Served today (issue 16)', 15]]);
+  assert.equal(await page.$eval('#calc-model', (el) => el.options[0].value), 'llama3-8b');
+  assert.equal(await page.$eval('#a-model optgroup', (g) => g.label), 'Served today (issue 16)');
+  // Llama-3-8B has no layer kinds: no line.
+  assert.equal(await page.$eval('#calc-model-why', (el) => el.hidden), true);
+  // DeepSeek-V3, from the keyboard: 2,048 tokens x 61 MLA layers x 576 values x 2 B = 143,917,056 B.
+  await page.focus('#calc-model');
+  await arrowSelect(page, 'calc-model', 'deepseek-v3');
+  await waitText(page, '#t-kv', '143.9 MB');
+  const why = await text(page, '#calc-model-why');
+  assert.ok(why.startsWith('MLA: every layer caches one 576-value latent per token'), why);
+  // 61 x 576 x 2 = 70,272 B a token.
+  assert.ok(why.endsWith(' · 70.3 kB/token (61 MLA layers)'), why);
+  assert.equal(await page.$eval('#calc-model-why', (el) => el.hidden), false);
+  assert.match(await page.$eval('#calc-model', (el) => el.getAttribute('aria-describedby')), /calc-model-why/);
+  // gpt-oss-120b: 18 full and 18 sliding layers of 2,048 B a token; the sliding ones keep 128 tokens
+  // (4,718,592 B): 2,048 x 36,864 + 4,718,592 = 80,216,064 B.
+  await page.selectOption('#calc-model', 'gpt-oss-120b');
+  await waitText(page, '#t-kv', '80.2 MB');
+  assert.ok((await text(page, '#calc-model-why')).endsWith(' · 36.9 kB/token (18 full-attention layers) + 36.9 kB/token for '
+    + 'the last 128 tokens only (18 sliding-window layers, at most 4.7 MB)'));
+  // Qwen3-Next: 12 full layers of 2,048 B a token and a fixed 39,518,208 B linear state:
+  // 2,048 x 24,576 + 39,518,208 = 89,849,856 B.
+  await page.selectOption('#calc-model', 'qwen3-next-80b-a3b');
+  await waitText(page, '#t-kv', '89.8 MB');
+  assert.ok((await text(page, '#calc-model-why')).endsWith(' · 24.6 kB/token (12 full-attention layers) + a fixed 39.5 MB '
+    + 'state a request (36 linear-attention layers)'));
+  // Back to a model without layer kinds: the line goes.
+  await page.selectOption('#calc-model', 'llama3-70b');
+  await waitText(page, '#t-kv', '671.1 MB');
+  assert.equal(await page.$eval('#calc-model-why', (el) => el.hidden), true);
+  assert.deepEqual(errors, []);
+  await page.close();
+  // From the URL.
+  const again = await open(1280, '?model=deepseek-v3');
+  await waitText(again.page, '#t-kv', '143.9 MB');
+  assert.ok((await text(again.page, '#calc-model-why')).endsWith('70.3 kB/token (61 MLA layers)'));
+  assert.deepEqual(again.errors, []);
+  await again.page.close();
+});
+
 test('a calculator change sends only a few /api/handoff requests', async () => {
   const { page } = await open(1280);
   let count = 0;

@@ -1261,3 +1261,266 @@ fn sc_device_name(key: &str) -> Value {
         .expect("device");
     d["name"].clone()
 }
+
+// ---- issue 16: the served models' layer kinds in /api/catalogue ---------------------------------
+
+/// The catalogue's model `key`.
+fn catalogue_model(c: &Value, key: &str) -> Value {
+    c["models"]
+        .as_array()
+        .expect("models")
+        .iter()
+        .find(|m| m["key"] == key)
+        .unwrap_or_else(|| panic!("no model {key}"))
+        .clone()
+}
+
+#[test]
+fn catalogue_deepseek_v3_layer_kinds() {
+    let c = ok("GET", "/api/catalogue", Value::Null);
+    let m = catalogue_model(&c, "deepseek-v3");
+    // 61 MLA layers, each caching kv_lora_rank 512 + qk_rope_head_dim 64 = 576 values of 2 bytes:
+    // 61 * 576 * 2 = 70,272 bytes per token.
+    assert_eq!(m["kv_bytes_per_token"], json!(70272.0));
+    assert_eq!(m["kv_kinds"], json!({"mla": 61}));
+    assert_eq!(m["windowed_kv_bytes_per_token"], json!(0.0));
+    assert_eq!(m["kv_windows"], json!([]));
+    assert_eq!(m["state_bytes_per_request"], json!(0.0));
+    // The first 3 layers are dense: the first MoE run is 256 routed experts, 8 a token, 1 shared.
+    assert_eq!(
+        m["moe"],
+        json!({"experts": 256, "top_k": 8, "shared_experts": 1})
+    );
+    let why = m["why_kv"].as_str().expect("why_kv");
+    assert!(why.starts_with("MLA: "), "{why}");
+    assert!(why.contains("576-value latent"), "{why}");
+    assert_eq!(why, m["arch"]["why_kv"].as_str().unwrap());
+    let src = m["source"].as_str().expect("source");
+    assert!(src.contains("DeepSeek-V3_config.json"), "{src}");
+}
+
+#[test]
+fn catalogue_windowed_and_chunked_models() {
+    let c = ok("GET", "/api/catalogue", Value::Null);
+    // gpt-oss-120b: 18 (sliding 128, full) pairs; every layer 8 KV heads x 64 x 2 (K, V) = 1,024
+    // values of 2 bytes = 2,048 bytes a token: 18 * 2,048 = 36,864 bytes each side.
+    let m = catalogue_model(&c, "gpt-oss-120b");
+    assert_eq!(m["kv_kinds"], json!({"sliding": 18, "full": 18}));
+    assert_eq!(m["kv_bytes_per_token"], json!(36864.0));
+    assert_eq!(m["windowed_kv_bytes_per_token"], json!(36864.0));
+    assert_eq!(
+        m["kv_windows"],
+        json!([{"kind": "sliding", "layers": 18, "tokens": 128, "kv_bytes_per_token": 36864.0}])
+    );
+    assert_eq!(m["state_bytes_per_request"], json!(0.0));
+    assert_eq!(
+        m["moe"],
+        json!({"experts": 128, "top_k": 4, "shared_experts": 0})
+    );
+    assert!(m["why_kv"]
+        .as_str()
+        .unwrap()
+        .contains("128-token sliding window"));
+    // Gemma-3-27B: 10 x (5 sliding + 1 full) then 2 sliding = 52 sliding (the cycle's 50 and the
+    // tail's 2, one group) and 10 full; 16 x 128 x 2 = 4,096 values = 8,192 bytes a layer:
+    // 52 * 8,192 = 425,984 windowed, 10 * 8,192 = 81,920 unbounded. Dense: no `moe`.
+    let m = catalogue_model(&c, "gemma3-27b");
+    assert_eq!(m["kv_kinds"], json!({"sliding": 52, "full": 10}));
+    assert_eq!(m["kv_bytes_per_token"], json!(81920.0));
+    assert_eq!(m["windowed_kv_bytes_per_token"], json!(425984.0));
+    assert_eq!(
+        m["kv_windows"],
+        json!([{"kind": "sliding", "layers": 52, "tokens": 1024, "kv_bytes_per_token": 425984.0}])
+    );
+    assert!(m.get("moe").is_none(), "{}", m["moe"]);
+    // Llama-4-Maverick: 12 x (chunked dense, chunked MoE, chunked dense, full MoE): three chunked
+    // runs a cycle, one group of 36; 8 x 128 x 2 = 2,048 values = 4,096 bytes a layer:
+    // 36 * 4,096 = 147,456 chunked, 12 * 4,096 = 49,152 full. Its first run is dense: the MoE
+    // summary is the second run's (128 experts, 1 a token, 1 shared).
+    let m = catalogue_model(&c, "llama4-maverick");
+    assert_eq!(m["kv_kinds"], json!({"chunked": 36, "full": 12}));
+    assert_eq!(m["kv_bytes_per_token"], json!(49152.0));
+    assert_eq!(m["windowed_kv_bytes_per_token"], json!(147456.0));
+    assert_eq!(
+        m["kv_windows"],
+        json!([{"kind": "chunked", "layers": 36, "tokens": 8192, "kv_bytes_per_token": 147456.0}])
+    );
+    assert_eq!(
+        m["moe"],
+        json!({"experts": 128, "top_k": 1, "shared_experts": 1})
+    );
+}
+
+#[test]
+fn catalogue_qwen3_next_fixed_state() {
+    let c = ok("GET", "/api/catalogue", Value::Null);
+    let m = catalogue_model(&c, "qwen3-next-80b-a3b");
+    // 12 x (3 Gated DeltaNet + 1 full): 36 linear, 12 full.
+    assert_eq!(m["kv_kinds"], json!({"linear": 36, "full": 12}));
+    // A linear layer's state: conv (4 - 1) * (2*16*128 + 32*128) = 3 * 8,192 = 24,576 values,
+    // recurrent 32 * 128 * 128 = 524,288 values, 2 bytes each: 1,097,728 bytes; 36 layers:
+    // 39,518,208 bytes.
+    assert_eq!(m["state_bytes_per_request"], json!(39518208.0));
+    // 12 full layers of 2 KV heads x 256 x 2 = 1,024 values = 2,048 bytes: 24,576 a token.
+    assert_eq!(m["kv_bytes_per_token"], json!(24576.0));
+    assert_eq!(m["windowed_kv_bytes_per_token"], json!(0.0));
+    assert_eq!(m["kv_windows"], json!([]));
+    assert_eq!(
+        m["moe"],
+        json!({"experts": 512, "top_k": 10, "shared_experts": 1})
+    );
+    assert!(m["why_kv"].as_str().unwrap().contains("Gated DeltaNet"));
+    assert!(m["source"].as_str().unwrap().contains("Qwen3-Next"));
+}
+
+/// Every served model (issue 16) has the keys; no other model has any of them.
+#[test]
+fn catalogue_layer_kind_keys_only_on_served_models() {
+    let c = ok("GET", "/api/catalogue", Value::Null);
+    let served: Vec<&str> = vec![
+        "deepseek-v3",
+        "deepseek-r1",
+        "kimi-k2",
+        "qwen3-235b-a22b",
+        "qwen3-30b-a3b",
+        "qwen3-32b",
+        "gpt-oss-120b",
+        "gpt-oss-20b",
+        "gemma3-27b",
+        "llama3.1-405b",
+        "llama4-scout",
+        "llama4-maverick",
+        "qwen3-next-80b-a3b",
+        "mixtral-8x22b",
+        "deepseek-v2-lite",
+    ];
+    let keys = [
+        "why_kv",
+        "kv_kinds",
+        "windowed_kv_bytes_per_token",
+        "kv_windows",
+        "state_bytes_per_request",
+        "source",
+    ];
+    let mut seen = 0;
+    for m in c["models"].as_array().unwrap() {
+        let key = m["key"].as_str().unwrap();
+        if served.contains(&key) {
+            seen += 1;
+            for k in keys {
+                assert!(m.get(k).is_some(), "{key} has no {k}");
+            }
+            assert!(!m["why_kv"].as_str().unwrap().is_empty(), "{key}");
+            assert!(!m["source"].as_str().unwrap().is_empty(), "{key}");
+            // The layer counts add up to the model's layers.
+            let n: u64 = m["kv_kinds"]
+                .as_object()
+                .unwrap()
+                .values()
+                .map(|v| v.as_u64().unwrap())
+                .sum();
+            assert_eq!(json!(n), m["n_layers"], "{key}");
+        } else {
+            for k in keys {
+                assert!(m.get(k).is_none(), "{key} has {k}");
+            }
+        }
+    }
+    assert_eq!(seen, 15);
+}
+
+/// The models without layer kinds answer byte for byte as before issue 16: each one's JSON object
+/// is in the response exactly as recorded from the API at commit 8ef5690 (before this change).
+#[test]
+fn catalogue_other_models_unchanged() {
+    let before = include_str!("data/catalogue-models-before-16.jsonl");
+    let r = call("GET", "/api/catalogue", Value::Null);
+    assert_eq!(r.status, 200);
+    let text = r.text();
+    let mut n = 0;
+    for line in before.lines() {
+        assert!(text.contains(line), "changed: {line}");
+        n += 1;
+    }
+    // The reference's 13 models and the three of issue 15.
+    assert_eq!(n, 16);
+    let c: Value = serde_json::from_str(&text).unwrap();
+    let old = c["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m.get("arch").is_none())
+        .count();
+    assert_eq!(
+        old, n,
+        "a model without layer kinds is missing from the record"
+    );
+    // And the first one, by hand: Llama-3-8B's keys in order, and nothing else.
+    let m = &c["models"][0];
+    let keys: Vec<&str> = m.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(
+        keys,
+        [
+            "key",
+            "name",
+            "n_layers",
+            "d_model",
+            "n_heads",
+            "n_kv_heads",
+            "d_ff",
+            "vocab",
+            "weight_bytes",
+            "kv_bytes",
+            "prefill_lm_head",
+            "context_tokens",
+            "head_dim",
+            "params",
+            "kv_bytes_per_token",
+            "weight_bytes_total"
+        ]
+    );
+}
+
+/// The hand-off of the served models is the layer-kind-aware one: DeepSeek-V3 at 2,048 tokens
+/// moves 2,048 * 70,272 = 143,917,056 bytes (not 2 * L * Hkv * hd per token); an unknown model is
+/// a 422 naming the valid ones.
+#[test]
+fn handoff_of_served_models() {
+    let v = ok(
+        "POST",
+        "/api/handoff",
+        json!({"model": "deepseek-v3", "prompt_tokens": 2048}),
+    );
+    assert_eq!(v["kv_bytes"], json!(143917056.0));
+    assert_eq!(v["kv_bytes_per_token"], json!(70272.0));
+    // gpt-oss-120b: 18 full layers keep 2,048 tokens, 18 sliding layers 128, 2,048 bytes a layer
+    // token: 18 * 2,048 * 2,048 + 18 * 128 * 2,048 = 75,497,472 + 4,718,592 = 80,216,064.
+    let v = ok(
+        "POST",
+        "/api/handoff",
+        json!({"model": "gpt-oss-120b", "prompt_tokens": 2048}),
+    );
+    assert_eq!(v["kv_bytes"], json!(80216064.0));
+    let e = err(
+        "POST",
+        "/api/handoff",
+        br#"{"model": "deepseek-v9"}"#,
+        422,
+        &[
+            "deepseek-v9",
+            "valid:",
+            "deepseek-v3",
+            "gpt-oss-120b",
+            "llama3-8b",
+        ],
+    );
+    assert_eq!(e["field"], "model");
+    let e = err(
+        "POST",
+        "/api/run",
+        br#"{"model": "deepseek-v9"}"#,
+        422,
+        &["deepseek-v9", "qwen3-next-80b-a3b"],
+    );
+    assert_eq!(e["field"], "model");
+}
