@@ -290,3 +290,61 @@ fn readme_calibration_plots_are_current() {
         let _ = std::fs::remove_dir_all(&out);
     }
 }
+
+/// The Markdown (not fenced) between `<!-- name:begin -->` and `<!-- name:end -->`.
+fn markdown_block(readme: &str, name: &str) -> String {
+    let begin = format!("<!-- {name}:begin -->");
+    let end = format!("<!-- {name}:end -->");
+    let a = readme.find(&begin).expect("begin marker") + begin.len();
+    let b = readme.find(&end).expect("end marker");
+    readme[a..b].trim().to_string()
+}
+
+#[test]
+fn readme_models_table_is_current() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
+        .expect("README.md");
+    let out = Command::new(env!("CARGO_BIN_EXE_disagg"))
+        .args(["handoff", "--models-table"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let got = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(markdown_block(&readme, "models-table"), got.trim_end());
+}
+
+#[test]
+fn readme_deepseek_run_is_current() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
+        .expect("README.md");
+    let args = [
+        "run",
+        "--model",
+        "deepseek-v3",
+        "--prefill",
+        "2",
+        "--decode",
+        "2",
+        "--device",
+        "h100",
+        "--devices-per-instance",
+        "8",
+        "--weight-format",
+        "int4",
+        "--rate",
+        "8",
+        "--prompt",
+        "2048",
+        "--prompt-cv",
+        "0",
+        "--link",
+        "eth-100g",
+    ];
+    let out = Command::new(env!("CARGO_BIN_EXE_disagg"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let got = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(block(&readme, "run-deepseek"), got.trim_end());
+}

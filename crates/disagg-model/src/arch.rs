@@ -613,14 +613,6 @@ impl Mlp {
         }
     }
 
-    /// `Some((X, k))` for an MoE MLP.
-    pub fn routing(&self) -> Option<(u64, u64)> {
-        match *self {
-            Mlp::Moe { experts, top_k, .. } => Some((experts, top_k)),
-            Mlp::Dense { .. } => None,
-        }
-    }
-
     /// `dense` or `moe`.
     pub fn kind(&self) -> &'static str {
         match self {
@@ -747,12 +739,6 @@ impl Arch {
                 Attention::Sliding { .. } | Attention::Chunked { .. }
             )
         })
-    }
-
-    /// Whether any layer is MLA.
-    pub fn has_mla(&self) -> bool {
-        self.groups()
-            .any(|(_, r)| matches!(r.attention, Attention::Mla { .. }))
     }
 
     /// KV values per token of the unbounded layers (full attention and MLA): the part of a
@@ -904,28 +890,6 @@ impl Arch {
                 n as i128
                     * (r.attention.chunk_pairs(p0, c) * r.attention.prefill_pair_flops(h)
                         + c as i128 * r.attention.token_flops())
-            })
-            .sum()
-    }
-
-    /// Attention FLOPs of one decode token at 1-based position `n` (it attends to
-    /// [`Attention::keys_at`] keys).
-    pub fn decode_attn_flops(&self, h: u64, n: u64) -> i128 {
-        self.groups()
-            .map(|(c, r)| {
-                c as i128
-                    * (r.attention.keys_at(n) as i128 * r.attention.decode_pair_flops(h)
-                        + r.attention.token_flops())
-            })
-            .sum()
-    }
-
-    /// KV values a decode token at 1-based position `n` reads (the keys it attends to, its own
-    /// included).
-    pub fn decode_kv_values(&self, n: u64) -> i128 {
-        self.groups()
-            .map(|(c, r)| {
-                c as i128 * r.attention.values_per_token() * r.attention.keys_at(n) as i128
             })
             .sum()
     }

@@ -2,6 +2,7 @@
 //! arithmetic, cost-model.md's formulas written out, and CPython's own results (issue 11,
 //! mutation testing). One test binary, so a mutant costs one link, not six.
 
+mod arch_kinds;
 mod calc;
 mod calc_levers;
 mod calibrated;

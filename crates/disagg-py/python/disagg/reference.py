@@ -285,6 +285,10 @@ def _load_catalogue() -> Tuple[Dict[str, ModelSpec], Dict[str, Accelerator], Dic
     cat = _catalogue()
     models: Dict[str, ModelSpec] = {}
     for m in cat["models"]:
+        if m.get("arch"):
+            # Described by layer kinds (MLA, windows, linear attention): not the reference's
+            # ModelSpec; use disagg.run(model=...) for those.
+            continue
         kw: Dict[str, Any] = {}
         fft = m.get("fft")
         if fft:
