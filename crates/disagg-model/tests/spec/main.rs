@@ -17,4 +17,5 @@ mod parallel;
 mod pymath;
 mod quant;
 mod ranks;
+mod ranks_kinds;
 mod served;
