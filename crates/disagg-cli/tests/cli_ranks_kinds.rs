@@ -133,7 +133,7 @@ fn a_layout_the_value_heads_do_not_divide_is_one_line() {
     bad(
         &a,
         &[
-            "decode_tp: 3 neither divides the 32 value heads of Qwen3-Next-80B-A3B's linear \
+            "--decode-tp: 3 neither divides the 32 value heads of Qwen3-Next-80B-A3B's linear \
            layers nor is a multiple of them; valid: 1, 2, 4, 8, 16, 32, or a multiple of 32",
         ],
     );

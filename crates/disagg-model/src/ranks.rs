@@ -44,6 +44,13 @@
 //!   holding the layer, which spreads the copies over the prefill ranks (each sends to
 //!   `tp_decode / tp_prefill` ranks, or the first `tp_decode` prefill ranks send one each). So the
 //!   link carries `tp_decode` copies of every latent: `mla_copies`, against the `logical_bytes`.
+//! * The kept tokens follow the model's retention rule ([`Retention`]); a decode layout under
+//!   which two kinds replicate their heads by different factors (Qwen3-Next's 2 KV heads and 32
+//!   value heads on TP64) is refused.
+//!
+//! [`PortLoads`] (the simulator's `--handoff-ranks`) keeps each flow's shares of the layer groups
+//! and recomputes its bytes per prompt length the same way, so windows, chunks and fixed states
+//! are exact there too.
 //!
 //! A flow's bytes keep the integer order of [`ModelSpec::handoff_bytes`]: its kept KV values
 //! summed as integers times `kv_bytes`, plus its conv and recurrent states (each summed over the
@@ -247,21 +254,12 @@ impl RankLayout {
     }
 }
 
-/// The distinct sharded layer kinds of `arch` (every attention but MLA), first-seen order, with
-/// the heads they shard by.
+/// The sharded layer groups of `arch` (every attention but MLA) in group order, with the heads
+/// they shard by.
 fn sharded_kinds(arch: &Arch) -> Vec<(u64, Attention)> {
-    let mut out: Vec<(u64, Attention)> = Vec::new();
-    for (_, r) in arch.groups() {
-        if let Some(h) = r.attention.shard_heads() {
-            if !out
-                .iter()
-                .any(|(x, a)| *x == h && a.kind() == r.attention.kind())
-            {
-                out.push((h, r.attention));
-            }
-        }
-    }
-    out
+    arch.groups()
+        .filter_map(|(_, r)| r.attention.shard_heads().map(|h| (h, r.attention)))
+        .collect()
 }
 
 /// `1, 2, 4, 8` (the divisors of `n`).
@@ -631,7 +629,8 @@ pub struct RankPlan {
     /// Time after the prefill's end until every decode rank holds its KV, with the stages' starts,
     /// s (`total_s` with one stage or without a prefill time).
     pub exposed_s: f64,
-    /// The single transfer's bytes, `P * kv_bytes_per_token`.
+    /// The single transfer's bytes, [`ModelSpec::handoff_bytes`] (`P * kv_bytes_per_token`
+    /// without layer kinds).
     pub single_transfer_bytes: f64,
     /// The single transfer over one NIC, `latency + S / bandwidth`, s.
     pub single_transfer_s: f64,

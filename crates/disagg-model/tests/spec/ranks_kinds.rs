@@ -459,3 +459,60 @@ fn a_linear_state_that_does_not_split_evenly_is_refused() {
         vec![(0, 0, 360.0 + 25_165_824.0), (1, 1, 360.0 + 25_165_824.0)]
     );
 }
+
+#[test]
+fn pipeline_stages_take_each_layer_of_its_kind_in_layer_order() {
+    // Gemma-3-27B: 10 cycles of (5 sliding W = 1,024, 1 full) then 2 sliding, 16 KV heads of 128:
+    // 4,096 values a token a layer. PP2: stage 0 holds layers 0..31 (full at 5, 11, 17, 23, 29:
+    // 26 sliding, 5 full), stage 1 layers 31..62 (full at 35, 41, 47, 53, 59: 24 sliding of the
+    // cycle, 5 full, then the 2 tail layers). A sliding layer keeps 1,024 tokens:
+    // 1024 * 4096 * 2 = 8,388,608 B; a full one 2,048: 16,777,216 B.
+    let p = plan("gemma3-27b", RankLayout::new(1, 2), tp(1));
+    let parts = |i: usize| -> Vec<(&str, u64, f64)> {
+        p.flows[i]
+            .parts
+            .iter()
+            .map(|x| (x.kind, x.layers, x.bytes))
+            .collect()
+    };
+    assert_eq!(p.flows[0].layers, [0, 31]);
+    assert_eq!(
+        parts(0),
+        vec![("sliding", 26, 218_103_808.0), ("full", 5, 83_886_080.0)]
+    );
+    assert_eq!(p.flows[1].layers, [31, 62]);
+    assert_eq!(
+        parts(1),
+        vec![
+            ("sliding", 24, 201_326_592.0),
+            ("full", 5, 83_886_080.0),
+            ("sliding", 2, 16_777_216.0)
+        ]
+    );
+    // 26 * 8,388,608 + 5 * 16,777,216 = 301,989,888 B a stage.
+    assert_eq!(
+        edges(&p),
+        vec![(0, 0, 301_989_888.0), (1, 0, 301_989_888.0)]
+    );
+    assert_eq!(p.link_bytes, 603_979_776.0);
+}
+
+#[test]
+fn a_layer_count_that_is_not_the_layer_kinds_is_refused() {
+    let mut m = model("deepseek-v2-lite");
+    m.n_layers = 9;
+    let e = rank_plan(
+        &m,
+        &eth100(),
+        None,
+        &h100(),
+        P,
+        &RankOptions::new(tp(1), tp(1)),
+    )
+    .unwrap_err()
+    .to_string();
+    assert_eq!(
+        e,
+        "model: DeepSeek-V2-Lite has 9 layers but its layer kinds list 27"
+    );
+}
