@@ -24,6 +24,39 @@
 //! bytes, the same operation order as [`ModelSpec::handoff_bytes`], so one flow of every layer and
 //! head is the single transfer's byte count bit for bit.
 //!
+//! # Models described by layer kinds
+//!
+//! A model with an [`Arch`] (issue 16) keeps a different slice per layer kind, and the rule above
+//! applies kind by kind ([`RULE_KINDS`]):
+//!
+//! * **Layers** split evenly over the stages as above; each layer's bytes are its slice of the
+//!   hand-off ([`Arch::layer_slices`]): `kept_tokens(P) * values_per_token` KV values (`P` for
+//!   full and MLA layers, `min(P, W)` for a sliding window, the current chunk for chunked
+//!   attention) and a linear-attention layer's fixed state, which does not grow with `P`.
+//! * **Full, sliding-window and chunked layers** shard by their KV heads exactly as above
+//!   (replicated heads cross the link once and are copied over the decode scale-up link).
+//! * **A linear-attention layer's state** shards by its value heads (`v_heads`, the same
+//!   divisibility rule and replication as KV heads); its conv and recurrent state split evenly
+//!   with the heads (`values * heads / v_heads`, which must be a whole number).
+//! * **MLA layers are not sharded**: every TP rank of an instance holds the whole latent of its
+//!   stage's layers. Each decode rank receives its own copy over the KV link (no scale-up copy):
+//!   decode TP rank `r` takes a layer's latent from prefill TP rank `r % tp_prefill` of the stage
+//!   holding the layer, which spreads the copies over the prefill ranks (each sends to
+//!   `tp_decode / tp_prefill` ranks, or the first `tp_decode` prefill ranks send one each). So the
+//!   link carries `tp_decode` copies of every latent: `mla_copies`, against the `logical_bytes`.
+//! * The kept tokens follow the model's retention rule ([`Retention`]); a decode layout under
+//!   which two kinds replicate their heads by different factors (Qwen3-Next's 2 KV heads and 32
+//!   value heads on TP64) is refused.
+//!
+//! [`PortLoads`] (the simulator's `--handoff-ranks`) keeps each flow's shares of the layer groups
+//! and recomputes its bytes per prompt length the same way, so windows, chunks and fixed states
+//! are exact there too.
+//!
+//! A flow's bytes keep the integer order of [`ModelSpec::handoff_bytes`]: its kept KV values
+//! summed as integers times `kv_bytes`, plus its conv and recurrent states (each summed over the
+//! linear layer groups in order, then added), so with one rank on each side the one flow is the
+//! single transfer's byte count bit for bit. Its `parts` give each layer kind's share.
+//!
 //! # The time
 //!
 //! Each instance has `nics` NICs (default one per GPU); rank `i` uses NIC `i % nics`. A NIC is a
@@ -49,6 +82,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::arch::{Arch, Attention, Retention};
 use crate::calc::{count, HandoffDoc, HandoffSpec};
 use crate::catalogue::{Catalogue, Device, Link, ModelSpec};
 use crate::error::Error;
@@ -66,6 +100,18 @@ holds heads r*Hkv/tp..(r+1)*Hkv/tp, or with Hkv < tp the one head r/(tp/Hkv), re
 ranks); ranks are numbered stage*tp + r and use NIC rank % nics; a replicated head crosses the KV \
 link once, from its lowest-index prefill replica to its lowest-index decode owner, which copies it \
 to the other decode replicas over the decode scale-up link";
+
+/// The sharding rule of a model described by layer kinds (the JSON's `rule` for it).
+pub const RULE_KINDS: &str = "layers split evenly over PP stages, each layer's bytes its slice \
+by kind (full layers P tokens, sliding min(P, W), chunked the current chunk, a linear layer its \
+fixed state); full, sliding and chunked layers shard their KV heads over TP ranks and a linear \
+layer its state by value heads (rank r of tp holds heads r*H/tp..(r+1)*H/tp, or with H < tp the \
+one head r/(tp/H), replicated on tp/H ranks); ranks are numbered stage*tp + r and use NIC rank % \
+nics; a replicated head crosses the KV link once, from its lowest-index prefill replica to its \
+lowest-index decode owner, which copies it to the other decode replicas over the decode scale-up \
+link; MLA layers are not sharded: every TP rank holds its stage's whole latent, and decode TP \
+rank r receives its own copy over the KV link from prefill TP rank r % tp_prefill of the stage \
+holding the layer (tp_decode copies on the wire)";
 
 /// A tensor- and pipeline-parallel layout of one instance.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -121,21 +167,40 @@ impl RankLayout {
             ));
         }
         let tp = self.tp as u64;
-        let ok = if tp <= hkv {
-            hkv.is_multiple_of(tp)
-        } else {
-            tp.is_multiple_of(hkv)
+        // The head counts the layers shard by: the model's KV heads, or per layer kind (MLA
+        // layers are not sharded).
+        let sharded: Vec<(u64, String)> = match &model.arch {
+            None => vec![(hkv, format!("KV heads of {}", model.name))],
+            Some(a) => sharded_kinds(a)
+                .into_iter()
+                .map(|(h, att)| {
+                    let what = match att {
+                        Attention::Linear { .. } => "value heads",
+                        _ => "KV heads",
+                    };
+                    (
+                        h,
+                        format!("{what} of {}'s {} layers", model.name, att.kind()),
+                    )
+                })
+                .collect(),
         };
-        if !ok {
-            return Err(Error::invalid(
-                format!("{side}_tp"),
-                format!(
-                    "{tp} neither divides the {hkv} KV heads of {} nor is a multiple of them; \
-                     valid: {}, or a multiple of {hkv}",
-                    model.name,
-                    divisors(hkv)
-                ),
-            ));
+        for (h, what) in sharded {
+            let ok = if tp <= h {
+                h.is_multiple_of(tp)
+            } else {
+                tp.is_multiple_of(h)
+            };
+            if !ok {
+                return Err(Error::invalid(
+                    format!("{side}_tp"),
+                    format!(
+                        "{tp} neither divides the {h} {what} nor is a multiple of them; valid: \
+                         {}, or a multiple of {h}",
+                        divisors(h)
+                    ),
+                ));
+            }
         }
         if !l.is_multiple_of(self.pp as u64) {
             return Err(Error::invalid(
@@ -189,6 +254,14 @@ impl RankLayout {
     }
 }
 
+/// The sharded layer groups of `arch` (every attention but MLA) in group order, with the heads
+/// they shard by.
+fn sharded_kinds(arch: &Arch) -> Vec<(u64, Attention)> {
+    arch.groups()
+        .filter_map(|(_, r)| r.attention.shard_heads().map(|h| (h, r.attention)))
+        .collect()
+}
+
 /// `1, 2, 4, 8` (the divisors of `n`).
 fn divisors(n: u64) -> String {
     (1..=n)
@@ -210,6 +283,117 @@ fn common(a: [u64; 2], b: [u64; 2]) -> [u64; 2] {
 pub fn shard_bytes(model: &ModelSpec, tokens: u64, layers: u64, heads: u64) -> f64 {
     tokens as f64
         * ((2 * layers as i128 * heads as i128 * model.hd() as i128) as f64 * model.kv_bytes)
+}
+
+/// A model's layer kinds as the rank-aware hand-off prices them: the attention of each layer
+/// group ([`Arch::groups`] order), each layer's group, the retention rule and the KV value size.
+#[derive(Clone, Debug, PartialEq)]
+struct Kinds {
+    groups: Vec<Attention>,
+    layer_group: Vec<usize>,
+    retention: Retention,
+    kv_bytes: f64,
+}
+
+/// A share of one layer group: `layers` of its layers, `heads` of its `of` heads (1 of 1 for an
+/// MLA latent, which is not sharded).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Share {
+    group: usize,
+    layers: u64,
+    heads: u64,
+    of: u64,
+}
+
+impl Kinds {
+    /// The kinds of `model`'s [`Arch`]; `None` without one.
+    fn of(model: &ModelSpec) -> Option<Kinds> {
+        let a = model.arch.as_deref()?;
+        let groups: Vec<Attention> = a.groups().map(|(_, r)| r.attention).collect();
+        // `runs()` is the cycle `cycles` times then the tail; `groups()` is the cycle then the
+        // tail, so run `i` of a cycle is group `i % cycle.len()`, and tail run `j` group
+        // `cycle.len() + j`.
+        let c = a.cycle.len();
+        let mut layer_group = Vec::new();
+        for _ in 0..a.cycles {
+            for (i, r) in a.cycle.iter().enumerate() {
+                layer_group.extend(std::iter::repeat_n(i, r.count as usize));
+            }
+        }
+        for (j, r) in a.tail.iter().enumerate() {
+            layer_group.extend(std::iter::repeat_n(c + j, r.count as usize));
+        }
+        Some(Kinds {
+            groups,
+            layer_group,
+            retention: a.retention,
+            kv_bytes: model.kv_bytes,
+        })
+    }
+
+    /// Layers of each group within `layers` (half open), in group order.
+    fn counts(&self, layers: [u64; 2]) -> Vec<u64> {
+        let mut n = vec![0u64; self.groups.len()];
+        for g in &self.layer_group[layers[0] as usize..layers[1] as usize] {
+            n[*g] += 1;
+        }
+        n
+    }
+
+    /// `values * heads / of`, which must be whole (`what` names the model in the error).
+    fn split(values: i128, s: &Share, what: &str) -> Result<i128, Error> {
+        let v = values * s.heads as i128;
+        if v % s.of as i128 != 0 {
+            return Err(Error::invalid(
+                "model",
+                format!(
+                    "{what}'s linear-attention state of {values} values does not split evenly \
+                     over its {} value heads ({} of them on one rank)",
+                    s.of, s.heads
+                ),
+            ));
+        }
+        Ok(v / s.of as i128)
+    }
+
+    /// Checks that every share splits into whole values.
+    fn check(&self, shares: &[Share], what: &str) -> Result<(), Error> {
+        for s in shares {
+            let (c, r) = self.groups[s.group].state_values();
+            Self::split(c, s, what)?;
+            Self::split(r, s, what)?;
+        }
+        Ok(())
+    }
+
+    /// Bytes of `shares` of a `p`-token prompt: the kept KV values summed as integers times
+    /// `kv_bytes`, plus (the conv states summed over the shares in order, plus the recurrent
+    /// states likewise): [`Arch::handoff_parts`]'s order, so every layer's whole share is
+    /// [`ModelSpec::handoff_bytes`] bit for bit. Shares must have passed [`Kinds::check`].
+    fn bytes(&self, shares: &[Share], p: u64) -> f64 {
+        let (mut kv, mut conv, mut rec) = (0i128, 0.0, 0.0);
+        for s in shares {
+            let a = &self.groups[s.group];
+            let n = s.layers as i128;
+            let per = a.values_per_token() * s.heads as i128 / s.of as i128;
+            kv += n * per * a.kept_tokens(p, self.retention) as i128;
+            if let Attention::Linear {
+                conv_bytes,
+                state_bytes,
+                ..
+            } = *a
+            {
+                let (c, r) = a.state_values();
+                let (c, r) = (
+                    c * s.heads as i128 / s.of as i128,
+                    r * s.heads as i128 / s.of as i128,
+                );
+                conv += (n * c) as f64 * conv_bytes;
+                rec += (n * r) as f64 * state_bytes;
+            }
+        }
+        kv as f64 * self.kv_bytes + (conv + rec)
+    }
 }
 
 /// The optional on-GPU gather pass on each decode rank (`--kv-relayout-cost`).
@@ -317,10 +501,35 @@ pub struct Flow {
     pub to: u32,
     /// Bytes.
     pub bytes: f64,
-    /// KV heads carried, half open `[first, end)`.
+    /// KV heads carried, half open `[first, end)` (`[0, 0]` for a model described by layer
+    /// kinds: see `parts`).
     pub heads: [u64; 2],
-    /// Layers carried, half open `[first, end)`.
+    /// Layers carried, half open `[first, end)` (for a model described by layer kinds, the range
+    /// the flow's layers lie in).
     pub layers: [u64; 2],
+    /// For a model described by layer kinds, each layer group's share of the flow, in the
+    /// model's group order (empty otherwise).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<FlowPart>,
+    /// The parts as shares of the layer groups (how the bytes follow from the prompt length).
+    #[serde(skip)]
+    shares: Vec<Share>,
+}
+
+/// One layer group's share of a flow (a model described by layer kinds).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FlowPart {
+    /// The attention kind: `full`, `mla`, `sliding`, `chunked` or `linear`.
+    pub kind: &'static str,
+    /// Layers of the group carried.
+    pub layers: u64,
+    /// The heads carried (KV heads; value heads of a linear state), half open; `None` for an MLA
+    /// latent (not sharded: the whole latent).
+    pub heads: Option<[u64; 2]>,
+    /// The heads the group has (`None` for MLA).
+    pub of_heads: Option<u64>,
+    /// Its bytes (alone; the flow's bytes are summed in the integer order).
+    pub bytes: f64,
 }
 
 /// One NIC's load.
@@ -420,12 +629,23 @@ pub struct RankPlan {
     /// Time after the prefill's end until every decode rank holds its KV, with the stages' starts,
     /// s (`total_s` with one stage or without a prefill time).
     pub exposed_s: f64,
-    /// The single transfer's bytes, `P * kv_bytes_per_token`.
+    /// The single transfer's bytes, [`ModelSpec::handoff_bytes`] (`P * kv_bytes_per_token`
+    /// without layer kinds).
     pub single_transfer_bytes: f64,
     /// The single transfer over one NIC, `latency + S / bandwidth`, s.
     pub single_transfer_s: f64,
     /// `single_transfer_s / total_s`.
     pub speedup: f64,
+    /// A model described by layer kinds: the logical hand-off, [`ModelSpec::handoff_bytes`]
+    /// (`link_bytes` is more when MLA latents are sent once per decode rank).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub logical_bytes: Option<f64>,
+    /// A model with MLA layers: copies of every latent on the KV link (the decode TP ranks).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mla_copies: Option<u32>,
+    /// A model with MLA layers: the MLA layers' share of the logical hand-off, bytes (one copy).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mla_logical_bytes: Option<f64>,
 }
 
 /// The hand-off of a `prompt_tokens` prompt's KV from `opts.prefill` to `opts.decode` over NICs of
@@ -458,9 +678,13 @@ pub fn rank_plan(
         None => 0.0,
     };
     let (hkv, l) = (model.n_kv_heads, model.n_layers);
+    let kinds = Kinds::of(model);
     // The rule shards attention KV: the model's hand-off must be exactly its L layers of Hkv heads
-    // (not an FFT-mixing model's convolution state, nor a distilled state).
-    if model.handoff_bytes(prompt_tokens) != shard_bytes(model, prompt_tokens, l, hkv) {
+    // (not an FFT-mixing model's convolution state, nor a distilled state), unless the model is
+    // described by layer kinds, which shard kind by kind.
+    if kinds.is_none()
+        && model.handoff_bytes(prompt_tokens) != shard_bytes(model, prompt_tokens, l, hkv)
+    {
         return Err(Error::invalid(
             "model",
             format!(
@@ -470,17 +694,53 @@ pub fn rank_plan(
             ),
         ));
     }
-    let rep_d = dl.replicas(hkv);
+    // How many decode ranks hold each replicated head: one factor for every replicated kind.
+    let rep_d = match &kinds {
+        None => dl.replicas(hkv),
+        Some(k) => {
+            if k.layer_group.len() as u64 != l {
+                return Err(Error::invalid(
+                    "model",
+                    format!(
+                        "{} has {l} layers but its layer kinds list {}",
+                        model.name,
+                        k.layer_group.len()
+                    ),
+                ));
+            }
+            let mut reps = k
+                .groups
+                .iter()
+                .filter_map(|a| a.shard_heads())
+                .map(|h| dl.replicas(h))
+                .filter(|r| *r > 1);
+            let first = reps.next().unwrap_or(1);
+            if let Some(other) = reps.find(|r| *r != first) {
+                return Err(Error::invalid(
+                    "decode_tp",
+                    format!(
+                        "TP{} replicates {}'s layer kinds' heads by different factors ({first} \
+                         and {other}), which is not modelled",
+                        dl.tp, model.name
+                    ),
+                ));
+            }
+            first
+        }
+    };
     let scale_up = match (rep_d > 1, scale_up) {
         (true, None) => {
+            let what = match &kinds {
+                None => format!("the {hkv} KV heads"),
+                Some(_) => format!("heads of {}", model.name),
+            };
             return Err(Error::invalid(
                 "decode_tp",
                 format!(
-                    "TP{} replicates the {hkv} KV heads, which needs the decode device's scale-up \
-                     link",
+                    "TP{} replicates {what}, which needs the decode device's scale-up link",
                     dl.tp
                 ),
-            ))
+            ));
         }
         (_, s) => s,
     };
@@ -505,27 +765,89 @@ pub fn rank_plan(
         })
         .collect();
 
-    // Flows: every (prefill rank, decode rank) pair holding heads and layers in common.
+    // Flows: every (prefill rank, decode rank) pair holding heads and layers in common. Beside
+    // each, the bytes of the heads the decode side replicates (copied on over the scale-up link).
     let ranks_p = pl.devices() as u32;
     let ranks_d = dl.devices() as u32;
     let mut flows = Vec::new();
+    let mut replicated: Vec<f64> = Vec::new();
     for p in 0..ranks_p {
         let (ps, pr) = (p / pl.tp, p % pl.tp);
         let p_layers = pl.stage_layers(ps, l);
-        let p_heads = pl.link_heads(pr, hkv);
         for d in 0..ranks_d {
             let (ds, dr) = (d / dl.tp, d % dl.tp);
             let layers = common(p_layers, dl.stage_layers(ds, l));
-            let heads = common(p_heads, dl.link_heads(dr, hkv));
-            let (nl, nh) = (layers[1] - layers[0], heads[1] - heads[0]);
-            if nl > 0 && nh > 0 {
+            let Some(k) = &kinds else {
+                let heads = common(pl.link_heads(pr, hkv), dl.link_heads(dr, hkv));
+                let (nl, nh) = (layers[1] - layers[0], heads[1] - heads[0]);
+                if nl > 0 && nh > 0 {
+                    let bytes = shard_bytes(model, prompt_tokens, nl, nh);
+                    flows.push(Flow {
+                        from: p,
+                        to: d,
+                        bytes,
+                        heads,
+                        layers,
+                        parts: Vec::new(),
+                        shares: Vec::new(),
+                    });
+                    replicated.push(if rep_d > 1 { bytes } else { 0.0 });
+                }
+                continue;
+            };
+            let counts = k.counts(layers);
+            let (mut shares, mut repl, mut parts) = (Vec::new(), Vec::new(), Vec::new());
+            for (g, a) in k.groups.iter().enumerate() {
+                if counts[g] == 0 {
+                    continue;
+                }
+                let (share, heads) = match a.shard_heads() {
+                    Some(h) => {
+                        let hs = common(pl.link_heads(pr, h), dl.link_heads(dr, h));
+                        if hs[1] == hs[0] {
+                            continue;
+                        }
+                        if dl.replicas(h) > 1 {
+                            repl.push(Share {
+                                group: g,
+                                layers: counts[g],
+                                heads: hs[1] - hs[0],
+                                of: h,
+                            });
+                        }
+                        (hs[1] - hs[0], Some(hs))
+                    }
+                    // An MLA latent: decode TP rank r takes it from prefill TP rank r % tp.
+                    None if dr % pl.tp == pr => (1, None),
+                    None => continue,
+                };
+                let share = Share {
+                    group: g,
+                    layers: counts[g],
+                    heads: share,
+                    of: a.shard_heads().unwrap_or(1),
+                };
+                k.check(&[share], &model.name)?;
+                parts.push(FlowPart {
+                    kind: a.kind(),
+                    layers: counts[g],
+                    heads,
+                    of_heads: a.shard_heads(),
+                    bytes: k.bytes(&[share], prompt_tokens),
+                });
+                shares.push(share);
+            }
+            if !shares.is_empty() {
                 flows.push(Flow {
                     from: p,
                     to: d,
-                    bytes: shard_bytes(model, prompt_tokens, nl, nh),
-                    heads,
+                    bytes: k.bytes(&shares, prompt_tokens),
+                    heads: [0, 0],
                     layers,
+                    parts,
+                    shares,
                 });
+                replicated.push(k.bytes(&repl, prompt_tokens));
             }
         }
     }
@@ -583,20 +905,59 @@ pub fn rank_plan(
     let hbm = decode_device.mem_bw * decode_device.bw_eff;
     let mut replicate_bytes = 0.0;
     let mut replicate_s: f64 = 0.0;
+    // Per decode rank, the bytes it holds and those of them it holds as a replica.
+    let mut held_replicas = Vec::new();
     let mut decode_ranks: Vec<DecodeRank> = (0..ranks_d)
         .map(|d| {
-            // Every rank holds L/pp layers of Hkv/tp heads (one head when replicated).
-            let held_bytes = shard_bytes(
-                model,
-                prompt_tokens,
-                l / dl.pp as u64,
-                (hkv / dl.tp as u64).max(1),
-            );
+            let held_bytes = match &kinds {
+                // Every rank holds L/pp layers of Hkv/tp heads (one head when replicated).
+                None => {
+                    let b = shard_bytes(
+                        model,
+                        prompt_tokens,
+                        l / dl.pp as u64,
+                        (hkv / dl.tp as u64).max(1),
+                    );
+                    held_replicas.push(if rep_d > 1 { b } else { 0.0 });
+                    b
+                }
+                // Its stage's layers: its heads of each sharded kind, the whole MLA latent.
+                Some(k) => {
+                    let (ds, dr) = (d / dl.tp, d % dl.tp);
+                    let counts = k.counts(dl.stage_layers(ds, l));
+                    let (mut all, mut repl) = (Vec::new(), Vec::new());
+                    for (g, a) in k.groups.iter().enumerate() {
+                        if counts[g] == 0 {
+                            continue;
+                        }
+                        let (heads, of) = match a.shard_heads() {
+                            Some(h) => {
+                                let hs = dl.rank_heads(dr, h);
+                                (hs[1] - hs[0], h)
+                            }
+                            None => (1, 1),
+                        };
+                        let share = Share {
+                            group: g,
+                            layers: counts[g],
+                            heads,
+                            of,
+                        };
+                        if a.shard_heads().is_some_and(|h| dl.replicas(h) > 1) {
+                            repl.push(share);
+                        }
+                        all.push(share);
+                    }
+                    k.check(&all, &model.name)?;
+                    held_replicas.push(k.bytes(&repl, prompt_tokens));
+                    k.bytes(&all, prompt_tokens)
+                }
+            };
             let into = |f: &&Flow| f.to == d;
             // Replicas are consecutive TP ranks and `rep_d` divides `tp`, so a rank's place
             // among its head's replicas is `d % rep_d` (the same as `(d % tp) % rep_d`).
             let nth = d as u64 % rep_d;
-            DecodeRank {
+            Ok(DecodeRank {
                 rank: d,
                 fan_in: flows.iter().filter(into).count() as u32,
                 link_bytes: flows.iter().filter(into).map(|f| f.bytes).sum(),
@@ -607,7 +968,18 @@ pub fn rank_plan(
                     Relayout::Off => 0.0,
                     Relayout::Hbm => 2.0 * held_bytes / hbm,
                 },
-            }
+            })
+        })
+        .collect::<Result<_, Error>>()?;
+    // The replicated bytes each decode rank receives over the KV link (its flows' order).
+    let replicated_in: Vec<f64> = (0..ranks_d)
+        .map(|d| {
+            flows
+                .iter()
+                .zip(&replicated)
+                .filter(|(f, _)| f.to == d)
+                .map(|(_, b)| *b)
+                .sum()
         })
         .collect();
     let mut tail: f64 = 0.0;
@@ -615,9 +987,9 @@ pub fn rank_plan(
     if let Some(su) = scale_up {
         for i in 0..decode_ranks.len() {
             if let Some(src) = decode_ranks[i].copy_from {
-                let b = decode_ranks[src as usize].link_bytes;
+                let b = replicated_in[src as usize];
                 let copy_s = su.transfer_time((rep_d - 1) as f64 * b);
-                replicate_bytes += decode_ranks[i].held_bytes;
+                replicate_bytes += held_replicas[i];
                 replicate_s = replicate_s.max(copy_s);
                 decode_ranks[i].arrival_s = finish_s + copy_s;
                 tail = tail.max(copy_s + decode_ranks[i].relayout_s);
@@ -635,6 +1007,25 @@ pub fn rank_plan(
         .fold(0.0, f64::max);
 
     let single_transfer_bytes = model.handoff_bytes(prompt_tokens);
+    // MLA latents: one copy per decode TP rank on the link, against one in the logical hand-off.
+    let mla: Vec<Share> = kinds.as_ref().map_or_else(Vec::new, |k| {
+        let counts = k.counts([0, l]);
+        k.groups
+            .iter()
+            .enumerate()
+            .filter(|(g, a)| a.shard_heads().is_none() && counts[*g] > 0)
+            .map(|(g, _)| Share {
+                group: g,
+                layers: counts[g],
+                heads: 1,
+                of: 1,
+            })
+            .collect()
+    });
+    let (mla_copies, mla_logical_bytes) = match (&kinds, mla.is_empty()) {
+        (Some(k), false) => (Some(dl.tp), Some(k.bytes(&mla, prompt_tokens))),
+        _ => (None, None),
+    };
     let single_transfer_s = link.transfer_time(single_transfer_bytes);
     let total_s = finish_s + tail;
     let layout_doc = |x: RankLayout, nics: u64| LayoutDoc {
@@ -649,7 +1040,7 @@ pub fn rank_plan(
             prefill: layout_doc(pl, nics_p),
             decode: layout_doc(dl, nics_d),
         },
-        rule: RULE,
+        rule: if kinds.is_some() { RULE_KINDS } else { RULE },
         microbatches: mb,
         flows,
         nics,
@@ -667,18 +1058,27 @@ pub fn rank_plan(
         single_transfer_bytes,
         single_transfer_s,
         speedup: single_transfer_s / total_s,
+        logical_bytes: kinds.is_some().then_some(single_transfer_bytes),
+        mla_copies,
+        mla_logical_bytes,
     })
 }
 
 /// The ports of a rank plan for the simulator (`disagg run --handoff-ranks`): for every NIC of
-/// both instances, the per-token bytes of its flows in the plan's flow order, so that the
-/// busiest port of any prompt length is found without building the plan again. A flow's bytes
-/// are `P * c` for its per-token shard `c` (one multiplication, [`shard_bytes`]), so the sums
-/// are the plan's own, bit for bit.
+/// both instances, its flows in the plan's flow order, so that the busiest port of any prompt
+/// length is found without building the plan again. Without layer kinds a flow is `P * c` for
+/// its per-token shard `c` (one multiplication, [`shard_bytes`]); with them a flow keeps its
+/// shares of the layer groups and its bytes are recomputed for each prompt length the plan's way
+/// (sliding windows and chunks keep `min(P, W)` and the current chunk, a linear state does not
+/// grow with `P`). Either way the sums are the plan's own, bit for bit.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PortLoads {
-    /// Per NIC (prefill side first), its flows' per-token bytes.
+    /// Per NIC (prefill side first), its flows' per-token bytes (no layer kinds).
     ports: Vec<Vec<f64>>,
+    /// Per NIC, its flows' shares of the layer groups (layer kinds).
+    shares: Vec<Vec<Vec<Share>>>,
+    /// The model's layer kinds, if it has them.
+    kinds: Option<Kinds>,
 }
 
 impl PortLoads {
@@ -691,37 +1091,72 @@ impl PortLoads {
         opts: &RankOptions,
     ) -> Result<Self, Error> {
         let plan = rank_plan(model, link, scale_up, decode_device, 1, opts)?;
-        let ports = plan
-            .nics
-            .iter()
-            .map(|n| {
-                let side = |f: &&Flow| {
+        let of_port = |n: &NicLoad| -> Vec<&Flow> {
+            plan.flows
+                .iter()
+                .filter(|f| {
                     let r = if n.side == Side::Prefill {
                         f.from
                     } else {
                         f.to
                     };
                     n.ranks.contains(&r)
-                };
-                plan.flows.iter().filter(side).map(|f| f.bytes).collect()
-            })
-            .collect();
-        Ok(PortLoads { ports })
+                })
+                .collect()
+        };
+        let kinds = Kinds::of(model);
+        let (ports, shares) = match kinds {
+            None => (
+                plan.nics
+                    .iter()
+                    .map(|n| of_port(n).iter().map(|f| f.bytes).collect())
+                    .collect(),
+                Vec::new(),
+            ),
+            Some(_) => (
+                Vec::new(),
+                plan.nics
+                    .iter()
+                    .map(|n| of_port(n).iter().map(|f| f.shares.clone()).collect())
+                    .collect(),
+            ),
+        };
+        Ok(PortLoads {
+            ports,
+            shares,
+            kinds,
+        })
     }
 
     /// Each NIC's bytes for a `prompt_tokens` prompt, in the plan's NIC order (the plan's
     /// `nics[i].bytes`).
     pub fn port_bytes(&self, prompt_tokens: u64) -> Vec<f64> {
-        let p = prompt_tokens as f64;
-        self.ports
-            .iter()
-            .map(|fs| fs.iter().map(|c| p * c).sum())
-            .collect()
+        match &self.kinds {
+            None => {
+                let p = prompt_tokens as f64;
+                self.ports
+                    .iter()
+                    .map(|fs| fs.iter().map(|c| p * c).sum())
+                    .collect()
+            }
+            Some(k) => self
+                .shares
+                .iter()
+                .map(|fs| fs.iter().map(|s| k.bytes(s, prompt_tokens)).sum())
+                .collect(),
+        }
     }
 
     /// The busiest port's wire time for a `prompt_tokens` prompt over NICs of `link`: the
     /// largest `bytes / bandwidth` over the NICs (the plan's `finish_s` less the latency).
     pub fn stream_s(&self, link: &Link, prompt_tokens: u64) -> f64 {
+        if self.kinds.is_some() {
+            return self
+                .port_bytes(prompt_tokens)
+                .into_iter()
+                .map(|b| link.wire_time(b))
+                .fold(0.0, f64::max);
+        }
         let p = prompt_tokens as f64;
         self.ports
             .iter()

@@ -1370,7 +1370,11 @@ impl Scenario {
     /// `--handoff-ranks` and `--nics-per-instance`: the rank-aware plan's NICs between the
     /// prefill and decode pools' layouts (`layout_for`, else TP = devices per instance), on the
     /// KV link, the decode device pricing nothing but naming its scale-up link. It models an
-    /// uncompressed hand-off of attention KV sent after the prefill, without a draft's KV.
+    /// uncompressed hand-off of attention KV sent after the prefill, without a draft's KV. A
+    /// model described by layer kinds hands off kind by kind (`disagg_model::ranks`): its ports
+    /// are recomputed for each prompt length (sliding windows and chunks capped, linear states
+    /// fixed, an MLA latent sent once per decode TP rank); only the stream time follows the
+    /// ports, the transfer's bytes and energy stay the logical hand-off's.
     fn resolve_rank_ports(
         &self,
         model: &ModelSpec,

@@ -142,6 +142,25 @@ fn heads(r: [u64; 2]) -> String {
     format!("{}..{}", r[0], r[1])
 }
 
+/// A flow's heads: `2..3`, or by layer kind (`linear 0..8, full 0..1`; `mla latent`), each kind
+/// and range once.
+fn flow_heads(fl: &ranks::Flow) -> String {
+    if fl.parts.is_empty() {
+        return heads(fl.heads);
+    }
+    let mut out: Vec<String> = Vec::new();
+    for p in &fl.parts {
+        let s = match p.heads {
+            Some(h) => format!("{} {}", p.kind, heads(h)),
+            None => format!("{} latent", p.kind),
+        };
+        if !out.contains(&s) {
+            out.push(s);
+        }
+    }
+    out.join(", ")
+}
+
 fn ranks_list(side: Side, ranks: &[u32]) -> String {
     let p = if side == Side::Prefill { "p" } else { "d" };
     if ranks.is_empty() {
@@ -184,7 +203,7 @@ pub(super) fn print_plan(plan: &RankPlan, link_name: &str, device_name: &str) ->
         outln!(
             "  {:<14} {:>10} {:>10} {:>12}",
             format!("p{} -> d{}", fl.from, fl.to),
-            heads(fl.heads),
+            flow_heads(fl),
             heads(fl.layers),
             f::bytes(fl.bytes)
         );
@@ -264,6 +283,20 @@ pub(super) fn print_plan(plan: &RankPlan, link_name: &str, device_name: &str) ->
             );
         }
         outln!("  {:<22} {}", "prefill micro-batches", plan.microbatches);
+    }
+    if let Some(logical) = plan.logical_bytes {
+        outln!(
+            "  {:<22} {:<12} the logical hand-off {}",
+            "bytes over link",
+            f::bytes(plan.link_bytes),
+            f::bytes(logical)
+        );
+    }
+    if let (Some(copies), Some(latent)) = (plan.mla_copies, plan.mla_logical_bytes) {
+        outln!(
+            "  MLA latent: replicated on every TP rank, sent once per decode rank: {copies} x {}",
+            f::bytes(latent)
+        );
     }
     outln!(
         "  {:<22} {:<12} latency + the busiest NIC's bytes / bandwidth",

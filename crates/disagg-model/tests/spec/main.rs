@@ -18,4 +18,5 @@ mod parallel;
 mod pymath;
 mod quant;
 mod ranks;
+mod ranks_kinds;
 mod served;

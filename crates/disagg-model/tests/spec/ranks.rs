@@ -78,13 +78,16 @@ fn the_one_transfer_layout_is_the_single_transfer_bit_for_bit() {
     assert_eq!(p.replicate_bytes, 0.0);
     assert_eq!(p.replicate_s, 0.0);
     assert_eq!(p.relayout_s, 0.0);
-    // Every catalogue model whose cache is its attention KV and every link, odd prompt sizes: the
-    // same as the simulator's transfer. The others (FFT-mixing state) are refused.
+    // Every catalogue model whose cache is its attention KV, every model described by layer kinds
+    // (MLA, windows, linear state) and every link, odd prompt sizes: the same as the simulator's
+    // transfer. The others (FFT-mixing state) are refused.
     let c = cat();
     let mut refused = 0;
-    for m in c.models.iter().filter(|m| m.arch.is_none()) {
+    let mut kinds = 0;
+    for m in &c.models {
         let attention = (2 * m.n_layers * m.n_kv_heads * m.hd()) as f64 * m.kv_bytes;
-        if m.handoff_bytes(1) != attention {
+        kinds += m.arch.is_some() as usize;
+        if m.arch.is_none() && m.handoff_bytes(1) != attention {
             let e = rank_plan(
                 m,
                 &eth100(),
@@ -123,6 +126,8 @@ fn the_one_transfer_layout_is_the_single_transfer_bit_for_bit() {
         }
     }
     assert!(refused < c.models.len());
+    // The fifteen served models are described by layer kinds.
+    assert_eq!(kinds, 15);
 }
 
 #[test]
