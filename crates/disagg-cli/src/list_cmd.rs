@@ -45,17 +45,7 @@ fn models_json(cat: &Catalogue) -> Value {
                     o.insert("source".into(), json!(src));
                 }
                 if let Some(a) = m.arch.as_deref() {
-                    let kinds: serde_json::Map<String, Value> = a
-                        .kind_counts()
-                        .into_iter()
-                        .map(|(k, n)| (k.to_string(), json!(n)))
-                        .collect();
-                    o.insert("kv_kinds".into(), Value::Object(kinds));
-                    o.insert(
-                        "windowed_kv_bytes_per_token".into(),
-                        json!(a.windowed_values_per_token() as f64 * m.kv_bytes),
-                    );
-                    o.insert("state_bytes_per_request".into(), json!(a.state_bytes()));
+                    o.extend(disagg_sim::model_json::layer_kinds_json(m, a));
                     o.insert("active_params".into(), json!(m.matmul_params() as f64));
                 }
                 v

@@ -111,33 +111,19 @@ fn list_models_json_has_layer_kinds_and_sources() {
 
 #[test]
 fn deepseek_v3_on_2p2d_8xh100() {
-    let base = [
-        "run",
-        "--model",
-        "deepseek-v3",
-        "--prefill",
-        "2",
-        "--decode",
-        "2",
-        "--device",
-        "h100",
-        "--devices-per-instance",
-        "8",
-        "--rate",
-        "8",
-        "--prompt",
-        "2048",
-        "--prompt-cv",
-        "0",
-        "--link",
-        "eth-100g",
-        "--requests",
-        "300",
-    ];
-    // Its FP8 checkpoint, 671 GB, does not fit in 8 x 80 GB x 0.9.
+    // The README's cluster without its INT4 weights: the FP8 checkpoint, 671 GB, does not fit
+    // in 8 x 80 GB x 0.9.
+    let int4 = DEEPSEEK_2P2D_8XH100;
+    let fp8: Vec<&str> = int4
+        .iter()
+        .copied()
+        .filter(|a| *a != "--weight-format" && *a != "int4")
+        .collect();
+    let mut base = fp8.clone();
+    base.extend(["--requests", "300"]);
     bad(&base, &["DeepSeek-V3 does not fit on 8x H100-SXM"]);
     // With 4-bit weights it does.
-    let mut a = base.to_vec();
+    let mut a = base.clone();
     a.extend(["--weight-format", "int4"]);
     let t = ok_text(&a);
     assert!(t.contains("300 done, 0 rejected"), "{t}");

@@ -2,6 +2,7 @@
 
 use std::process::Command;
 
+mod common;
 mod shared_traces;
 
 fn block(readme: &str, name: &str) -> String {
@@ -300,51 +301,33 @@ fn markdown_block(readme: &str, name: &str) -> String {
     readme[a..b].trim().to_string()
 }
 
-#[test]
-fn readme_models_table_is_current() {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
-        .expect("README.md");
-    let out = Command::new(env!("CARGO_BIN_EXE_disagg"))
-        .args(["handoff", "--models-table"])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let got = String::from_utf8(out.stdout).unwrap();
-    assert_eq!(markdown_block(&readme, "models-table"), got.trim_end());
+/// The README's text.
+fn readme() -> String {
+    std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
+        .expect("README.md")
 }
 
-#[test]
-fn readme_deepseek_run_is_current() {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
-        .expect("README.md");
-    let args = [
-        "run",
-        "--model",
-        "deepseek-v3",
-        "--prefill",
-        "2",
-        "--decode",
-        "2",
-        "--device",
-        "h100",
-        "--devices-per-instance",
-        "8",
-        "--weight-format",
-        "int4",
-        "--rate",
-        "8",
-        "--prompt",
-        "2048",
-        "--prompt-cv",
-        "0",
-        "--link",
-        "eth-100g",
-    ];
+/// What `disagg ARGS` prints (it must succeed), trailing blanks trimmed.
+fn output(args: &[&str]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_disagg"))
         .args(args)
         .output()
         .unwrap();
-    assert!(out.status.success());
-    let got = String::from_utf8(out.stdout).unwrap();
-    assert_eq!(block(&readme, "run-deepseek"), got.trim_end());
+    assert!(out.status.success(), "{args:?}");
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .trim_end()
+        .to_string()
+}
+
+#[test]
+fn readme_models_table_is_current() {
+    let got = output(&["handoff", "--models-table"]);
+    assert_eq!(markdown_block(&readme(), "models-table"), got);
+}
+
+#[test]
+fn readme_deepseek_run_is_current() {
+    let got = output(&common::DEEPSEEK_2P2D_8XH100);
+    assert_eq!(block(&readme(), "run-deepseek"), got);
 }

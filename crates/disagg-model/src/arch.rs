@@ -239,24 +239,33 @@ pub fn chunk_pairs(n: u64, c: u64) -> i128 {
 }
 
 impl Attention {
-    /// KV values a token keeps per layer (0 for linear attention).
-    pub fn values_per_token(&self) -> i128 {
+    /// `(kv_heads, head_dim)` of a (G)QA layer (full, sliding-window or chunked); `None` for MLA
+    /// and linear attention.
+    pub fn heads(&self) -> Option<(u64, u64)> {
         match *self {
-            Attention::Full {
-                kv_heads, head_dim, ..
-            }
+            Attention::Full { kv_heads, head_dim }
             | Attention::Sliding {
                 kv_heads, head_dim, ..
             }
             | Attention::Chunked {
                 kv_heads, head_dim, ..
-            } => 2 * kv_heads as i128 * head_dim as i128,
+            } => Some((kv_heads, head_dim)),
+            Attention::Mla { .. } | Attention::Linear { .. } => None,
+        }
+    }
+
+    /// KV values a token keeps per layer (0 for linear attention).
+    pub fn values_per_token(&self) -> i128 {
+        if let Some((kv_heads, head_dim)) = self.heads() {
+            return 2 * kv_heads as i128 * head_dim as i128;
+        }
+        match *self {
             Attention::Mla {
                 kv_lora_rank,
                 qk_rope_head_dim,
                 ..
             } => kv_lora_rank as i128 + qk_rope_head_dim as i128,
-            Attention::Linear { .. } => 0,
+            _ => 0,
         }
     }
 
@@ -335,17 +344,11 @@ impl Attention {
     /// Parameters of the token mixer for hidden size `d` and `h` query heads.
     pub fn params(&self, d: u64, h: u64) -> i128 {
         let (d, h) = (d as i128, h as i128);
+        if let Some((kv_heads, head_dim)) = self.heads() {
+            let (q, kv) = (h * head_dim as i128, kv_heads as i128 * head_dim as i128);
+            return 2 * d * q + 2 * d * kv;
+        }
         match *self {
-            Attention::Full { kv_heads, head_dim }
-            | Attention::Sliding {
-                kv_heads, head_dim, ..
-            }
-            | Attention::Chunked {
-                kv_heads, head_dim, ..
-            } => {
-                let (q, kv) = (h * head_dim as i128, kv_heads as i128 * head_dim as i128);
-                2 * d * q + 2 * d * kv
-            }
             Attention::Mla {
                 kv_lora_rank,
                 qk_rope_head_dim,
@@ -385,6 +388,7 @@ impl Attention {
                     + (2 * kd + vd) * conv_kernel as i128
                     + vd * d
             }
+            _ => unreachable!("(G)QA returned above"),
         }
     }
 
@@ -900,18 +904,7 @@ impl Arch {
     pub fn display_shape(&self) -> (u64, u64, u64) {
         let runs = || self.cycle.iter().chain(&self.tail);
         let att = runs()
-            .find_map(|r| match r.attention {
-                Attention::Full {
-                    kv_heads, head_dim, ..
-                }
-                | Attention::Sliding {
-                    kv_heads, head_dim, ..
-                }
-                | Attention::Chunked {
-                    kv_heads, head_dim, ..
-                } => Some((kv_heads, head_dim)),
-                _ => None,
-            })
+            .find_map(|r| r.attention.heads())
             .or_else(|| {
                 runs().find_map(|r| match r.attention {
                     Attention::Mla {

@@ -205,6 +205,8 @@ pub fn served_models() -> Vec<ModelSpec> {
             )
         }
     };
+    // One routed-expert width and one shared expert of the same width (512).
+    let qwen3_next_moe = moe(512, 10, 1, 512);
     vec![
         deepseek("deepseek-v3", "DeepSeek-V3"),
         deepseek("deepseek-r1", "DeepSeek-R1"),
@@ -306,25 +308,9 @@ pub fn served_models() -> Vec<ModelSpec> {
                         conv_bytes: 2.0,
                         state_bytes: 2.0,
                     },
-                    Mlp::Moe {
-                        experts: 512,
-                        top_k: 10,
-                        shared_experts: 1,
-                        d_ff_expert: 512,
-                        d_ff_shared: Some(512),
-                    },
+                    qwen3_next_moe,
                 ),
-                run(
-                    1,
-                    full(2, 256),
-                    Mlp::Moe {
-                        experts: 512,
-                        top_k: 10,
-                        shared_experts: 1,
-                        d_ff_expert: 512,
-                        d_ff_shared: Some(512),
-                    },
-                ),
+                run(1, full(2, 256), qwen3_next_moe),
             ],
             12,
             vec![],

@@ -24,6 +24,7 @@ pub mod layer_summary;
 pub mod levers;
 pub mod link;
 pub mod metrics;
+pub mod model_json;
 pub mod observer;
 pub mod options;
 pub mod prefix_cache;

@@ -895,6 +895,28 @@ fn row_ctx(r: &Req, j: u64) -> u64 {
     r.prompt as u64 + 1 + (j - r.adm)
 }
 
+/// A decode step over `running` after `steps` steps of the instance: `decode_sum(ctx, b)`, or
+/// row by row ([`CostModel::decode_rows`]) when `rows_cost`.
+#[inline]
+fn decode_cost(
+    cm: &CostModel,
+    rows_cost: bool,
+    ctx: u64,
+    running: &[u32],
+    steps: usize,
+    reqs: &[Req],
+) -> StepCost {
+    if rows_cost {
+        let j = steps as u64;
+        cm.decode_rows(
+            ctx,
+            &mut running.iter().map(|&h| row_ctx(&reqs[h as usize], j)),
+        )
+    } else {
+        cm.decode_sum(ctx, running.len() as u64)
+    }
+}
+
 impl Req {
     /// A request of the workload, nothing stamped but its arrival.
     pub(crate) fn new(w: &GenRequest) -> Self {
@@ -1878,16 +1900,14 @@ impl<'a, O: Observer> Sim<'a, O> {
             return;
         }
         let cm = self.dcost.expect("decode pool");
-        let cost = if self.rows_cost {
-            let j = inst.step_end.len() as u64;
-            let reqs = &self.reqs;
-            cm.decode_rows(
-                inst.ctx_sum,
-                &mut inst.running.iter().map(|&h| row_ctx(&reqs[h as usize], j)),
-            )
-        } else {
-            cm.decode_sum(inst.ctx_sum, inst.running.len() as u64)
-        };
+        let cost = decode_cost(
+            cm,
+            self.rows_cost,
+            inst.ctx_sum,
+            &inst.running,
+            inst.step_end.len(),
+            &self.reqs,
+        );
         inst.cur = cost;
         inst.step_start = now;
         inst.busy = true;
@@ -2113,16 +2133,14 @@ impl<'a, O: Observer> Sim<'a, O> {
             inst.tokens = tokens;
             inst.phase = Phase::Prefill;
         } else if !inst.running.is_empty() {
-            inst.cur = if self.rows_cost {
-                let j = inst.step_end.len() as u64;
-                let reqs = &self.reqs;
-                cm.decode_rows(
-                    inst.ctx_sum,
-                    &mut inst.running.iter().map(|&h| row_ctx(&reqs[h as usize], j)),
-                )
-            } else {
-                cm.decode_sum(inst.ctx_sum, inst.running.len() as u64)
-            };
+            inst.cur = decode_cost(
+                cm,
+                self.rows_cost,
+                inst.ctx_sum,
+                &inst.running,
+                inst.step_end.len(),
+                &self.reqs,
+            );
             inst.phase = Phase::Decode;
         } else {
             inst.busy = false;

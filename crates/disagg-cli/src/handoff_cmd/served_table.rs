@@ -15,6 +15,18 @@ pub const TOKENS: [u64; 2] = [2048, 32768];
 /// The links of the table, by catalogue key.
 pub const LINKS: [&str; 3] = ["eth-25g", "eth-100g", "ib-ndr"];
 
+/// A layer kind as the tables name it: `full`, `MLA`, `sliding (128)`, `chunked (8,192)`,
+/// `linear`.
+fn kind_label(a: &Attention) -> String {
+    match *a {
+        Attention::Full { .. } => "full".to_string(),
+        Attention::Mla { .. } => "MLA".to_string(),
+        Attention::Sliding { window, .. } => format!("sliding ({})", f::thousands(window)),
+        Attention::Chunked { chunk, .. } => format!("chunked ({})", f::thousands(chunk)),
+        Attention::Linear { .. } => "linear".to_string(),
+    }
+}
+
 /// What a model's cache holds, per kind, in layer order of first appearance: `61 MLA`,
 /// `18 sliding (128) + 18 full`.
 pub fn cache_kinds(m: &ModelSpec) -> String {
@@ -23,13 +35,7 @@ pub fn cache_kinds(m: &ModelSpec) -> String {
     };
     let mut parts: Vec<(String, u64)> = Vec::new();
     for (n, r) in a.groups() {
-        let label = match r.attention {
-            Attention::Full { .. } => "full".to_string(),
-            Attention::Mla { .. } => "MLA".to_string(),
-            Attention::Sliding { window, .. } => format!("sliding ({})", f::thousands(window)),
-            Attention::Chunked { chunk, .. } => format!("chunked ({})", f::thousands(chunk)),
-            Attention::Linear { .. } => "linear".to_string(),
-        };
+        let label = kind_label(&r.attention);
         match parts.iter_mut().find(|(l, _)| *l == label) {
             Some(p) => p.1 += n,
             None => parts.push((label, n)),
@@ -49,13 +55,7 @@ pub fn kind_breakdown(m: &ModelSpec, p: u64) -> Option<String> {
     let a = m.arch.as_deref()?;
     let mut parts: Vec<(String, u64, u64, f64, bool)> = Vec::new();
     for (n, r) in a.groups() {
-        let label = match r.attention {
-            Attention::Full { .. } => "full".to_string(),
-            Attention::Mla { .. } => "MLA".to_string(),
-            Attention::Sliding { window, .. } => format!("sliding ({})", f::thousands(window)),
-            Attention::Chunked { chunk, .. } => format!("chunked ({})", f::thousands(chunk)),
-            Attention::Linear { .. } => "linear".to_string(),
-        };
+        let label = kind_label(&r.attention);
         let kept = r.attention.kept_tokens(p, a.retention);
         let state = r.attention.state_bytes();
         let bytes = n as f64

@@ -52,3 +52,30 @@ pub fn bad(args: &[&str], needles: &[&str]) {
     assert!(!err.contains("panicked"), "{err}");
     assert!(o.stdout.is_empty(), "{args:?} printed to stdout");
 }
+
+/// The README's DeepSeek-V3 cluster (issue 16): 2 prefill and 2 decode instances of 8 H100s, its
+/// weights in INT4 (its 671 GB FP8 checkpoint does not fit), 8 requests/s of 2,048-token prompts
+/// over 100 GbE.
+pub const DEEPSEEK_2P2D_8XH100: [&str; 21] = [
+    "run",
+    "--model",
+    "deepseek-v3",
+    "--prefill",
+    "2",
+    "--decode",
+    "2",
+    "--device",
+    "h100",
+    "--devices-per-instance",
+    "8",
+    "--weight-format",
+    "int4",
+    "--rate",
+    "8",
+    "--prompt",
+    "2048",
+    "--prompt-cv",
+    "0",
+    "--link",
+    "eth-100g",
+];
