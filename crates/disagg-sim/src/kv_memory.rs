@@ -234,4 +234,35 @@ mod tests {
             [0, 1, 1, 2]
         );
     }
+
+    #[test]
+    fn a_layer_kind_model_reserves_its_units() {
+        // Gemma 3: a unit is a token of its 10 full layers (81,920 B); a sequence of n tokens
+        // reserves n + ceil(min(n, 1,024) x 425,984 / 81,920) units (its 52 sliding layers).
+        let cat = disagg_model::Catalogue::builtin();
+        let r = cat.model("gemma3-27b").unwrap().kv_reserve();
+        assert!(r.is_some());
+        let units = |n: u64| n + (n.min(1024) as f64 * 425_984.0 / 81_920.0).ceil() as u64;
+        let k = |p| KvUnits::new(p, 100_000, 16, 0.01, 2048, false).with_reserve(r);
+        let o = k(KvPolicy::Oracle);
+        assert_eq!(o.full_need(1000, 200), units(1200));
+        assert_eq!(o.admit_need(1000, 200, 1000, 0), units(1200));
+        let p2 = k(KvPolicy::Pow2);
+        assert_eq!(p2.full_need(1000, 200), units(1256));
+        assert_eq!(p2.admit_need(1000, 200, 1000, 0), units(1256));
+        let m = k(KvPolicy::Max);
+        assert_eq!(m.full_need(1000, 200), units(2048));
+        assert_eq!(m.admit_need(1000, 200, 1000, 0), units(2048));
+        // Paged: the units in blocks of 16, plus the watermark.
+        let pg = k(KvPolicy::Paged);
+        assert_eq!(pg.units(1200), units(1200).div_ceil(16));
+        assert_eq!(pg.full_need(1000, 200), units(1200).div_ceil(16) + 62);
+        assert_eq!(pg.admit_need(1000, 200, 1000, 0), units(1000).div_ceil(16));
+        assert_eq!(pg.units(0), 0);
+        // Without a reservation rule, tokens as before.
+        assert_eq!(
+            k(KvPolicy::Oracle).with_reserve(None).full_need(1000, 200),
+            1200
+        );
+    }
 }

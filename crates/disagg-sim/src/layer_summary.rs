@@ -4,6 +4,8 @@
 use disagg_model::{Attention, Mlp, ModelSpec, Retention};
 use serde::Serialize;
 
+use crate::scenario::Role;
+
 /// Layers of one attention kind.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct KindLayers {
@@ -76,6 +78,29 @@ pub struct LayersSummary {
     /// Mixture of experts (when any layer is).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub moe: Option<MoeSummary>,
+}
+
+/// The block of a run: `model`'s, for the mean of the decode-side instances' mean batches
+/// (`(role, mean_batch)` per instance; decode, else colocated instances; 1 without any).
+pub fn of_run(
+    model: &ModelSpec,
+    instances: impl Iterator<Item = (Role, f64)>,
+) -> Option<LayersSummary> {
+    model.arch.as_ref()?;
+    layers_summary(model, decode_side_batch(instances))
+}
+
+/// The mean of the decode and colocated instances' mean batches (1.0 when there are none).
+pub fn decode_side_batch(instances: impl Iterator<Item = (Role, f64)>) -> f64 {
+    let side: Vec<f64> = instances
+        .filter(|(r, _)| matches!(r, Role::Decode | Role::Colocated))
+        .map(|(_, b)| b)
+        .collect();
+    if side.is_empty() {
+        1.0
+    } else {
+        side.iter().sum::<f64>() / side.len() as f64
+    }
 }
 
 /// The block for `model` (`None` unless it is described by layer kinds); `decode_batch` is the
@@ -160,6 +185,23 @@ pub fn layers_summary(model: &ModelSpec, decode_batch: f64) -> Option<LayersSumm
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_decode_side_batch() {
+        let it = [
+            (Role::Prefill, 9.0),
+            (Role::Decode, 2.0),
+            (Role::Decode, 3.0),
+        ];
+        assert_eq!(decode_side_batch(it.into_iter()), 2.5);
+        assert_eq!(decode_side_batch([(Role::Colocated, 4.0)].into_iter()), 4.0);
+        assert_eq!(decode_side_batch([(Role::Prefill, 4.0)].into_iter()), 1.0);
+        let cat = disagg_model::Catalogue::builtin();
+        let m = cat.model("deepseek-v3").unwrap();
+        let s = of_run(m, [(Role::Decode, 3.4)].into_iter()).unwrap();
+        assert_eq!(s.moe.unwrap().batch, 3);
+        assert!(of_run(cat.model("llama3-8b").unwrap(), std::iter::empty()).is_none());
+    }
 
     #[test]
     fn deepseek_v3_by_hand() {

@@ -947,7 +947,8 @@ fn summarise(res: &RunResult) -> Summary {
         .scenario
         .ppa
         .then(|| ppa_block(cfg, tokens_per_j, throughput_tok_s));
-    let layers = layers_of(cfg, &instances);
+    let layers =
+        crate::layer_summary::of_run(&cfg.model, instances.iter().map(|i| (i.role, i.mean_batch)));
     Summary {
         workload,
         warnings,
@@ -1086,26 +1087,6 @@ fn parallel_summary(res: &RunResult) -> Option<Vec<ParallelSummary>> {
         });
     }
     Some(out)
-}
-
-/// The `layers` block of a layer-kind model: the decode-side instances' mean batch (the
-/// decode pool's, else the colocated pool's) averaged over those instances.
-fn layers_of(
-    cfg: &SimConfig,
-    instances: &[InstanceSummary],
-) -> Option<crate::layer_summary::LayersSummary> {
-    cfg.model.arch.as_ref()?;
-    let side: Vec<f64> = instances
-        .iter()
-        .filter(|i| matches!(i.role, Role::Decode | Role::Colocated))
-        .map(|i| i.mean_batch)
-        .collect();
-    let b = if side.is_empty() {
-        1.0
-    } else {
-        side.iter().sum::<f64>() / side.len() as f64
-    };
-    crate::layer_summary::layers_summary(&cfg.model, b)
 }
 
 /// The `formats` block (levers-cost.md §6.2 item 6), when any format is not BF16.

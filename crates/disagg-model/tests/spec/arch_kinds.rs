@@ -384,3 +384,65 @@ fn refusals_name_the_field() {
         .validate()
         .is_ok());
 }
+
+#[test]
+fn custom_models_by_layer_kind() {
+    let c = Catalogue::builtin();
+    let resolve = |toml_text: &str| -> Result<ModelSpec, String> {
+        let m: disagg_model::custom::CustomModel =
+            toml::from_str(toml_text).map_err(|e| e.to_string())?;
+        m.resolve("mine", &c).map_err(|e| e.to_string())
+    };
+    let text = "d_model = 12\nheads = 4\nvocab = 7\ncycles = 3\nwhy_kv = 'why'\n\
+                kv_retention = 'strict'\ntied_embeddings = true\n\
+                [[cycle]]\ncount = 2\n\
+                attention = { kind = 'sliding', kv_heads = 2, head_dim = 8, window = 4 }\n\
+                mlp = { kind = 'dense', d_ff = 10 }\n\
+                [[tail]]\ncount = 1\nattention = { kind = 'full', kv_heads = 2, head_dim = 8 }\n\
+                mlp = { kind = 'dense', d_ff = 10 }\n";
+    let m = resolve(text).unwrap();
+    let a = m.arch.as_deref().unwrap();
+    // 3 cycles of 2 sliding layers, then 1 full: 7 layers; the display shape from the first.
+    assert_eq!(
+        (m.n_layers, m.n_kv_heads, m.head_dim, m.d_ff),
+        (7, 2, Some(8), 10)
+    );
+    assert_eq!((a.cycles, a.tail.len(), a.why_kv.as_str()), (3, 1, "why"));
+    assert_eq!(a.retention, Retention::Strict);
+    assert!(a.tied_embeddings);
+    // Strict: 6 sliding layers keep min(10, 3) = 3 tokens, the full one 10: (18 + 10) x 32 x 2.
+    assert_eq!(m.handoff_bytes(10), 28.0 * 32.0 * 2.0);
+    // One embedding matrix when tied.
+    assert_eq!(m.params(), a.layer_params(12, 4).1 + 7 * 12);
+    // From a base with layers: its arch, with cycles, tail, retention and the line replaced.
+    let m = resolve("base = 'gpt-oss-20b'\ncycles = 2\nkv_retention = 'strict'\n").unwrap();
+    assert_eq!(m.n_layers, 4);
+    assert_eq!(m.arch.as_deref().unwrap().retention, Retention::Strict);
+    let m =
+        resolve("base = 'gemma3-27b'\ntail = []\nwhy_kv = 'x'\ntied_embeddings = false\n").unwrap();
+    let a = m.arch.as_deref().unwrap();
+    assert_eq!(
+        (m.n_layers, a.why_kv.as_str(), a.tied_embeddings),
+        (60, "x", false)
+    );
+    // Refusals: the layer-kind fields need a cycle; a cycle takes no levers' MoE, mixer or CED;
+    // the layer count must match.
+    for (text, needle) in [
+        ("d_model = 12\nheads = 4\nvocab = 7\nlayers = 2\nkv_heads = 1\nd_ff = 3\ncycles = 2\n", "cycles"),
+        ("d_model = 12\nheads = 4\nvocab = 7\nlayers = 2\nkv_heads = 1\nd_ff = 3\ntail = []\n", "tail"),
+        ("d_model = 12\nheads = 4\nvocab = 7\nlayers = 2\nkv_heads = 1\nd_ff = 3\nkv_retention = 'strict'\n", "kv_retention"),
+        ("d_model = 12\nheads = 4\nvocab = 7\nlayers = 2\nkv_heads = 1\nd_ff = 3\nwhy_kv = 'x'\n", "why_kv"),
+        ("d_model = 12\nheads = 4\nvocab = 7\nlayers = 2\nkv_heads = 1\nd_ff = 3\ntied_embeddings = true\n", "tied_embeddings"),
+        ("base = 'deepseek-v3'\nn_experts = 8\ntop_k = 2\n", "n_experts"),
+        ("base = 'deepseek-v3'\nmixer = 'hyena'\n", "mixer"),
+        ("base = 'deepseek-v3'\nced_encoder_layers = 2\n", "ced_encoder_layers"),
+        ("base = 'deepseek-v3'\nlayers = 60\n", "does not match the 61 layers"),
+        ("base = 'gpt-oss-20b'\nkv_retention = 'loose'\n", "loose"),
+    ] {
+        let e = resolve(text).unwrap_err();
+        assert!(e.contains(needle), "{text}: {e}");
+    }
+    // A plain custom model has no arch.
+    let m = resolve("base = 'llama3-8b'\n").unwrap();
+    assert!(m.arch.is_none());
+}
