@@ -324,3 +324,38 @@ mlp = { kind = "dense", d_ff = 128 }
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn analytic_bounds_use_the_hand_off_and_the_reservation() {
+    let v = ok_json(&[
+        "run",
+        "--model",
+        "gemma3-27b",
+        "--devices-per-instance",
+        "2",
+        "--prompt-cv",
+        "0",
+        "--requests",
+        "50",
+        "--json",
+    ]);
+    let links = ok_json(&["list", "links", "--json"]);
+    let l = links
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["key"] == "ib-ndr")
+        .unwrap()
+        .clone();
+    let (lat, bw) = (
+        l["latency_s"].as_f64().unwrap(),
+        l["bandwidth_bps"].as_f64().unwrap(),
+    );
+    // A 2,048-token Gemma 3 hand-off is 603,979,776 B (models.json), not 2,048 x 81,920.
+    let a = &v["summary"]["analytic"];
+    assert_eq!(
+        a["kv_link_rps"].as_f64(),
+        Some(1.0 / (lat + 603_979_776.0 / bw))
+    );
+    assert_eq!(a["kv_link_rps"], a["kv_link_wire_rps"]);
+}

@@ -56,7 +56,13 @@ pub fn kv_link_bound_rps(
 /// The reference's KV-link bound at a mean prompt of `mean_prompt` tokens: `mean_prompt *
 /// kv_bytes_per_token` uncompressed bytes, no compression stage.
 pub fn kv_link_reference_rps(cfg: &SimConfig, mean_prompt: f64) -> f64 {
-    let nbytes = mean_prompt * cfg.model.kv_bytes_per_token();
+    // A model with windowed layers or a linear state hands off what it keeps, not tokens x
+    // bytes per token (issue 16): its `int(mean_prompt)`-token hand-off.
+    let nbytes = if cfg.model.kv_is_bounded() {
+        cfg.model.handoff_bytes(mean_prompt as u64)
+    } else {
+        mean_prompt * cfg.model.kv_bytes_per_token()
+    };
     kv_link_bound_rps(cfg, None, mean_prompt as u64, nbytes)
 }
 
@@ -86,7 +92,13 @@ pub fn decode_instance_rps(
     p: f64,
     o: f64,
 ) -> f64 {
-    let fit = py_floordiv(kv_capacity_tokens as f64, p + o) as u64;
+    // A model with windowed layers or a linear state reserves `kv_units(int(p + o))` units.
+    let need = if cfg.model.kv_is_bounded() {
+        cfg.model.kv_units((p + o) as u64) as f64
+    } else {
+        p + o
+    };
+    let fit = py_floordiv(kv_capacity_tokens as f64, need) as u64;
     let b = (cfg.max_decode_batch as u64).min(fit).max(1);
     let ctx_each = (p + o / 2.0) as u64; // int(p + o/2)
     let step = cm.decode_sum(ctx_each * b, b).time_s;
