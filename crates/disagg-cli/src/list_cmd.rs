@@ -35,17 +35,12 @@ fn models_json(cat: &Catalogue) -> Value {
         cat.models
             .iter()
             .map(|m| {
-                let mut v = serde_json::to_value(m).expect("json");
+                let mut v = disagg_sim::model_json::model_json(m);
                 let o = v.as_object_mut().expect("object");
-                o.insert("head_dim".into(), json!(m.hd()));
-                o.insert("params".into(), json!(m.params() as f64));
-                o.insert("kv_bytes_per_token".into(), json!(m.kv_bytes_per_token()));
-                o.insert("weight_bytes_total".into(), json!(m.weight_bytes_total()));
                 if let Some(src) = disagg_model::model_source(&m.key) {
                     o.insert("source".into(), json!(src));
                 }
-                if let Some(a) = m.arch.as_deref() {
-                    o.extend(disagg_sim::model_json::layer_kinds_json(m, a));
+                if m.arch.is_some() {
                     o.insert("active_params".into(), json!(m.matmul_params() as f64));
                 }
                 v

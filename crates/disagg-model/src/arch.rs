@@ -238,6 +238,12 @@ pub fn chunk_pairs(n: u64, c: u64) -> i128 {
     q * (c * (c + 1) / 2) + r * (r + 1) / 2
 }
 
+/// The channels of a Gated DeltaNet layer's short convolution: `2*Hk*dk + Hv*dv` (queries,
+/// keys, values).
+fn conv_dim(k_heads: u64, k_head_dim: u64, v_heads: u64, v_head_dim: u64) -> i128 {
+    2 * k_heads as i128 * k_head_dim as i128 + v_heads as i128 * v_head_dim as i128
+}
+
 impl Attention {
     /// `(kv_heads, head_dim)` of a (G)QA layer (full, sliding-window or chunked); `None` for MLA
     /// and linear attention.
@@ -314,8 +320,7 @@ impl Attention {
                 v_head_dim,
                 ..
             } => {
-                let conv_dim =
-                    2 * k_heads as i128 * k_head_dim as i128 + v_heads as i128 * v_head_dim as i128;
+                let conv_dim = conv_dim(k_heads, k_head_dim, v_heads, v_head_dim);
                 (
                     (conv_kernel as i128 - 1) * conv_dim,
                     v_heads as i128 * v_head_dim as i128 * k_head_dim as i128,
@@ -440,8 +445,7 @@ impl Attention {
                 v_head_dim,
                 ..
             } => {
-                let conv_dim =
-                    2 * k_heads as i128 * k_head_dim as i128 + v_heads as i128 * v_head_dim as i128;
+                let conv_dim = conv_dim(k_heads, k_head_dim, v_heads, v_head_dim);
                 2 * conv_kernel as i128 * conv_dim
                     + 6 * v_heads as i128 * k_head_dim as i128 * v_head_dim as i128
             }

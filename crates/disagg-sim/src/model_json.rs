@@ -4,6 +4,22 @@
 use disagg_model::{Arch, Attention, Mlp, ModelSpec};
 use serde_json::{json, Map, Value};
 
+/// A model as `disagg list models --json` and `/api/catalogue` give it: its spec plus the derived
+/// `head_dim`, `params`, `kv_bytes_per_token` and `weight_bytes_total`, and for a model with
+/// layer kinds [`layer_kinds_json`]'s keys.
+pub fn model_json(m: &ModelSpec) -> Value {
+    let mut v = serde_json::to_value(m).expect("json");
+    let o = v.as_object_mut().expect("object");
+    o.insert("head_dim".into(), json!(m.hd()));
+    o.insert("params".into(), json!(m.params() as f64));
+    o.insert("kv_bytes_per_token".into(), json!(m.kv_bytes_per_token()));
+    o.insert("weight_bytes_total".into(), json!(m.weight_bytes_total()));
+    if let Some(a) = &m.arch {
+        o.extend(layer_kinds_json(m, a));
+    }
+    v
+}
+
 /// What the page's "why this model's KV is different" line reads, for a model with layer kinds:
 /// - `why_kv`: the model's one line ([`Arch::why_kv`]);
 /// - `kv_kinds`: layers per attention kind, in layer order (`{"mla": 61}`,

@@ -430,20 +430,10 @@ impl Api {
     }
 }
 
-/// One model of `/api/catalogue`: its spec plus the derived `head_dim`, `params`,
-/// `kv_bytes_per_token` and `weight_bytes_total`; a model with layer kinds (issue 16) also has
-/// [`disagg_sim::model_json::layer_kinds_json`]'s keys. A model without them answers exactly as before issue 16.
+/// One model of `/api/catalogue` ([`disagg_sim::model_json::model_json`]; a model without layer
+/// kinds answers exactly as before issue 16).
 fn model_json(m: &ModelSpec) -> Value {
-    let mut v = serde_json::to_value(m).expect("json");
-    let o = v.as_object_mut().expect("object");
-    o.insert("head_dim".into(), json!(m.hd()));
-    o.insert("params".into(), json!(m.params() as f64));
-    o.insert("kv_bytes_per_token".into(), json!(m.kv_bytes_per_token()));
-    o.insert("weight_bytes_total".into(), json!(m.weight_bytes_total()));
-    if let Some(a) = &m.arch {
-        o.extend(disagg_sim::model_json::layer_kinds_json(m, a));
-    }
-    v
+    disagg_sim::model_json::model_json(m)
 }
 
 /// Each scenario option's help line, as `disagg run --help` prints it (text, then the default in
