@@ -780,3 +780,17 @@ fn exact_ties_follow_the_spec_comparisons() {
     assert_eq!(r.ec, 197.56999446295782);
     assert_eq!(r.em, 88.2261405816);
 }
+
+/// The options' JSON leaves the compute speed-up out at 1.0 (every run that does not quantise
+/// compute echoes what it echoed before the option) and writes any other value.
+#[test]
+fn compute_speedup_is_echoed_only_when_not_one() {
+    let d = serde_json::to_value(CostOptions::default()).unwrap();
+    assert!(d.get("compute_speedup").is_none(), "{d}");
+    let two = CostOptions {
+        compute_speedup: 2.0,
+        ..CostOptions::default()
+    };
+    let v = serde_json::to_value(two).unwrap();
+    assert_eq!(v["compute_speedup"].as_f64(), Some(2.0));
+}
