@@ -499,11 +499,8 @@ impl Attention {
     /// state; `None` for MLA (one latent, replicated on every rank).
     pub fn shard_heads(&self) -> Option<u64> {
         match *self {
-            Attention::Full { kv_heads, .. }
-            | Attention::Sliding { kv_heads, .. }
-            | Attention::Chunked { kv_heads, .. } => Some(kv_heads),
             Attention::Linear { v_heads, .. } => Some(v_heads),
-            Attention::Mla { .. } => None,
+            _ => self.heads().map(|(kv_heads, _)| kv_heads),
         }
     }
 
@@ -686,6 +683,32 @@ impl KvReserve {
             v += vals * tokens.min(b) as i128;
         }
         ((v as f64 * self.kv_bytes + self.state) / self.unit).ceil() as u64
+    }
+}
+
+/// The weights a pass over `t` tokens reads ([`Arch::weight_read`]): the layers' fixed
+/// parameters, per MoE layer group `(layers, X, k, one expert's parameters)`, the LM head `V*d`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WeightRead {
+    fixed: i128,
+    moe: Vec<(u64, i128, i128, i128)>,
+    vocab_params: i128,
+    weight_bytes: f64,
+    row_bytes: f64,
+}
+
+impl WeightRead {
+    /// `((fl(fixed) + sum_g fl(n_g) * touched_g(t) * fl(expert_g)) + fl(V*d)) * weight_bytes +
+    /// fl(t) * row_bytes`, with `touched(t) = fl(X) * (1 - ipow(1 - k/X, t))` (the levers'
+    /// formula, levers-cost.md §4) summed over the MoE groups in layer-group order.
+    pub fn bytes(&self, t: u64) -> f64 {
+        let mut experts = 0.0;
+        for &(n, x, k, expert) in &self.moe {
+            let touched = x as f64 * (1.0 - ipow(1.0 - int_div(k, x), t));
+            experts += n as f64 * touched * expert as f64;
+        }
+        ((self.fixed as f64 + experts + self.vocab_params as f64) * self.weight_bytes)
+            + t as f64 * self.row_bytes
     }
 }
 
@@ -873,21 +896,34 @@ impl Arch {
         (a, res)
     }
 
-    /// Weight parameters a pass over `t` tokens reads in its layers: every fixed parameter, and
-    /// per MoE layer the expected experts touched, `fl(X) * (1 - ipow(1 - k/X, t))` (the
-    /// levers' formula, levers-cost.md §4) times one expert.
-    pub fn layer_params_read(&self, d: u64, h: u64, t: u64) -> f64 {
+    /// What a pass reads of a model of hidden size `d`, `h` heads, `vocab_params = V*d`, weights
+    /// of `weight_bytes` and embedding rows of `row_bytes`: every fixed parameter, and per MoE
+    /// layer group the expected experts touched ([`WeightRead::bytes`]). Built once per cost
+    /// model.
+    pub fn weight_read(
+        &self,
+        d: u64,
+        h: u64,
+        vocab_params: i128,
+        weight_bytes: f64,
+        row_bytes: f64,
+    ) -> WeightRead {
         let mut fixed: i128 = 0;
-        let mut experts = 0.0;
+        let mut moe = Vec::new();
         for (n, r) in self.groups() {
             let m = r.mlp.params(d);
             fixed += n as i128 * (r.attention.params(d, h) + m.fixed);
             if m.experts > 0 {
-                let touched = m.experts as f64 * (1.0 - ipow(1.0 - int_div(m.top_k, m.experts), t));
-                experts += n as f64 * touched * m.expert as f64;
+                moe.push((n, m.experts, m.top_k, m.expert));
             }
         }
-        fixed as f64 + experts
+        WeightRead {
+            fixed,
+            moe,
+            vocab_params,
+            weight_bytes,
+            row_bytes,
+        }
     }
 
     /// Attention FLOPs of prefilling tokens `p0+1 ..= p0+c` of one sequence: per layer, pairs

@@ -224,19 +224,27 @@ impl ModelSpec {
     /// streamed plus `t` embedding rows; an MoE model reads only the experts its tokens touch
     /// ([`crate::Moe::weight_bytes_read`]).
     pub fn weight_bytes_read(&self, t: u64) -> f64 {
-        if let Some(a) = &self.arch {
-            if a.is_moe() {
-                return ((a.layer_params_read(self.d_model, self.n_heads, t)
-                    + self.vocab_params() as f64)
-                    * self.weight_bytes)
-                    + t as f64 * self.embedding_row_bytes();
-            }
+        if let Some(w) = self.arch_weight_read() {
+            return w.bytes(t);
         }
         match &self.moe {
             Some(moe) => moe.weight_bytes_read(self, t),
             None => self.weight_bytes_streamed() + t as f64 * self.embedding_row_bytes(),
         }
     }
+    /// What a pass of a layer-kind model with MoE layers reads ([`crate::arch::WeightRead`]);
+    /// `None` for every other model.
+    pub fn arch_weight_read(&self) -> Option<crate::arch::WeightRead> {
+        let a = self.arch.as_deref().filter(|a| a.is_moe())?;
+        Some(a.weight_read(
+            self.d_model,
+            self.n_heads,
+            self.vocab_params(),
+            self.weight_bytes,
+            self.embedding_row_bytes(),
+        ))
+    }
+
     /// Bytes of one embedding row.
     pub fn embedding_row_bytes(&self) -> f64 {
         self.d_model as f64 * self.weight_bytes

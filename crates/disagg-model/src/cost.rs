@@ -196,9 +196,8 @@ pub struct CostModel {
     embedding_row_bytes: f64,
     kv_bytes_per_token: f64,
     moe: Option<Moe>,
-    /// A layer-kind model with MoE layers: its passes read the experts they touch
-    /// ([`ModelSpec::weight_bytes_read`]).
-    arch_moe: bool,
+    /// A layer-kind model's constants (issue 16), computed once here rather than every step.
+    arch: Option<Box<ArchTerms>>,
     layout: Option<Box<Layout>>,
     step_overhead: f64,
     per_seq_overhead: Option<f64>,
@@ -272,7 +271,10 @@ impl CostModel {
             embedding_row_bytes: model.embedding_row_bytes(),
             kv_bytes_per_token: model.kv_bytes_per_token(),
             moe: model.moe,
-            arch_moe: model.arch.as_deref().is_some_and(|a| a.is_moe()),
+            arch: model
+                .arch
+                .as_deref()
+                .map(|a| Box::new(ArchTerms::new(model, a))),
             layout: None,
             step_overhead: device.step_overhead_s.unwrap_or(opts.step_overhead_s),
             per_seq_overhead: device.per_seq_overhead_s,
@@ -346,8 +348,10 @@ impl CostModel {
     #[inline]
     pub fn weight_read(&self, t: u64) -> f64 {
         match &self.moe {
-            None if self.arch_moe => self.model.weight_bytes_read(t),
-            None => self.weight_bytes_streamed + t as f64 * self.embedding_row_bytes,
+            None => match self.arch.as_deref().and_then(|x| x.weights.as_ref()) {
+                Some(w) => w.bytes(t),
+                None => self.weight_bytes_streamed + t as f64 * self.embedding_row_bytes,
+            },
             Some(m) => m.weight_bytes_read(&self.model, t),
         }
     }
@@ -503,7 +507,8 @@ impl CostModel {
             LmHead::All => 2 * self.matmul_params * total,
             LmHead::Last => 2 * self.layer_params * total + 2 * self.lm_head_params * count,
         } + attn;
-        let ob = (per_token * total) as f64 * self.model.kv_bytes + count as f64 * a.state_bytes();
+        let ob =
+            (per_token * total) as f64 * self.model.kv_bytes + count as f64 * self.terms().state;
         (f, total as u64, ob)
     }
 
@@ -555,7 +560,7 @@ impl CostModel {
     #[inline]
     pub fn decode_work(&self, ctx: u64, b: u64) -> (i128, f64) {
         if self.model.arch.is_some() {
-            let (f, ob) = self.arch_decode(ctx, b, None);
+            let (f, ob, _) = self.arch_decode(ctx, Rows::Alike(b));
             return (f, self.weight_read(b) + ob);
         }
         let (ctx, bi) = (ctx as i128, b as i128);
@@ -571,7 +576,7 @@ impl CostModel {
         let cost = if self.model.fft.is_some() {
             self.fft_decode_sum(ctx, b)
         } else if self.model.arch.is_some() {
-            let (f, ob) = self.arch_decode(ctx, b, None);
+            let (f, ob, _) = self.arch_decode(ctx, Rows::Alike(b));
             self.pass_ob(f, b, ob)
         } else {
             let f = 2 * self.matmul_params * b as i128
@@ -587,10 +592,7 @@ impl CostModel {
     pub fn decode_rows(&self, ctx: u64, rows: &mut dyn Iterator<Item = u64>) -> StepCost {
         match self.model.arch.as_deref() {
             Some(a) if a.has_windows() => {
-                let mut b = 0u64;
-                let mut it = rows.inspect(|_| b += 1);
-                let (f, ob) = self.arch_decode(ctx, u64::MAX, Some(&mut it));
-                drop(it);
+                let (f, ob, b) = self.arch_decode(ctx, Rows::Each(rows));
                 self.add_rows(self.pass_ob(f, b, ob), b)
             }
             _ => {
@@ -603,53 +605,54 @@ impl CostModel {
     /// Whether a step must be costed from its rows' contexts ([`CostModel::decode_rows`],
     /// [`CostModel::step_mixed_rows`]): a model with sliding-window or chunked layers.
     pub fn needs_rows(&self) -> bool {
-        self.model.arch.as_deref().is_some_and(|a| a.has_windows())
+        self.arch.as_deref().is_some_and(|x| x.windows)
     }
 
-    /// A layer-kind model's decode terms: attention FLOPs plus `2 * active * b`, and other bytes
-    /// (KV values read times `kv_bytes`, each linear state read and written). `rows` gives each
-    /// row's cached context (its query is at position `ctx_i + 1`); without it, a model with
-    /// windows takes `b` rows of equal context (`ctx / b`, the first `ctx mod b` one more): the
-    /// calculators' rule, exact when the rows are alike. `b = u64::MAX` with `rows`: count them.
-    fn arch_decode(
-        &self,
-        ctx: u64,
-        b: u64,
-        rows: Option<&mut dyn Iterator<Item = u64>>,
-    ) -> (i128, f64) {
+    /// The layer-kind constants (only called for a layer-kind model).
+    #[inline]
+    fn terms(&self) -> &ArchTerms {
+        self.arch.as_deref().expect("a layer-kind model")
+    }
+
+    /// A layer-kind model's decode terms: attention FLOPs plus `2 * active * b`, other bytes
+    /// (KV values read times `kv_bytes`, each linear state read and written) and the rows `b`.
+    /// [`Rows::Each`] gives each row's cached context (its query is at position `ctx_i + 1`);
+    /// with [`Rows::Alike`] a model with windows takes `b` rows of equal context (`ctx / b`, the
+    /// first `ctx mod b` one more): the calculators' rule, exact when the rows are alike.
+    fn arch_decode(&self, ctx: u64, rows: Rows<'_>) -> (i128, f64, u64) {
+        let x = self.terms();
         let a = self.model.arch.as_deref().expect("a layer-kind model");
         let h = self.model.n_heads;
-        let (fk, fr, vk) = a.decode_linear(h);
         let (mut wf, mut wv) = (0i128, 0i128);
-        let mut nb = 0u64;
-        if a.has_windows() {
-            match rows {
-                Some(it) => {
-                    for c in it {
+        let nb = match rows {
+            Rows::Alike(b) if x.windows && b > 0 => {
+                let (q, r) = (ctx / b, ctx % b);
+                let (f, v) = a.windowed_decode(h, q + 1);
+                let (f1, v1) = a.windowed_decode(h, q + 2);
+                let (rb, lb) = (r as i128, (b - r) as i128);
+                wf = lb * f + rb * f1;
+                wv = lb * v + rb * v1;
+                b
+            }
+            Rows::Alike(b) => b,
+            Rows::Each(it) => {
+                let mut nb = 0u64;
+                for c in it {
+                    if x.windows {
                         let (f, v) = a.windowed_decode(h, c + 1);
                         wf += f;
                         wv += v;
-                        nb += 1;
                     }
+                    nb += 1;
                 }
-                None if b > 0 => {
-                    let (q, r) = (ctx / b, ctx % b);
-                    let (f, v) = a.windowed_decode(h, q + 1);
-                    let (f1, v1) = a.windowed_decode(h, q + 2);
-                    let (rb, lb) = (r as i128, (b - r) as i128);
-                    wf = lb * f + rb * f1;
-                    wv = lb * v + rb * v1;
-                    nb = b;
-                }
-                None => {}
+                nb
             }
-        } else {
-            nb = b;
-        }
+        };
         let (k, bi) = ((ctx + nb) as i128, nb as i128);
-        let f = 2 * self.matmul_params * bi + fk * k + fr * bi + wf;
-        let ob = ((vk * k + wv) as f64) * self.model.kv_bytes + nb as f64 * (2.0 * a.state_bytes());
-        (f, ob)
+        let f = 2 * self.matmul_params * bi + x.per_key_flops * k + x.per_row_flops * bi + wf;
+        let ob = ((x.per_key_values * k + wv) as f64) * self.model.kv_bytes
+            + nb as f64 * (2.0 * x.state);
+        (f, ob, nb)
     }
 
     /// Adds the endpoint compression pass for the prompts handed off by a prefill batch
@@ -782,10 +785,16 @@ impl CostModel {
     ) -> (i128, u64, f64) {
         let a = self.model.arch.as_deref().expect("a layer-kind model");
         let h = self.model.n_heads;
-        let (mut f, mut ob) = if b == 0 {
-            (0, 0.0)
-        } else {
-            self.arch_decode(ctx, b, rows)
+        let (mut f, mut ob) = match rows {
+            _ if b == 0 => (0, 0.0),
+            Some(it) => {
+                let (f, ob, _) = self.arch_decode(ctx, Rows::Each(it));
+                (f, ob)
+            }
+            None => {
+                let (f, ob, _) = self.arch_decode(ctx, Rows::Alike(b));
+                (f, ob)
+            }
         };
         let mut t = b as i128;
         let mut kv: i128 = 0;
@@ -801,7 +810,7 @@ impl CostModel {
             kv += a.chunk_kv_values(ch.p0, ch.c);
             t += c;
         }
-        ob += kv as f64 * self.model.kv_bytes + chunks.len() as f64 * (2.0 * a.state_bytes());
+        ob += kv as f64 * self.model.kv_bytes + chunks.len() as f64 * (2.0 * self.terms().state);
         (f, t as u64, ob)
     }
 
@@ -888,6 +897,39 @@ impl CostModel {
             });
         }
         Ok(cap.unwrap_or(0))
+    }
+}
+
+/// The rows of a layer-kind model's decode step: `b` alike, or each one's cached context.
+enum Rows<'r> {
+    Alike(u64),
+    Each(&'r mut dyn Iterator<Item = u64>),
+}
+
+/// A layer-kind model's step constants (issue 16): the decode terms linear in the rows'
+/// positions ([`Arch::decode_linear`]), one sequence's linear state, whether any layer has a
+/// window, and the weights a pass reads when it has MoE layers.
+#[derive(Clone, Debug, PartialEq)]
+struct ArchTerms {
+    per_key_flops: i128,
+    per_row_flops: i128,
+    per_key_values: i128,
+    state: f64,
+    windows: bool,
+    weights: Option<crate::arch::WeightRead>,
+}
+
+impl ArchTerms {
+    fn new(model: &ModelSpec, a: &Arch) -> Self {
+        let (per_key_flops, per_row_flops, per_key_values) = a.decode_linear(model.n_heads);
+        ArchTerms {
+            per_key_flops,
+            per_row_flops,
+            per_key_values,
+            state: a.state_bytes(),
+            windows: a.has_windows(),
+            weights: model.arch_weight_read(),
+        }
     }
 }
 

@@ -9,7 +9,7 @@ mod golden_common;
 
 use disagg_model::Catalogue;
 use disagg_sim::{simulate_config, RunResult, Scenario, Summary};
-use golden_common::load_from;
+use golden_common::{flags, load_from, same};
 use serde_json::{json, Map, Value};
 
 fn run_of(flags: &[String]) -> (RunResult, Summary) {
@@ -114,55 +114,13 @@ fn reference_layout(s: &Summary) -> Value {
     })
 }
 
-/// Compares `got` with the reference's `want` at every leaf (same keys in the same order, numbers
-/// with f64 `==`, integers exactly); returns the number of numbers compared.
-fn same(got: &Value, want: &Value, path: &str) -> usize {
-    match (got, want) {
-        (Value::Object(g), Value::Object(w)) => {
-            let gk: Vec<&String> = g.keys().collect();
-            let wk: Vec<&String> = w.keys().collect();
-            assert_eq!(gk, wk, "{path}: keys");
-            w.iter()
-                .map(|(k, wv)| same(&g[k], wv, &format!("{path}.{k}")))
-                .sum()
-        }
-        (Value::Array(g), Value::Array(w)) => {
-            assert_eq!(g.len(), w.len(), "{path}: length");
-            g.iter()
-                .zip(w)
-                .enumerate()
-                .map(|(i, (a, b))| same(a, b, &format!("{path}[{i}]")))
-                .sum()
-        }
-        (g, Value::Number(w)) if w.is_u64() => {
-            assert_eq!(g.as_u64(), w.as_u64(), "{path}");
-            1
-        }
-        (g, Value::Number(w)) => {
-            let (a, b) = (g.as_f64().unwrap(), w.as_f64().unwrap());
-            assert_eq!(a, b, "{path}: got {a:?}, want {b:?}");
-            1
-        }
-        (g, w) => {
-            assert_eq!(g, w, "{path}");
-            0
-        }
-    }
-}
-
 fn fixture() -> (Vec<String>, Value) {
     let g = load_from("levers", "cost-runs.json")["runs"][6].clone();
     assert_eq!(
         g["label"],
         "70B CED (40+40) with the replay on decode (CedDecodeInstance), 1P1D"
     );
-    let flags = g["flags"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|x| x.as_str().unwrap().to_string())
-        .collect();
-    (flags, g["summary"].clone())
+    (flags(&g["flags"]), g["summary"].clone())
 }
 
 #[test]

@@ -8,70 +8,8 @@ mod golden_common;
 use disagg_model::Catalogue;
 use disagg_sim::reference::summarise;
 use disagg_sim::{simulate, simulate_config, GenRequest, Scenario};
-use golden_common::{load, load_from};
+use golden_common::{flags, load, load_from, same};
 use serde_json::{json, Value};
-
-/// A number of the reference's JSON as f64: `null` / `"NaN"` NaN, `"Infinity"` infinity.
-fn as_f64(v: &Value) -> Option<f64> {
-    match v {
-        Value::Number(n) => n.as_f64(),
-        Value::Null => Some(f64::NAN),
-        Value::String(s) if s == "NaN" => Some(f64::NAN),
-        Value::String(s) if s == "Infinity" => Some(f64::INFINITY),
-        Value::String(s) if s == "-Infinity" => Some(f64::NEG_INFINITY),
-        _ => None,
-    }
-}
-
-/// Asserts `got == want` as the reference's JSON: objects with the same keys in the same order,
-/// arrays of the same length, integers equal as integers, other numbers equal as f64 (NaN equal
-/// to NaN, in any of its spellings), strings and booleans equal. Returns the numbers compared.
-fn same(got: &Value, want: &Value, path: &str) -> usize {
-    match (got, want) {
-        (Value::Object(g), Value::Object(w)) => {
-            let gk: Vec<&String> = g.keys().collect();
-            let wk: Vec<&String> = w.keys().collect();
-            assert_eq!(gk, wk, "{path}: keys");
-            w.iter()
-                .map(|(k, wv)| same(&g[k], wv, &format!("{path}.{k}")))
-                .sum()
-        }
-        (Value::Array(g), Value::Array(w)) => {
-            assert_eq!(g.len(), w.len(), "{path}: length");
-            g.iter()
-                .zip(w)
-                .enumerate()
-                .map(|(i, (a, b))| same(a, b, &format!("{path}[{i}]")))
-                .sum()
-        }
-        (g, Value::Number(w)) if w.is_u64() => {
-            assert_eq!(g.as_u64(), w.as_u64(), "{path}: an integer");
-            1
-        }
-        (g, w) if as_f64(w).is_some() => {
-            let (a, b) = (as_f64(g), as_f64(w).unwrap());
-            let a = a.unwrap_or_else(|| panic!("{path}: got {g}, want the number {w}"));
-            if b.is_nan() {
-                assert!(a.is_nan(), "{path}: got {a:?}, want NaN");
-            } else {
-                assert_eq!(a.to_bits(), b.to_bits(), "{path}: got {a:?}, want {b:?}");
-            }
-            1
-        }
-        (g, w) => {
-            assert_eq!(g, w, "{path}");
-            0
-        }
-    }
-}
-
-fn flags(v: &Value) -> Vec<String> {
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|x| x.as_str().unwrap().to_string())
-        .collect()
-}
 
 /// Runs `flags` and compares `summarise` with `want`; returns the numbers compared.
 fn check(flags: &[String], want: &Value, what: &str) -> usize {
