@@ -192,9 +192,57 @@ pub struct Levers {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct PrefixChain {
     /// `(key, tokens)` of each segment, root first.
-    pub segments: Vec<(u32, u64)>,
+    pub segments: Segments,
     /// The key of the segment emitted at the finish, if any.
     pub emit: Option<u32>,
+}
+
+/// A chain's segments: the first `len` entries of a buffer that the turns of one session share
+/// (turn `j`'s chain is a prefix of turn `j + 1`'s), so a session of `n` turns holds `O(n)`
+/// segments, not `O(n^2)`. Reads as a slice.
+#[derive(Clone, Debug, Default)]
+pub struct Segments {
+    buf: std::sync::Arc<[(u32, u64)]>,
+    len: usize,
+}
+
+impl Segments {
+    /// The first `len` segments of `buf` (all of them if `len` is larger).
+    pub fn prefix(buf: &std::sync::Arc<[(u32, u64)]>, len: usize) -> Segments {
+        Segments {
+            buf: buf.clone(),
+            len: len.min(buf.len()),
+        }
+    }
+}
+
+impl std::ops::Deref for Segments {
+    type Target = [(u32, u64)];
+    fn deref(&self) -> &[(u32, u64)] {
+        &self.buf[..self.len]
+    }
+}
+
+impl PartialEq for Segments {
+    fn eq(&self, other: &Segments) -> bool {
+        **self == **other
+    }
+}
+
+impl From<Vec<(u32, u64)>> for Segments {
+    fn from(v: Vec<(u32, u64)>) -> Segments {
+        let len = v.len();
+        Segments { buf: v.into(), len }
+    }
+}
+
+impl From<&[(u32, u64)]> for Segments {
+    fn from(v: &[(u32, u64)]) -> Segments {
+        Segments {
+            buf: v.into(),
+            len: v.len(),
+        }
+    }
 }
 
 /// The prefix chains of a workload, one per request (rid order), and the key names.
@@ -236,7 +284,7 @@ pub fn trace_chains(rows: &[disagg_trace::TraceRow]) -> Option<PrefixChains> {
             segments.push((key, block.min(r.prompt_len - start)));
         }
         chains.push(PrefixChain {
-            segments,
+            segments: segments.into(),
             emit: None,
         });
     }

@@ -16,6 +16,7 @@
 //! ```
 
 pub use disagg_model::pymath;
+pub mod budget;
 pub mod document;
 pub mod engine;
 pub mod input;

@@ -131,34 +131,49 @@ pub fn chat_sessions(
 /// The prefix chains of a session workload (levers-scheduling.md §8.4): turn `j` of session `s`
 /// starts with its system prompt `sys<k>` (if any) and the segments `s<s>t0 .. s<s>t<j-1>` (each
 /// an earlier turn's new input and reply); with more than one turn it emits `s<s>t<j>` when it
-/// finishes. Keys are interned in first-use order.
+/// finishes. Keys are interned in first-use order. The turns of a session share one segment
+/// buffer (each chain is a prefix of the next), so memory is linear in the requests.
 pub fn session_chains(reqs: &[SessionRequest], turns: u32) -> crate::levers::PrefixChains {
+    use crate::levers::{PrefixChain, Segments};
     use std::collections::HashMap;
+    use std::sync::Arc;
     let mut names: Vec<String> = Vec::new();
-    let mut ids: HashMap<String, u32> = HashMap::new();
-    let mut intern = |name: String| -> u32 {
-        let next = names.len() as u32;
-        *ids.entry(name.clone()).or_insert_with(|| {
-            names.push(name);
-            next
-        })
-    };
+    // Only system prompts recur; a session's own keys are new by construction.
+    let mut system_ids: HashMap<u32, u32> = HashMap::new();
     let mut chains = Vec::with_capacity(reqs.len());
-    let mut cur: Vec<(u32, u64)> = Vec::new();
-    for r in reqs {
-        if r.turn == 0 {
-            cur.clear();
-            if let Some(k) = r.system {
-                cur.push((intern(format!("sys{k}")), r.shared_prefix_tokens));
-            }
+    let mut start = 0;
+    while start < reqs.len() {
+        let first = &reqs[start];
+        let end = reqs[start + 1..]
+            .iter()
+            .position(|r| r.turn == 0)
+            .map_or(reqs.len(), |p| start + 1 + p);
+        let mut buf: Vec<(u32, u64)> = Vec::with_capacity(end - start + 1);
+        if let Some(k) = first.system {
+            let next = names.len() as u32;
+            let id = *system_ids.entry(k).or_insert_with(|| {
+                names.push(format!("sys{k}"));
+                next
+            });
+            buf.push((id, first.shared_prefix_tokens));
         }
-        let own = intern(format!("s{}t{}", r.session, r.turn));
-        chains.push(crate::levers::PrefixChain {
-            segments: cur.clone(),
-            emit: (turns > 1).then_some(own),
-        });
-        let grown = r.req.prompt_len as u64 - r.shared_prefix_tokens + r.req.output_len as u64;
-        cur.push((own, grown));
+        let base = buf.len();
+        let mut own_keys = Vec::with_capacity(end - start);
+        for r in &reqs[start..end] {
+            let own = names.len() as u32;
+            names.push(format!("s{}t{}", r.session, r.turn));
+            own_keys.push(own);
+            let grown = r.req.prompt_len as u64 - r.shared_prefix_tokens + r.req.output_len as u64;
+            buf.push((own, grown));
+        }
+        let buf: Arc<[(u32, u64)]> = buf.into();
+        for (j, own) in own_keys.into_iter().enumerate() {
+            chains.push(PrefixChain {
+                segments: Segments::prefix(&buf, base + j),
+                emit: (turns > 1).then_some(own),
+            });
+        }
+        start = end;
     }
     crate::levers::PrefixChains { chains, names }
 }

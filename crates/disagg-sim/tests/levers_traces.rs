@@ -171,7 +171,10 @@ fn prefix_cache_trace_13_2() {
     ];
     // Keys: sys0 0, s0t0 1, s0t1 2, sys1 3, s1t0 4, sys2 5, s2t0 6.
     let names = ["sys0", "s0t0", "s0t1", "sys1", "s1t0", "sys2", "s2t0"];
-    let chain = |segments: Vec<(u32, u64)>, emit: Option<u32>| PrefixChain { segments, emit };
+    let chain = |segments: Vec<(u32, u64)>, emit: Option<u32>| PrefixChain {
+        segments: segments.into(),
+        emit,
+    };
     let chains = PrefixChains {
         chains: vec![
             chain(vec![(0, 4000)], Some(1)),

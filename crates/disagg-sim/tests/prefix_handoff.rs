@@ -73,7 +73,7 @@ fn req(arrival_s: f64, prompt: u32, output: u32) -> GenRequest {
 
 fn chain(segments: &[(u32, u64)], emit: Option<u32>) -> PrefixChain {
     PrefixChain {
-        segments: segments.to_vec(),
+        segments: segments.into(),
         emit,
     }
 }
@@ -385,7 +385,7 @@ fn prefix_from_trace_needs_hash_ids() {
 fn prefix_sums(c: &PrefixChain) -> Vec<u64> {
     let mut v = vec![0];
     let mut t = 0;
-    for &(_, n) in &c.segments {
+    for &(_, n) in c.segments.iter() {
         t += n;
         v.push(t);
     }
