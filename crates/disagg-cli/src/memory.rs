@@ -1,72 +1,87 @@
-//! Will a run fit in memory? An estimate from its request count, checked before it starts.
+//! Will a command's runs fit in memory? Every command asks the one budget of
+//! [`disagg_sim::budget`] (as the server and the Python package do) before it generates a request.
+
+use disagg_sim::budget;
+use disagg_sim::SimConfig;
 
 use crate::UsageError;
 
-/// Bytes a run holds per request (requests, their stamps, the latency samples). Measured as the
-/// peak RSS of `disagg run --requests N` (`/usr/bin/time -v`) between N = 100,000 and 1,000,000:
-/// 336 bytes per request disaggregated, 447 colocated; rounded up.
-pub const BYTES_PER_REQUEST: u64 = 512;
-
-/// Bytes per request with `--plot` (the time series behind the charts grow with the simulated
-/// time, which grows with the requests at a given rate): measured 6.2 to 6.4 KiB; rounded up.
-pub const PLOT_BYTES_PER_REQUEST: u64 = 8 * 1024;
-
-/// The fixed part (program, catalogue, buffers): measured under 10 MB; rounded up.
-pub const BASE_BYTES: u64 = 32 << 20;
-
-/// Estimated peak memory of a run of `requests` requests, bytes.
-pub fn run_estimate_bytes(requests: u64, plot: bool) -> u64 {
-    let per = if plot {
-        PLOT_BYTES_PER_REQUEST
-    } else {
-        BYTES_PER_REQUEST
-    };
-    BASE_BYTES.saturating_add(requests.saturating_mul(per))
+/// How a command runs: `parallel` runs in memory at once; whether it has `--yes` (and its value)
+/// and `--threads`, for the remedies the refusal names.
+#[derive(Clone, Copy, Debug)]
+pub struct Runs {
+    /// Runs in memory at once.
+    pub parallel: usize,
+    /// `--yes`, if the command has it.
+    pub yes: Option<bool>,
+    /// The command has `--threads`.
+    pub threads_flag: bool,
 }
 
-/// The memory the machine can give a new process without swapping (`MemAvailable` of
-/// /proc/meminfo), bytes; `None` where that is not known.
-pub fn available_bytes() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    mem_available(&text)
+impl Runs {
+    /// One run at a time.
+    pub fn one(yes: Option<bool>) -> Runs {
+        Runs {
+            parallel: 1,
+            yes,
+            threads_flag: false,
+        }
+    }
 }
 
-fn mem_available(meminfo: &str) -> Option<u64> {
-    let line = meminfo.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib.saturating_mul(1024))
-}
-
-/// Refuses a run whose estimate exceeds the available memory, unless `yes`. `flag` names where
-/// the request count came from (`--requests`, `--trace-file`).
-pub fn check_run(flag: &str, requests: u64, plot: bool, yes: bool) -> Result<(), UsageError> {
-    let Some(limit) = available_bytes() else {
+/// Refuses a run of `cfg` whose estimated memory, times the runs that may be in memory at once,
+/// exceeds what the machine has available, unless `--yes`. `flag` names where the request count
+/// came from (`--requests`, `--trace-file`, `--variant requests=N`).
+pub fn check(flag: &str, cfg: &SimConfig, series: bool, runs: Runs) -> Result<(), UsageError> {
+    if runs.yes == Some(true) {
         return Ok(());
-    };
-    check_against(flag, requests, plot, yes, limit)
+    }
+    let need = budget::config_bytes(cfg, series).saturating_mul(runs.parallel.max(1) as u64);
+    let limit = budget::machine_limit_bytes();
+    check_against(flag, cfg.workload.requests, series, runs, need, limit)
 }
 
 fn check_against(
     flag: &str,
     requests: u64,
-    plot: bool,
-    yes: bool,
+    series: bool,
+    runs: Runs,
+    need: u64,
     limit: u64,
 ) -> Result<(), UsageError> {
-    let need = run_estimate_bytes(requests, plot);
-    if yes || need <= limit {
+    let Err(over) = budget::check(need, limit) else {
         return Ok(());
+    };
+    let parallel = runs.parallel > 1;
+    let mut remedies = vec!["use fewer requests"];
+    if parallel && runs.threads_flag {
+        remedies.push("fewer --threads");
     }
+    if runs.yes.is_some() {
+        remedies.push("add --yes to run anyway");
+    }
+    let last = remedies.pop().unwrap_or_default();
+    let remedy = if remedies.is_empty() {
+        last.to_string()
+    } else {
+        format!("{}, or {last}", remedies.join(", "))
+    };
     Err(UsageError(format!(
-        "{flag}: {requests} requests{} need about {} of memory, more than the {} available: use fewer requests, or add --yes to run anyway",
-        if plot { " with --plot" } else { "" },
-        gib(need),
-        gib(limit)
+        "{flag}: {requests} requests{}{} need about {} of memory, more than the {} available: {remedy}",
+        if series { " with --plot" } else { "" },
+        if parallel {
+            format!(" in each of {} runs at once", runs.parallel)
+        } else {
+            String::new()
+        },
+        budget::gib(over.need_bytes),
+        budget::gib(over.limit_bytes),
     )))
 }
 
-fn gib(bytes: u64) -> String {
-    format!("{:.1} GiB", bytes as f64 / (1u64 << 30) as f64)
+/// The worker threads a parallel command uses: `--threads`, else rayon's default (all cores).
+pub fn threads(given: Option<usize>) -> usize {
+    given.unwrap_or_else(rayon::current_num_threads)
 }
 
 #[cfg(test)]
@@ -74,28 +89,67 @@ mod tests {
     use super::*;
 
     #[test]
-    fn reads_mem_available() {
-        let t = "MemTotal:       32000000 kB\nMemFree:  100 kB\nMemAvailable:   23554388 kB\n";
-        assert_eq!(mem_available(t), Some(23554388 * 1024));
-        assert_eq!(mem_available("MemTotal: 1 kB\n"), None);
-    }
-
-    #[test]
-    fn refuses_above_the_limit_unless_yes() {
+    fn refuses_above_the_limit_and_names_the_remedies() {
         let limit = 4u64 << 30;
-        assert!(check_against("--requests", 1_000_000, false, false, limit).is_ok());
-        let e = check_against("--requests", 50_000_000, false, false, limit).unwrap_err();
-        assert!(
-            e.0.starts_with("--requests: 50000000 requests need about 23.9 GiB"),
-            "{}",
-            e.0
+        let need = |n: u64| budget::requests_bytes(n, false);
+        let yes = Runs::one(Some(false));
+        assert!(check_against("--requests", 1_000_000, false, yes, need(1_000_000), limit).is_ok());
+        let e = check_against(
+            "--requests",
+            50_000_000,
+            false,
+            yes,
+            need(50_000_000),
+            limit,
         );
-        assert!(
-            e.0.contains("4.0 GiB available") && e.0.contains("--yes"),
-            "{}",
-            e.0
+        assert_eq!(
+            e.unwrap_err().0,
+            "--requests: 50000000 requests need about 23.9 GiB of memory, more than the 4.0 GiB available: use fewer requests, or add --yes to run anyway"
         );
-        assert!(check_against("--requests", 50_000_000, false, true, limit).is_ok());
-        assert!(check_against("--requests", 1_000_000, true, false, limit).is_err());
+        let e = check_against(
+            "--requests",
+            50_000_000,
+            false,
+            Runs::one(None),
+            need(50_000_000),
+            limit,
+        );
+        assert!(e.unwrap_err().0.ends_with("available: use fewer requests"));
+        let plot = budget::requests_bytes(1_000_000, true);
+        assert!(check_against("--requests", 1_000_000, true, yes, plot, limit).is_err());
+        // Parallel runs: named, with --threads only where the command has it.
+        let runs = Runs {
+            parallel: 8,
+            yes: Some(false),
+            threads_flag: true,
+        };
+        let e = check_against(
+            "run 0 (requests=1000000)",
+            1_000_000,
+            false,
+            runs,
+            8 * need(1_000_000),
+            1 << 30,
+        );
+        assert_eq!(
+            e.unwrap_err().0,
+            "run 0 (requests=1000000): 1000000 requests in each of 8 runs at once need about 4.1 GiB of memory, more than the 1.0 GiB available: use fewer requests, fewer --threads, or add --yes to run anyway"
+        );
+        let runs = Runs {
+            threads_flag: false,
+            ..runs
+        };
+        let e = check_against(
+            "--requests",
+            1_000_000,
+            false,
+            runs,
+            8 * need(1_000_000),
+            1 << 30,
+        );
+        assert!(e
+            .unwrap_err()
+            .0
+            .ends_with("use fewer requests, or add --yes to run anyway"));
     }
 }

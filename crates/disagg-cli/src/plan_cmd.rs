@@ -13,6 +13,8 @@ use disagg_model::{Catalogue, Formats, QuantFormat};
 use disagg_sim::scenario::MAX_DEVICES;
 use disagg_sim::{max_sustainable_rate, simulate_config, Role, Scenario, SimConfig, Summary};
 use rayon::prelude::*;
+
+use crate::memory::Runs;
 use serde::Serialize;
 use serde_json::json;
 
@@ -504,10 +506,21 @@ fn latency_of(s: &Summary, metric: &str) -> f64 {
     }
 }
 
+/// Where a scenario's request count comes from, for the memory check's message.
+fn requests_flag(sc: &Scenario) -> &'static str {
+    if sc.trace_file.is_some() {
+        "--trace-file"
+    } else {
+        "--requests"
+    }
+}
+
 pub fn run(a: PlanArgs, cat: &Catalogue) -> CmdResult {
     let base = a.sc.scenario()?;
     if base.trace_file.is_none() {
         if let Ok(cfg) = base.build(cat) {
+            // The clipping count generates the requests: the memory check comes first.
+            crate::memory::check(requests_flag(&base), &cfg, false, Runs::one(Some(a.yes)))?;
             crate::report::warn_clipping(&cfg);
         }
     }
@@ -621,6 +634,21 @@ pub fn run(a: PlanArgs, cat: &Catalogue) -> CmdResult {
             None => own_layout(role),
         })
     };
+    // The one memory budget: every candidate holds the scenario's requests; the workers run
+    // as many candidates at once.
+    let base_cfg = Scenario {
+        rate,
+        ..base.clone()
+    }
+    .build(cat);
+    if let Ok(cfg) = &base_cfg {
+        let runs = Runs {
+            parallel: (crate::memory::threads(None) as u64).min(count.max(1)) as usize,
+            yes: Some(a.yes),
+            threads_flag: false,
+        };
+        crate::memory::check(requests_flag(&base), cfg, false, runs)?;
+    }
     if !a.quiet {
         eprintln!("plan: {count} candidates at {rate} req/s");
     }
@@ -934,6 +962,7 @@ pub fn run(a: PlanArgs, cat: &Catalogue) -> CmdResult {
 
 fn max_rate(a: &PlanArgs, base: Scenario, cat: &Catalogue) -> CmdResult {
     let cfg = base.build(cat)?;
+    crate::memory::check(requests_flag(&base), &cfg, false, Runs::one(Some(a.yes)))?;
     let r = max_sustainable_rate(&cfg, a.slo_target, 0.02, 0.0, None)?;
     let analytic = disagg_sim::analytic_capacity(&cfg);
     let calibration = disagg_sim::metrics::calibration_of(&cfg);

@@ -182,7 +182,12 @@ pub fn run(a: RunArgs, cat: &Catalogue) -> CmdResult {
         (None, None) => "--requests",
     };
     let requests = prep.cfg.workload.requests;
-    memory::check_run(requests_flag, requests, a.plot.is_some(), a.yes)?;
+    memory::check(
+        requests_flag,
+        &prep.cfg,
+        a.plot.is_some(),
+        memory::Runs::one(Some(a.yes)),
+    )?;
     if let Some(p) = &a.requests_out {
         check_writable("--requests-out", p)?;
     }
@@ -308,6 +313,12 @@ pub fn compare(a: CompareArgs, cat: &Catalogue) -> CmdResult {
                     e.to_string()
                 })
             })?;
+            memory::check(
+                "--requests",
+                &cfg,
+                a.plot.is_some(),
+                memory::Runs::one(None),
+            )?;
             cfgs.push((rate, mode, sc, cfg));
         }
     }
@@ -433,6 +444,8 @@ fn compare_variants(a: &CompareArgs, base: &Scenario, cat: &Catalogue) -> CmdRes
         let cfg = sc
             .build(cat)
             .map_err(|e| UsageError(format!("--variant {name}: {e}")))?;
+        let flag = format!("--variant {name}");
+        memory::check(&flag, &cfg, a.plot.is_some(), memory::Runs::one(None))?;
         cfgs.push(cfg);
     }
     if let Some(d) = &a.plot {

@@ -321,6 +321,45 @@ fn build_run(sweep: &Sweep, i: u64, cat: &Catalogue) -> Result<(Scenario, SimCon
     Ok((sc, cfg))
 }
 
+/// The run of a sweep that needs the most memory, found while every run is validated.
+#[derive(Default)]
+struct Largest(Option<(u64, u64, SimConfig)>);
+
+impl Largest {
+    fn see(&mut self, i: u64, cfg: &SimConfig) {
+        let b = disagg_sim::budget::config_bytes(cfg, false);
+        if !matches!(&self.0, Some(x) if b <= x.1) {
+            self.0 = Some((i, b, cfg.clone()));
+        }
+    }
+
+    /// The one memory budget: the largest run, times the runs in memory at once (the workers,
+    /// at most the runs), checked before any run starts.
+    fn check(
+        &self,
+        sweep: &Sweep,
+        threads: Option<usize>,
+        runs: u64,
+        yes: Option<bool>,
+    ) -> Result<(), UsageError> {
+        let Some((i, _, cfg)) = &self.0 else {
+            return Ok(());
+        };
+        let point: Vec<String> = sweep
+            .point(*i)
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        let runs = crate::memory::Runs {
+            parallel: (crate::memory::threads(threads) as u64).min(runs.max(1)) as usize,
+            yes,
+            threads_flag: true,
+        };
+        let flag = format!("run {i} ({})", point.join(" "));
+        crate::memory::check(&flag, cfg, false, runs)
+    }
+}
+
 /// The rows `disagg sweep --jsonl` writes for slice `shard` (`(i, n)`: the runs whose index modulo
 /// `n` is `i`) of `sweep`, in run order, computed on `threads` workers (default: all cores). Every
 /// run is validated before any runs, as the command does. For in-process callers.
@@ -345,11 +384,14 @@ pub fn rows(
     }
     let runs = shard_runs(total, shard_i, shard_n);
     let mut work = Vec::with_capacity(runs as usize);
+    let mut largest = Largest::default();
     for k in 0..runs {
         let i = shard_i + k * shard_n;
         let (sc, cfg) = build_run(sweep, i, cat)?;
+        largest.see(i, &cfg);
         work.push((i, sc, cfg));
     }
+    largest.check(sweep, threads, runs, None)?;
     let mut b = rayon::ThreadPoolBuilder::new();
     if let Some(t) = threads {
         b = b.num_threads(t);
@@ -836,10 +878,14 @@ pub fn run(a: SweepArgs, cat: &Catalogue) -> CmdResult {
     }
     // Validate every run of this shard before running any.
     let mut levers = false;
+    let mut largest = Largest::default();
     for k in 0..runs {
         let i = shard_i + k * shard_n;
-        levers |= build_run(&sweep, i, cat)?.0.levers_on();
+        let (sc, cfg) = build_run(&sweep, i, cat)?;
+        levers |= sc.levers_on();
+        largest.see(i, &cfg);
     }
+    largest.check(&sweep, a.threads, runs, Some(a.yes))?;
     let pool = {
         let mut b = rayon::ThreadPoolBuilder::new();
         if let Some(t) = a.threads {

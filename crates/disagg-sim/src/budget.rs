@@ -2,7 +2,8 @@
 //! Python package ask [`check`] (with their own limit) before they generate a single request.
 //!
 //! A run's memory is linear in what it holds: per request its stamps, records and latency
-//! samples ([`BYTES_PER_REQUEST`]); per prefix-chain segment of a replayed trace
+//! samples ([`BYTES_PER_REQUEST`], [`SCHEDULED_BYTES_PER_REQUEST`] with sessions or the scheduling
+//! levers); per prefix-chain segment of a replayed trace
 //! ([`BYTES_PER_SEGMENT`]); per request again when time series are kept for charts
 //! ([`SERIES_BYTES_PER_REQUEST`]); and a fixed part ([`BASE_BYTES`]). Closed-loop session turns
 //! share one segment buffer per session, so no part grows faster than the requests. The
@@ -13,9 +14,16 @@ use crate::workload::Source;
 
 /// Bytes a run holds per request (requests, their stamps, the latency samples, a session's
 /// closed-loop links and prefix chain). Measured as the peak RSS of `disagg run --requests N`
-/// between N = 100,000 and 1,000,000: 336 bytes per request disaggregated, 447 colocated, 470
-/// with `--turns 10` (prefix chains and session keys); rounded up.
+/// between N = 100,000 and 1,000,000: 336 bytes per request disaggregated, 447 colocated;
+/// rounded up.
 pub const BYTES_PER_REQUEST: u64 = 512;
+
+/// Bytes a run holds per request with closed-loop sessions or the scheduling levers (the
+/// scheduled instances' per-request state, a session's links, prefix chain and keys). Measured
+/// between 100,000 and 200,000 requests, the worst case overloaded (every request waiting at
+/// once): 515 bytes with 4 turns at 2 sessions/s, 684 with `--prefix-caching`, 941 with 10 turns
+/// at 20 sessions/s, 1,255 with that and `--prefix-caching` colocated; rounded up.
+pub const SCHEDULED_BYTES_PER_REQUEST: u64 = 1536;
 
 /// Bytes per request when time series are kept (`--plot`, the page): they grow with the simulated
 /// time, which grows with the requests at a given rate; measured 6.2 to 6.4 KiB; rounded up.
@@ -38,16 +46,25 @@ pub fn requests_bytes(requests: u64, series: bool) -> u64 {
     BASE_BYTES.saturating_add(requests.saturating_mul(per))
 }
 
-/// The estimated peak memory of one run of `cfg`, bytes: its requests, and a replayed trace's
-/// prefix-chain segments.
+/// The estimated peak memory of one run of `cfg`, bytes: its requests (more per request with
+/// sessions or the scheduling levers), and a replayed trace's prefix-chain segments.
 pub fn config_bytes(cfg: &SimConfig, series: bool) -> u64 {
     let segments: u64 = match &cfg.source {
         Source::File {
             chains: Some(ch), ..
-        } => ch.chains.iter().map(|c| c.segments.len() as u64).sum(),
+        } => ch.stored_segments(),
         _ => 0,
     };
+    let sessions = matches!(&cfg.source, Source::Sessions { shape, .. } if !shape.is_plain());
+    let scheduled = if sessions || cfg.levers.is_some() {
+        cfg.workload
+            .requests
+            .saturating_mul(SCHEDULED_BYTES_PER_REQUEST - BYTES_PER_REQUEST)
+    } else {
+        0
+    };
     requests_bytes(cfg.workload.requests, series)
+        .saturating_add(scheduled)
         .saturating_add(segments.saturating_mul(BYTES_PER_SEGMENT))
 }
 
@@ -96,10 +113,22 @@ pub fn check(need_bytes: u64, limit_bytes: u64) -> Result<(), OverBudget> {
     }
 }
 
-/// The budget of a process that runs one thing at a time: what the machine has available now
-/// (no limit where that is unknown).
+/// The environment variable that sets the budget of [`machine_limit_bytes`] (a whole number of
+/// bytes), for a machine shared with other work, or tests.
+pub const BUDGET_ENV: &str = "DISAGG_MEMORY_BUDGET_BYTES";
+
+/// The budget of a process that runs one thing at a time: `DISAGG_MEMORY_BUDGET_BYTES` if set to
+/// a whole number of bytes, else what the machine has available now (no limit where that is
+/// unknown), whichever is smaller.
 pub fn machine_limit_bytes() -> u64 {
-    available_bytes().unwrap_or(u64::MAX)
+    let machine = available_bytes().unwrap_or(u64::MAX);
+    match std::env::var(BUDGET_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+    {
+        Some(set) => set.min(machine),
+        None => machine,
+    }
 }
 
 /// `bytes` in GiB with one decimal (`1.5 GiB`).

@@ -216,6 +216,18 @@ impl Segments {
     }
 }
 
+impl Segments {
+    /// True if `self` and `other` read the same buffer (turns of one session).
+    pub fn shares_buffer(&self, other: &Segments) -> bool {
+        std::sync::Arc::ptr_eq(&self.buf, &other.buf)
+    }
+
+    /// The length of the buffer read (at least `len()`).
+    pub fn buffer_len(&self) -> usize {
+        self.buf.len()
+    }
+}
+
 impl std::ops::Deref for Segments {
     type Target = [(u32, u64)];
     fn deref(&self) -> &[(u32, u64)] {
@@ -252,6 +264,22 @@ pub struct PrefixChains {
     pub chains: Vec<PrefixChain>,
     /// The name of each interned key (`sys0`, `s12t3`).
     pub names: Vec<String>,
+}
+
+impl PrefixChains {
+    /// The segments held in memory: each buffer counted once (consecutive chains that share a
+    /// buffer, as a session's turns do, count it once).
+    pub fn stored_segments(&self) -> u64 {
+        let mut n = 0u64;
+        let mut prev: Option<&Segments> = None;
+        for c in &self.chains {
+            if !prev.is_some_and(|p| p.shares_buffer(&c.segments)) {
+                n += c.segments.buffer_len() as u64;
+            }
+            prev = Some(&c.segments);
+        }
+        n
+    }
 }
 
 /// The prefix chains of a Mooncake trace (`--prefix-from-trace`, beyond the reference): each

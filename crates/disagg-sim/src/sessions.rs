@@ -295,3 +295,40 @@ pub fn find_workload(key: &str) -> Result<WorkloadPreset, disagg_model::Error> {
         )),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Closed-loop turns used to copy every earlier turn's segments into each chain: two sessions
+    /// of 10,000 turns held 10^8 segments (1.6 GB). Each session's turns now share one buffer.
+    #[test]
+    fn session_chains_are_linear_in_the_turns() {
+        let shape = SessionShape {
+            turns: 10_000,
+            system_prompts: 2,
+            system_len: 64,
+            share: 1.0,
+            ..SessionShape::default()
+        };
+        let d = LengthDist::new(8.0, 0.5);
+        let reqs = chat_sessions(1.0, 20_000, &d, &d, 7, &shape);
+        let ch = session_chains(&reqs, shape.turns);
+        assert_eq!(ch.chains.len(), 20_000);
+        // Two buffers of (system prompt + 10,000 turns) segments.
+        assert_eq!(ch.stored_segments(), 2 * 10_001);
+        // Turn j reads the system prompt and turns 0..j of its own session, with the keys the
+        // names give them.
+        let c = &ch.chains[10_000 + 7];
+        assert_eq!(c.segments.len(), 8);
+        assert_eq!(ch.names[c.segments[0].0 as usize], "sys1");
+        assert_eq!(ch.names[c.segments[7].0 as usize], "s1t6");
+        assert_eq!(ch.names[c.emit.unwrap() as usize], "s1t7");
+        assert_eq!(c.segments[0].1, 64);
+        let r = &reqs[10_000 + 3];
+        assert_eq!(
+            c.segments[4].1,
+            r.req.prompt_len as u64 - r.shared_prefix_tokens + r.req.output_len as u64
+        );
+    }
+}
