@@ -89,3 +89,40 @@ pub fn catalogue(data: &[u8]) {
         clean(&e.to_string());
     }
 }
+
+/// The server's request bodies: `data` as the body of each POST route through
+/// [`disagg_web::Api::handle`] (no socket), with small limits (200 ms, 2,000 requests, 64 MiB of
+/// memory) so that no input runs long. Every answer is JSON with a 2xx, 4xx or 503 status and a
+/// one-line error; a 500 (a panic caught inside the API) fails the target.
+pub fn api_body(data: &[u8]) {
+    use disagg_web::{Api, Limits};
+    static API: std::sync::OnceLock<Api> = std::sync::OnceLock::new();
+    let api = API.get_or_init(|| {
+        Api::new(
+            Catalogue::builtin(),
+            Limits {
+                time_limit: std::time::Duration::from_millis(200),
+                max_requests: 2_000,
+                max_sweep_requests: 10_000,
+                memory_budget_bytes: 64 << 20,
+                ..Limits::default()
+            },
+        )
+    });
+    for path in ["/api/handoff", "/api/run", "/api/sweep"] {
+        let r = api.handle("POST", path, data);
+        assert!(
+            (200..500).contains(&r.status) || r.status == 503,
+            "{path}: {} {}",
+            r.status,
+            r.text()
+        );
+        assert_eq!(r.content_type, "application/json");
+        let v: serde_json::Value = serde_json::from_slice(&r.body).expect("a JSON answer");
+        if r.status >= 400 {
+            let e = v["error"].as_str().expect("an error message");
+            assert!(!e.is_empty(), "{path}: empty error");
+            one_line(e);
+        }
+    }
+}

@@ -108,6 +108,11 @@ struct ServeArgs {
     /// repeatable.
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
     allow_origin: Vec<String>,
+    /// Memory, MiB, that the simulations running at once may hold together (each is estimated
+    /// before it starts: one over the budget gets 413, one that finds it taken 503). 0: half of
+    /// the memory available at start.
+    #[arg(long = "memory-budget", value_name = "MIB", default_value_t = 0)]
+    memory_budget: u64,
 }
 
 /// The `disagg` binary: parses the process's arguments, runs the command, returns its exit code.
@@ -163,6 +168,13 @@ fn execute(cli: Cli) -> CmdResult {
                 threads: a.threads,
                 allow_origins: a.allow_origin,
                 catalogue: cat,
+                limits: disagg_web::Limits {
+                    memory_budget_bytes: match a.memory_budget {
+                        0 => disagg_web::default_memory_budget(),
+                        mib => mib.saturating_mul(1 << 20),
+                    },
+                    ..Default::default()
+                },
                 ..Default::default()
             })
             .map_err(UsageError),

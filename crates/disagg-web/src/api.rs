@@ -10,11 +10,13 @@
 //! | POST | `/api/sweep` | a `Scenario` (+ `preset`, `rates`, `compact`) | one summary per rate |
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use disagg_model::calc::HandoffSpec;
 use disagg_model::ranks::RankSpec;
 use disagg_model::{Catalogue, ModelSpec, SendMode};
+use disagg_sim::budget;
 use disagg_sim::{
     simulate_config_observed, simulate_workload, RunResult, Scenario, SimConfig, Summary,
 };
@@ -24,11 +26,50 @@ use crate::input::{api_spelling, handoff_json, object, overlay, take, ApiError};
 use crate::observe::{latency_samples, quiet_time_up_panics, Deadline, Series, TimeUp};
 use crate::{page, Limits, Response};
 
-/// The API over one catalogue with one set of limits. Cheap to share between threads.
+/// The API over one catalogue with one set of limits. Cheap to share between threads; clones
+/// share one memory budget ([`Limits::memory_budget_bytes`]).
 #[derive(Clone, Debug)]
 pub struct Api {
     catalogue: Catalogue,
     limits: Limits,
+    memory: Arc<MemoryPool>,
+}
+
+/// The memory budget the simulations running at once share: bytes reserved by running ones.
+#[derive(Debug)]
+struct MemoryPool {
+    budget: u64,
+    reserved: Mutex<u64>,
+}
+
+/// Bytes reserved in a [`MemoryPool`], released on drop (also when a run unwinds on its deadline).
+struct Reservation<'a> {
+    pool: &'a MemoryPool,
+    bytes: u64,
+}
+
+impl MemoryPool {
+    fn reserved(&self) -> std::sync::MutexGuard<'_, u64> {
+        // Nothing panics while the lock is held; a poisoned lock still holds a valid count.
+        self.reserved.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Reserves `bytes` if they fit beside what is reserved now.
+    fn try_reserve(&self, bytes: u64) -> Option<Reservation<'_>> {
+        let mut r = self.reserved();
+        if r.saturating_add(bytes) > self.budget {
+            return None;
+        }
+        *r += bytes;
+        Some(Reservation { pool: self, bytes })
+    }
+}
+
+impl Drop for Reservation<'_> {
+    fn drop(&mut self) {
+        let mut r = self.pool.reserved();
+        *r = r.saturating_sub(self.bytes);
+    }
 }
 
 type Answer = Result<(Value, Vec<(&'static str, String)>), ApiError>;
@@ -37,7 +78,15 @@ impl Api {
     /// An API over `catalogue` with `limits`.
     pub fn new(catalogue: Catalogue, limits: Limits) -> Self {
         quiet_time_up_panics();
-        Api { catalogue, limits }
+        let memory = Arc::new(MemoryPool {
+            budget: limits.memory_budget_bytes,
+            reserved: Mutex::new(0),
+        });
+        Api {
+            catalogue,
+            limits,
+            memory,
+        }
     }
 
     /// The limits in force.
@@ -179,6 +228,7 @@ impl Api {
                 "max_handoff_batch": l.max_handoff_batch,
                 "max_body_bytes": l.max_body_bytes,
                 "time_limit_s": l.time_limit.as_secs_f64(),
+                "memory_budget_bytes": l.memory_budget_bytes,
             },
         })
     }
@@ -263,6 +313,34 @@ impl Api {
         Ok(())
     }
 
+    /// Reserves `need` bytes of the memory budget for one call: 413 if it alone is over the
+    /// budget, 503 if the simulations running now leave too little.
+    fn reserve(&self, need: u64, what: &str) -> Result<Reservation<'_>, ApiError> {
+        let pool = &*self.memory;
+        if let Err(over) = budget::check(need, pool.budget) {
+            return Err(ApiError::limit(
+                "memory_budget_bytes",
+                pool.budget as f64,
+                Some("requests"),
+                format!(
+                    "requests: {what} would {over} of this server (memory_budget_bytes); ask \
+                     for fewer requests"
+                ),
+            ));
+        }
+        pool.try_reserve(need).ok_or_else(|| ApiError {
+            status: 503,
+            ..ApiError::bad(
+                None,
+                format!(
+                    "the server's memory budget ({}) is taken by other simulations; try again \
+                     shortly",
+                    budget::gib(pool.budget)
+                ),
+            )
+        })
+    }
+
     fn build(&self, sc: &Scenario) -> Result<SimConfig, ApiError> {
         sc.build(&self.catalogue).map_err(|e| {
             let (msg, field) = api_spelling(&e.to_string());
@@ -293,6 +371,12 @@ impl Api {
         self.check_requests(&sc)?;
         no_files(&sc)?;
         let cfg = self.build(&sc)?;
+        let what = if series {
+            format!("{} with series", sc.requests)
+        } else {
+            sc.requests.to_string()
+        };
+        let _memory = self.reserve(budget::config_bytes(&cfg, series), &what)?;
         let t_sim = Instant::now();
         let deadline = Deadline::new(deadline_at);
         let workload = cfg.requests();
@@ -401,8 +485,27 @@ impl Api {
             })?;
             cfgs.push(cfg);
         }
+        // The points that run at once hold memory together: as many threads as the budget has
+        // room for (the largest points first), at least one.
+        let mut needs: Vec<u64> = cfgs
+            .iter()
+            .map(|c| budget::config_bytes(c, false))
+            .collect();
+        needs.sort_unstable_by(|a, b| b.cmp(a));
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let mut threads = 1;
+        let mut need = needs[0];
+        while threads < cores.min(needs.len()) {
+            let more = need.saturating_add(needs[threads]);
+            if more > self.memory.budget {
+                break;
+            }
+            need = more;
+            threads += 1;
+        }
+        let _memory = self.reserve(need, &base.requests.to_string())?;
         let t_sim = Instant::now();
-        let summaries = run_parallel(&cfgs, deadline_at)?;
+        let summaries = run_parallel(&cfgs, threads, deadline_at)?;
         let sim_ms = t_sim.elapsed().as_secs_f64() * 1e3;
         let runs: Vec<Value> = rates
             .iter()
@@ -445,13 +548,14 @@ fn option_help() -> Map<String, Value> {
         .collect()
 }
 
-/// Runs every configuration, on up to `available_parallelism` threads, before `deadline`.
-fn run_parallel(cfgs: &[SimConfig], deadline: Instant) -> Result<Vec<Summary>, ApiError> {
+/// Runs every configuration, on up to `threads` threads, before `deadline`.
+fn run_parallel(
+    cfgs: &[SimConfig],
+    threads: usize,
+    deadline: Instant,
+) -> Result<Vec<Summary>, ApiError> {
     use std::sync::atomic::{AtomicUsize, Ordering};
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(cfgs.len())
-        .max(1);
+    let threads = threads.min(cfgs.len()).max(1);
     let next = AtomicUsize::new(0);
     let one = |cfg: &SimConfig| -> Result<Summary, ApiError> {
         let mut obs = Deadline::new(deadline);
@@ -555,7 +659,11 @@ fn json_response(status: u16, v: &Value, mut headers: Vec<(&'static str, String)
 }
 
 fn error_response(e: &ApiError) -> Response {
-    json_response(e.status, &e.to_json(), Vec::new())
+    let mut headers = Vec::new();
+    if e.status == 503 {
+        headers.push(("Retry-After", "1".into()));
+    }
+    json_response(e.status, &e.to_json(), headers)
 }
 
 fn method_not_allowed(allow: &'static str) -> Response {
@@ -565,4 +673,106 @@ fn method_not_allowed(allow: &'static str) -> Response {
     });
     r.headers.push(("Allow", allow.into()));
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn api(budget: u64, time_limit: Duration) -> Api {
+        Api::new(
+            Catalogue::builtin(),
+            Limits {
+                memory_budget_bytes: budget,
+                time_limit,
+                ..Limits::default()
+            },
+        )
+    }
+
+    fn run_body(requests: u64) -> Vec<u8> {
+        format!(r#"{{"model": "llama3-8b", "devices_per_instance": 1, "requests": {requests}}}"#)
+            .into_bytes()
+    }
+
+    fn json(r: &Response) -> Value {
+        serde_json::from_slice(&r.body).expect("JSON")
+    }
+
+    #[test]
+    fn a_run_over_the_memory_budget_is_413_and_one_that_finds_it_taken_503() {
+        let budget = budget::requests_bytes(2_000, false);
+        let api = api(budget, Duration::from_secs(10));
+        // Alone over the budget: 413 naming `requests` and the budget.
+        for (path, body) in [
+            ("/api/run", run_body(5_000)),
+            (
+                "/api/run",
+                br#"{"requests": 1000, "series": true}"#.to_vec(),
+            ),
+            (
+                "/api/sweep",
+                br#"{"requests": 5000, "rates": [1, 2]}"#.to_vec(),
+            ),
+        ] {
+            let r = api.handle("POST", path, &body);
+            assert_eq!(r.status, 413, "{path}: {}", r.text());
+            let v = json(&r);
+            assert_eq!(v["limit"], "memory_budget_bytes");
+            assert_eq!(v["max"], budget);
+            assert_eq!(v["field"], "requests");
+            let msg = v["error"].as_str().unwrap();
+            assert!(
+                msg.starts_with("requests: ") && msg.contains("budget"),
+                "{msg}"
+            );
+        }
+        assert_eq!(api.handle("POST", "/api/run", &run_body(100)).status, 200);
+        // Taken by other simulations: 503 with Retry-After, then 200 once they end.
+        let others = api.memory.try_reserve(budget - 1_000).expect("fits");
+        for (path, body) in [
+            ("/api/run", run_body(100)),
+            (
+                "/api/sweep",
+                br#"{"requests": 100, "rates": [1, 2]}"#.to_vec(),
+            ),
+        ] {
+            let r = api.handle("POST", path, &body);
+            assert_eq!(r.status, 503, "{path}: {}", r.text());
+            assert_eq!(r.header("retry-after"), Some("1"));
+            assert!(json(&r)["error"].as_str().unwrap().contains("memory"));
+        }
+        drop(others);
+        assert_eq!(api.handle("POST", "/api/run", &run_body(100)).status, 200);
+        assert_eq!(*api.memory.reserved(), 0);
+        // A sweep whose points fit one at a time but not all at once still runs.
+        let sweep = br#"{"requests": 1500, "rates": [1, 2, 3]}"#;
+        let r = api.handle("POST", "/api/sweep", sweep);
+        assert_eq!(r.status, 200, "{}", r.text());
+        assert_eq!(*api.memory.reserved(), 0);
+    }
+
+    #[test]
+    fn a_run_that_runs_out_of_time_gives_its_memory_back() {
+        let api = api(1 << 40, Duration::from_millis(1));
+        for (path, body) in [
+            ("/api/run", run_body(200_000)),
+            (
+                "/api/sweep",
+                br#"{"requests": 100000, "rates": [1, 2]}"#.to_vec(),
+            ),
+        ] {
+            let r = api.handle("POST", path, &body);
+            assert_eq!(r.status, 413, "{}", r.text());
+            assert_eq!(json(&r)["limit"], "time_limit_s");
+            assert_eq!(*api.memory.reserved(), 0, "{path}");
+        }
+        // Clones share one budget.
+        let twin = api.clone();
+        let held = api.memory.try_reserve(1 << 40).expect("fits");
+        assert!(twin.memory.try_reserve(1).is_none());
+        drop(held);
+        assert!(twin.memory.try_reserve(1).is_some());
+    }
 }

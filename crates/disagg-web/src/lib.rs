@@ -50,6 +50,12 @@ pub struct Limits {
     pub max_body_bytes: usize,
     /// Wall-clock time one call may simulate for.
     pub time_limit: Duration,
+    /// Memory, bytes, that the simulations running at once may hold together (each estimated
+    /// with [`disagg_sim::budget::config_bytes`] before it allocates, and held until it ends).
+    /// One simulation that alone needs more gets a 413 (`memory_budget_bytes`, field
+    /// `requests`); one that would fit but finds the budget taken by others gets a 503 with
+    /// `Retry-After`. Default: [`default_memory_budget`].
+    pub memory_budget_bytes: u64,
 }
 
 impl Default for Limits {
@@ -62,8 +68,51 @@ impl Default for Limits {
             max_handoff_batch: 256,
             max_body_bytes: 64 * 1024,
             time_limit: Duration::from_secs(10),
+            memory_budget_bytes: default_memory_budget(),
         }
     }
+}
+
+/// Half of the memory this process can have, read once: the least of the machine's available
+/// memory ([`disagg_sim::budget::available_bytes`]), the address-space limit (`ulimit -v`) and
+/// the cgroup's memory limit (`memory.max`); 2 GiB where none of these is known.
+pub fn default_memory_budget() -> u64 {
+    static BUDGET: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *BUDGET.get_or_init(|| {
+        [
+            disagg_sim::budget::available_bytes(),
+            address_space_limit(),
+            cgroup_limit(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+        .map_or(2 << 30, |b| b / 2)
+    })
+}
+
+/// `ulimit -v` (`RLIMIT_AS`), bytes, if set.
+fn address_space_limit() -> Option<u64> {
+    #[cfg(target_os = "linux")]
+    {
+        let mut r = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit writes the struct it is given.
+        let ok = unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut r) } == 0;
+        (ok && r.rlim_cur != libc::RLIM_INFINITY).then_some(r.rlim_cur)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        None
+    }
+}
+
+/// The memory limit of this process's cgroup (v2 `memory.max`), bytes, if set.
+fn cgroup_limit() -> Option<u64> {
+    let text = std::fs::read_to_string("/sys/fs/cgroup/memory.max").ok()?;
+    text.trim().parse().ok()
 }
 
 /// How to run the server.
@@ -79,8 +128,13 @@ pub struct ServeOptions {
     pub threads: usize,
     /// Simulations that may wait for a turn when `threads` are running; beyond that, 503.
     pub sim_queue: usize,
-    /// Open connections at most; over the bound a new connection gets a 503 and is closed.
+    /// Open connections at most. At the bound a new connection closes the least recently active
+    /// idle one (no request in flight); only when every one is busy does it get a 503.
     pub max_connections: usize,
+    /// Open connections from one peer address at most. At the bound a new connection from that
+    /// address closes that address's least recently active idle one; if all of them are busy it
+    /// gets a 503. Keeps one client from holding the whole `max_connections`.
+    pub max_connections_per_peer: usize,
     /// Time to send a request's head, and its body; also how long an idle keep-alive connection
     /// stays open. A body that does not arrive in time gets a 408.
     pub read_timeout: Duration,
@@ -101,6 +155,7 @@ impl Default for ServeOptions {
             threads: 0,
             sim_queue: 64,
             max_connections: 512,
+            max_connections_per_peer: 64,
             read_timeout: Duration::from_secs(5),
             allow_origins: Vec::new(),
             limits: Limits::default(),

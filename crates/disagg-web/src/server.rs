@@ -1,27 +1,33 @@
 //! The HTTP server: axum on tokio/hyper, in front of the socket-free [`Api::handle`].
 //!
-//! * The accept loop bounds the open connections (over the bound a connection gets a 503 and is
-//!   closed); hyper's head-read timeout closes a connection that sends no complete request head in
-//!   `read_timeout`, which also ends idle keep-alive connections.
+//! * The accept loop bounds the open connections, in all (`max_connections`) and per peer
+//!   address (`max_connections_per_peer`). At a bound a new connection closes the least recently
+//!   active idle connection (no request in flight; of that peer at the peer bound) instead of
+//!   being refused, so that idle sockets cannot lock the page out; only when every connection in
+//!   the way is busy does the new one get a 503 and close. hyper's head-read timeout closes a
+//!   connection that sends no complete request head in `read_timeout`, which also ends idle
+//!   keep-alive connections.
 //! * Tower layers, outside in: JSON bodies for the layers' own error answers, a whole-request
-//!   timeout, the request guard (`Host`, `Origin`, CORS preflight, `Content-Type`), the body limit.
+//!   timeout, the request guard (one `Host` and at most one `Origin`, both this server's;
+//!   CORS preflight; `Content-Type`), the body limit.
 //! * The handler reads the body within `read_timeout` (408 after), then answers. Simulations
 //!   (`POST /api/run`, `/api/sweep`) run on the blocking pool, at most `threads` at once; up to
 //!   `sim_queue` more wait for a turn and beyond that the answer is 503. Everything else (the page,
 //!   `/api/catalogue`, `/api/presets`, `/api/handoff`) is answered on the async workers at once.
 
+use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use http_body_util::BodyExt;
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::{watch, Notify, Semaphore};
 
 use crate::input::ApiError;
 use crate::{Api, ServeOptions};
@@ -31,6 +37,7 @@ pub struct Server {
     listener: std::net::TcpListener,
     state: Arc<Shared>,
     max_connections: usize,
+    max_connections_per_peer: usize,
     addr: SocketAddr,
 }
 
@@ -55,6 +62,159 @@ struct Shared {
     /// Simulations waiting for a permit, and how many may wait.
     queued: AtomicUsize,
     max_queued: usize,
+}
+
+/// The open connections, in all and per peer address, and what closing an idle one needs.
+struct Connections {
+    max: usize,
+    per_peer: usize,
+    epoch: Instant,
+    table: Mutex<ConnTable>,
+}
+
+#[derive(Default)]
+struct ConnTable {
+    next_id: u64,
+    /// The connections that count against the bounds (not yet told to close).
+    open: HashMap<u64, (IpAddr, Arc<ConnState>)>,
+    by_peer: HashMap<IpAddr, usize>,
+}
+
+/// One connection as the accept loop sees it.
+#[derive(Default)]
+struct ConnState {
+    /// Requests being answered on it.
+    in_flight: AtomicUsize,
+    /// When a request last ended on it (or it was accepted), ns since [`Connections::epoch`].
+    last_active_ns: AtomicU64,
+    /// Told to close (gracefully: a request in flight is still answered).
+    close: Notify,
+}
+
+/// A connection's place in [`Connections`], given back on drop.
+struct ConnSlot {
+    conns: Arc<Connections>,
+    id: u64,
+    state: Arc<ConnState>,
+}
+
+/// Why a connection was not admitted: every connection in the way is busy.
+enum Full {
+    Peer,
+    All,
+}
+
+impl Connections {
+    fn new(max: usize, per_peer: usize) -> Self {
+        Connections {
+            max,
+            per_peer,
+            epoch: Instant::now(),
+            table: Mutex::new(ConnTable::default()),
+        }
+    }
+
+    fn now_ns(&self) -> u64 {
+        self.epoch.elapsed().as_nanos().min(u64::MAX as u128) as u64
+    }
+
+    fn table(&self) -> std::sync::MutexGuard<'_, ConnTable> {
+        self.table.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Admits a connection from `peer`, first closing the least recently active idle connection
+    /// (of `peer` at the per-peer bound, of any peer at the global bound) where a bound is reached.
+    fn admit(self: &Arc<Self>, peer: IpAddr) -> Result<ConnSlot, Full> {
+        let mut t = self.table();
+        if t.by_peer.get(&peer).copied().unwrap_or(0) >= self.per_peer
+            && !t.close_idlest(|p| p == peer)
+        {
+            return Err(Full::Peer);
+        }
+        if t.open.len() >= self.max && !t.close_idlest(|_| true) {
+            return Err(Full::All);
+        }
+        let id = t.next_id;
+        t.next_id += 1;
+        let state = Arc::new(ConnState::default());
+        state.last_active_ns.store(self.now_ns(), Ordering::Relaxed);
+        t.open.insert(id, (peer, Arc::clone(&state)));
+        *t.by_peer.entry(peer).or_insert(0) += 1;
+        Ok(ConnSlot {
+            conns: Arc::clone(self),
+            id,
+            state,
+        })
+    }
+}
+
+impl ConnTable {
+    fn forget(&mut self, id: u64) {
+        if let Some((peer, _)) = self.open.remove(&id) {
+            if let Some(n) = self.by_peer.get_mut(&peer) {
+                *n -= 1;
+                if *n == 0 {
+                    self.by_peer.remove(&peer);
+                }
+            }
+        }
+    }
+
+    /// Tells the least recently active connection without a request in flight whose peer
+    /// matches to close, and stops counting it; false if there is none.
+    fn close_idlest(&mut self, peer_matches: impl Fn(IpAddr) -> bool) -> bool {
+        let idlest = self
+            .open
+            .iter()
+            .filter(|(_, (p, c))| peer_matches(*p) && c.in_flight.load(Ordering::SeqCst) == 0)
+            .min_by_key(|(id, (_, c))| (c.last_active_ns.load(Ordering::Relaxed), **id))
+            .map(|(id, (_, c))| (*id, Arc::clone(c)));
+        let Some((id, c)) = idlest else {
+            return false;
+        };
+        self.forget(id);
+        c.close.notify_one();
+        true
+    }
+}
+
+impl Drop for ConnSlot {
+    fn drop(&mut self) {
+        self.conns.table().forget(self.id);
+    }
+}
+
+/// A request in flight on a connection (the connection is busy while it lives).
+struct Busy {
+    state: Arc<ConnState>,
+    conns: Arc<Connections>,
+}
+
+impl Busy {
+    fn new(slot: &ConnSlot) -> Self {
+        slot.state.in_flight.fetch_add(1, Ordering::SeqCst);
+        Busy {
+            state: Arc::clone(&slot.state),
+            conns: Arc::clone(&slot.conns),
+        }
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.state
+            .last_active_ns
+            .store(self.conns.now_ns(), Ordering::Relaxed);
+        self.state.in_flight.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// The peer's address, an IPv4-mapped IPv6 address as IPv4.
+fn peer_ip(peer: &SocketAddr) -> IpAddr {
+    match peer.ip() {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4),
+        v4 => v4,
+    }
 }
 
 /// The local address a connection was accepted on (a request extension).
@@ -140,6 +300,7 @@ impl Server {
                 max_queued: opts.sim_queue,
             }),
             max_connections: opts.max_connections.max(1),
+            max_connections_per_peer: opts.max_connections_per_peer.max(1),
             addr,
         })
     }
@@ -261,9 +422,12 @@ async fn accept_loop(server: Server, mut stopped: watch::Receiver<bool>) {
     };
     let state = server.state;
     let app = router(Arc::clone(&state));
-    let connections = Arc::new(Semaphore::new(server.max_connections));
+    let connections = Arc::new(Connections::new(
+        server.max_connections,
+        server.max_connections_per_peer,
+    ));
     loop {
-        let (sock, _peer) = tokio::select! {
+        let (sock, peer) = tokio::select! {
             _ = stopped.changed() => break,
             r = listener.accept() => match r {
                 Ok(x) => x,
@@ -274,9 +438,12 @@ async fn accept_loop(server: Server, mut stopped: watch::Receiver<bool>) {
                 }
             },
         };
-        let Ok(permit) = Arc::clone(&connections).try_acquire_owned() else {
-            tokio::spawn(refuse_connection(sock));
-            continue;
+        let slot = match connections.admit(peer_ip(&peer)) {
+            Ok(slot) => slot,
+            Err(full) => {
+                tokio::spawn(refuse_connection(sock, full));
+                continue;
+            }
         };
         // Answers leave as soon as they are written (no Nagle delay behind a delayed ACK).
         let _ = sock.set_nodelay(true);
@@ -285,25 +452,49 @@ async fn accept_loop(server: Server, mut stopped: watch::Receiver<bool>) {
         let read_timeout = state.read_timeout;
         tokio::spawn(async move {
             use tower::ServiceExt;
-            let svc = app.map_request(move |mut req: Request<hyper::body::Incoming>| {
+            let slot = Arc::new(slot);
+            let in_slot = Arc::clone(&slot);
+            let svc = tower::service_fn(move |mut req: Request<hyper::body::Incoming>| {
+                let busy = Busy::new(&in_slot);
                 req.extensions_mut().insert(Local(local));
-                req.map(Body::new)
+                let req = req.map(Body::new);
+                let app = app.clone();
+                async move {
+                    let r = app.oneshot(req).await;
+                    drop(busy);
+                    r
+                }
             });
             let svc = hyper_util::service::TowerToHyperService::new(svc);
-            let _ = hyper::server::conn::http1::Builder::new()
+            let conn = hyper::server::conn::http1::Builder::new()
                 .timer(hyper_util::rt::TokioTimer::new())
                 .header_read_timeout(read_timeout)
                 .max_buf_size(64 * 1024)
-                .serve_connection(hyper_util::rt::TokioIo::new(sock), svc)
-                .await;
-            drop(permit);
+                .serve_connection(hyper_util::rt::TokioIo::new(sock), svc);
+            tokio::pin!(conn);
+            tokio::select! {
+                _ = conn.as_mut() => {}
+                _ = slot.state.close.notified() => {
+                    // Closed to make room: at once if idle, after its answer if a request has
+                    // just begun.
+                    conn.as_mut().graceful_shutdown();
+                    let _ = conn.await;
+                }
+            }
+            drop(slot);
         });
     }
 }
 
-/// Over the connection bound: a short 503 and close, without reading the request.
-async fn refuse_connection(sock: tokio::net::TcpStream) {
-    let body = "{\"error\":\"too many open connections; try again shortly\"}\n";
+/// Over a connection bound with every connection in the way busy: a short 503 and close, without
+/// reading the request.
+async fn refuse_connection(sock: tokio::net::TcpStream, full: Full) {
+    let body = match full {
+        Full::Peer => {
+            "{\"error\":\"too many open connections from your address, all busy; try again shortly\"}\n"
+        }
+        Full::All => "{\"error\":\"too many open connections, all busy; try again shortly\"}\n",
+    };
     let msg = format!(
         "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n\
          Content-Length: {}\r\nRetry-After: 1\r\nConnection: close\r\n\r\n{body}",
@@ -461,6 +652,15 @@ async fn guard(
 ) -> axum::response::Response {
     let local = req.extensions().get::<Local>().map_or(st.addr, |l| l.0);
     let h = req.headers();
+    // Two `Host`s (or `Origin`s) could be read differently by a proxy and by this check.
+    for (name, shown) in [(header::HOST, "Host"), (header::ORIGIN, "Origin")] {
+        if h.get_all(&name).iter().nth(1).is_some() {
+            return error(
+                400,
+                format!("more than one {shown} header; send exactly one"),
+            );
+        }
+    }
     let host = header_str(h, header::HOST)
         .map(str::to_string)
         .or_else(|| req.uri().authority().map(|a| a.as_str().to_string()));

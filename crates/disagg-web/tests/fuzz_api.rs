@@ -184,3 +184,31 @@ proptest! {
         check(ENDPOINTS[which], &body)?;
     }
 }
+
+#[test]
+fn deeply_nested_json_is_a_4xx_not_a_stack_overflow() {
+    for depth in [200, 10_000, 100_000] {
+        let nested = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+        let objects = format!("{}1{}", "{\"a\":".repeat(depth), "}".repeat(depth));
+        for value in [&nested, &objects] {
+            for field in ["rates", "batch", "model", "workload", "unknown"] {
+                for path in ENDPOINTS {
+                    let body = format!(r#"{{"requests": 10, "{field}": {value}}}"#);
+                    let r = api().handle("POST", path, body.as_bytes());
+                    assert!(
+                        (400..500).contains(&r.status),
+                        "{path} {field} depth {depth}: {} {}",
+                        r.status,
+                        r.text()
+                    );
+                    check(path, body.as_bytes()).unwrap();
+                }
+            }
+            // The body itself nested.
+            for path in ENDPOINTS {
+                let r = api().handle("POST", path, value.as_bytes());
+                assert!((400..500).contains(&r.status), "{path}: {}", r.status);
+            }
+        }
+    }
+}

@@ -359,12 +359,21 @@ fn connections_are_bounded() {
         ..ServeOptions::default()
     });
     let addr = server.addr();
-    let held: Vec<_> = (0..4).map(|_| idle(addr)).collect();
+    // Idle connections at the bound make room: the least recently active one is closed.
+    let mut held: Vec<_> = (0..4).map(|_| idle(addr)).collect();
+    std::thread::sleep(Duration::from_millis(200));
+    let a = get(addr, "/");
+    assert_eq!(a.status, 200, "{}", a.text());
+    let (_, closed) = read_until_closed(&mut held[0], Duration::from_secs(1));
+    assert!(closed, "the oldest idle connection is still open");
+    drop(held);
+    // Busy ones (request bodies still arriving) do not: a new connection gets a 503.
+    let held: Vec<_> = (0..4).map(|_| stalled_body(addr)).collect();
     std::thread::sleep(Duration::from_millis(200));
     let a = get(addr, "/");
     assert_eq!(a.status, 503, "{}", a.text());
     assert!(a.json()["error"].as_str().unwrap().contains("connections"));
-    // Once the idle ones time out, it serves again.
+    // Once they time out (408), it serves again.
     drop(held);
     let t0 = Instant::now();
     loop {
@@ -460,5 +469,98 @@ fn head_answers_have_no_body() {
     assert_eq!(a.status, 200);
     assert!(a.head.contains("content-type: text/html"));
     assert!(a.body.is_empty(), "{} body bytes", a.body.len());
+    server.shutdown();
+}
+
+#[test]
+fn duplicate_host_or_origin_headers_are_400() {
+    let server = default_server();
+    let addr = server.addr();
+    let port = addr.port();
+    let json = "Content-Type: application/json\r\n";
+    for headers in [
+        format!("Host: 127.0.0.1:{port}\r\nHost: evil.example\r\n"),
+        format!("Host: evil.example\r\nHost: 127.0.0.1:{port}\r\n"),
+        format!("Host: localhost:{port}\r\nHost: localhost:{port}\r\n"),
+        format!(
+            "Host: localhost:{port}\r\nOrigin: http://localhost:{port}\r\nOrigin: http://evil.example\r\n"
+        ),
+        format!(
+            "Host: localhost:{port}\r\nOrigin: http://localhost:{port}\r\nOrigin: http://localhost:{port}\r\n"
+        ),
+    ] {
+        for (m, path) in [("GET", "/api/catalogue"), ("POST", "/api/handoff")] {
+            let a = exchange(addr, &request(m, path, &format!("{headers}{json}"), "{}"));
+            assert_eq!(a.status, 400, "{m} {headers:?}: {:.200}", a.text());
+            let msg = a.json()["error"].as_str().unwrap().to_string();
+            assert!(msg.contains("more than one"), "{msg}");
+        }
+    }
+    // One of each is fine.
+    let a = exchange(
+        addr,
+        &request(
+            "POST",
+            "/api/handoff",
+            &format!("Host: localhost:{port}\r\nOrigin: http://localhost:{port}\r\n{json}"),
+            "{}",
+        ),
+    );
+    assert_eq!(a.status, 200, "{}", a.text());
+    server.shutdown();
+}
+
+#[test]
+fn allow_origin_matches_exactly() {
+    let server = start(ServeOptions {
+        allow_origins: vec!["http://localhost:3000".into()],
+        ..ServeOptions::default()
+    });
+    let addr = server.addr();
+    let port = addr.port();
+    // (With `Host: localhost:PORT` the server's own origin is http://localhost:PORT.)
+    let call = |origin: &str| {
+        exchange(
+            addr,
+            &request(
+                "POST",
+                "/api/handoff",
+                &format!(
+                    "Host: localhost:{port}\r\nContent-Type: application/json\r\nOrigin: {origin}\r\n"
+                ),
+                "{}",
+            ),
+        )
+    };
+    for bad in [
+        "http://localhost:3000.evil.example",
+        "http://localhost:30001",
+        "http://localhost:300",
+        "http://localhost",
+        "https://localhost:3000",
+        "http://localhost:3000/path",
+        "http://localhost:3000@evil.example",
+        "http://evil.example/http://localhost:3000",
+        "http://localhost:3000 http://evil.example",
+        "xhttp://localhost:3000",
+    ] {
+        let a = call(bad);
+        assert_eq!(a.status, 403, "Origin {bad}: {}", a.text());
+        assert!(a.header("access-control-allow-origin").is_none(), "{bad}");
+    }
+    for good in [
+        "http://localhost:3000",
+        "http://localhost:3000/",
+        "HTTP://LOCALHOST:3000",
+        "http://LocalHost:3000/",
+    ] {
+        let a = call(good);
+        assert_eq!(a.status, 200, "Origin {good}: {}", a.text());
+        assert_eq!(
+            a.header("access-control-allow-origin").as_deref(),
+            Some("http://localhost:3000"),
+            "{good}"
+        );
+    }
     server.shutdown();
 }
