@@ -74,8 +74,8 @@ fn check_against(
         } else {
             String::new()
         },
-        budget::gib(over.need_bytes),
-        budget::gib(over.limit_bytes),
+        budget::human_bytes(over.need_bytes),
+        budget::human_bytes(over.limit_bytes),
     )))
 }
 

@@ -107,7 +107,7 @@ fn every_command_checks_the_budget_before_allocating() {
             "{args:?}: {err}"
         );
         assert!(
-            err.contains("more than the 0.9 GiB available"),
+            err.contains("more than the 954 MiB available"),
             "{args:?}: {err}"
         );
         assert!(o.stdout.is_empty(), "{args:?}");

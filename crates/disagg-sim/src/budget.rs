@@ -75,6 +75,34 @@ pub fn available_bytes() -> Option<u64> {
     mem_available(&text)
 }
 
+/// The memory this process can have: the least of the machine's available memory
+/// ([`available_bytes`]), its address-space limit (`ulimit -v`, from /proc/self/limits) and its
+/// cgroup's memory limit (v2 `memory.max`); `None` where none is known.
+pub fn process_limit_bytes() -> Option<u64> {
+    let limits = std::fs::read_to_string("/proc/self/limits").ok();
+    let cgroup = std::fs::read_to_string("/sys/fs/cgroup/memory.max").ok();
+    [
+        available_bytes(),
+        limits.as_deref().and_then(address_space_limit),
+        cgroup.and_then(|t| t.trim().parse().ok()),
+    ]
+    .into_iter()
+    .flatten()
+    .min()
+}
+
+/// The soft "Max address space" of a /proc/PID/limits text, bytes (`None`: unlimited).
+fn address_space_limit(limits: &str) -> Option<u64> {
+    let line = limits
+        .lines()
+        .find(|l| l.starts_with("Max address space"))?;
+    line["Max address space".len()..]
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
 fn mem_available(meminfo: &str) -> Option<u64> {
     let line = meminfo.lines().find(|l| l.starts_with("MemAvailable:"))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
@@ -95,8 +123,8 @@ impl std::fmt::Display for OverBudget {
         write!(
             f,
             "need about {} of memory, more than the {} budget",
-            gib(self.need_bytes),
-            gib(self.limit_bytes)
+            human_bytes(self.need_bytes),
+            human_bytes(self.limit_bytes)
         )
     }
 }
@@ -117,11 +145,11 @@ pub fn check(need_bytes: u64, limit_bytes: u64) -> Result<(), OverBudget> {
 /// bytes), for a machine shared with other work, or tests.
 pub const BUDGET_ENV: &str = "DISAGG_MEMORY_BUDGET_BYTES";
 
-/// The budget of a process that runs one thing at a time: `DISAGG_MEMORY_BUDGET_BYTES` if set to
-/// a whole number of bytes, else what the machine has available now (no limit where that is
-/// unknown), whichever is smaller.
+/// The budget of a process that runs one thing at a time: what it can have now
+/// ([`process_limit_bytes`]; no limit where that is unknown), or `DISAGG_MEMORY_BUDGET_BYTES` if
+/// that is set to a smaller whole number of bytes.
 pub fn machine_limit_bytes() -> u64 {
-    let machine = available_bytes().unwrap_or(u64::MAX);
+    let machine = process_limit_bytes().unwrap_or(u64::MAX);
     match std::env::var(BUDGET_ENV)
         .ok()
         .and_then(|v| v.trim().parse::<u64>().ok())
@@ -131,9 +159,13 @@ pub fn machine_limit_bytes() -> u64 {
     }
 }
 
-/// `bytes` in GiB with one decimal (`1.5 GiB`).
-pub fn gib(bytes: u64) -> String {
-    format!("{:.1} GiB", bytes as f64 / (1u64 << 30) as f64)
+/// `bytes` in GiB with one decimal (`1.5 GiB`), or below 1 GiB in whole MiB (`96 MiB`).
+pub fn human_bytes(bytes: u64) -> String {
+    if bytes < 1 << 30 {
+        format!("{} MiB", bytes.div_ceil(1 << 20))
+    } else {
+        format!("{:.1} GiB", bytes as f64 / (1u64 << 30) as f64)
+    }
 }
 
 #[cfg(test)]
@@ -145,6 +177,24 @@ mod tests {
         let t = "MemTotal:       32000000 kB\nMemFree:  100 kB\nMemAvailable:   23554388 kB\n";
         assert_eq!(mem_available(t), Some(23554388 * 1024));
         assert_eq!(mem_available("MemTotal: 1 kB\n"), None);
+    }
+
+    #[test]
+    fn reads_the_address_space_limit() {
+        let head =
+            "Limit                     Soft Limit           Hard Limit           Units     \n";
+        let t = format!("{head}Max address space         1024000000           unlimited            bytes     \n");
+        assert_eq!(address_space_limit(&t), Some(1_024_000_000));
+        let t = format!("{head}Max address space         unlimited            unlimited            bytes     \n");
+        assert_eq!(address_space_limit(&t), None);
+        assert_eq!(address_space_limit(head), None);
+    }
+
+    #[test]
+    fn sizes_read_in_mib_below_a_gib() {
+        assert_eq!(human_bytes(96 << 20), "96 MiB");
+        assert_eq!(human_bytes((96 << 20) + 1), "97 MiB");
+        assert_eq!(human_bytes(3 << 29), "1.5 GiB");
     }
 
     #[test]

@@ -335,7 +335,7 @@ impl Api {
                 format!(
                     "the server's memory budget ({}) is taken by other simulations; try again \
                      shortly",
-                    budget::gib(pool.budget)
+                    budget::human_bytes(pool.budget)
                 ),
             )
         })

@@ -73,46 +73,12 @@ impl Default for Limits {
     }
 }
 
-/// Half of the memory this process can have, read once: the least of the machine's available
-/// memory ([`disagg_sim::budget::available_bytes`]), the address-space limit (`ulimit -v`) and
-/// the cgroup's memory limit (`memory.max`); 2 GiB where none of these is known.
+/// Half of the memory this process can have, read once at start
+/// ([`disagg_sim::budget::process_limit_bytes`]: the least of the machine's available memory,
+/// the address-space limit `ulimit -v` and the cgroup's `memory.max`); 2 GiB where none is known.
 pub fn default_memory_budget() -> u64 {
     static BUDGET: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-    *BUDGET.get_or_init(|| {
-        [
-            disagg_sim::budget::available_bytes(),
-            address_space_limit(),
-            cgroup_limit(),
-        ]
-        .into_iter()
-        .flatten()
-        .min()
-        .map_or(2 << 30, |b| b / 2)
-    })
-}
-
-/// `ulimit -v` (`RLIMIT_AS`), bytes, if set.
-fn address_space_limit() -> Option<u64> {
-    #[cfg(target_os = "linux")]
-    {
-        let mut r = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        // SAFETY: getrlimit writes the struct it is given.
-        let ok = unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut r) } == 0;
-        (ok && r.rlim_cur != libc::RLIM_INFINITY).then_some(r.rlim_cur)
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        None
-    }
-}
-
-/// The memory limit of this process's cgroup (v2 `memory.max`), bytes, if set.
-fn cgroup_limit() -> Option<u64> {
-    let text = std::fs::read_to_string("/sys/fs/cgroup/memory.max").ok()?;
-    text.trim().parse().ok()
+    *BUDGET.get_or_init(|| disagg_sim::budget::process_limit_bytes().map_or(2 << 30, |b| b / 2))
 }
 
 /// How to run the server.
