@@ -3,13 +3,13 @@
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use disagg_calib::measure::{import_file, Format};
+use disagg_calib::measure::{import_text, Format};
 use disagg_calib::report::{DeviceFit, FitOptions, GroupScore};
 use disagg_calib::{evaluate, fit_all, Imported, RowPrediction};
 use disagg_model::Catalogue;
 use serde_json::{json, Value};
 
-use crate::output::outln;
+use crate::output::{check_writable, flush_stdout, outln, Files, Pending};
 use crate::{CmdResult, UsageError};
 
 #[derive(Args, Debug)]
@@ -42,14 +42,35 @@ pub struct CalibrateArgs {
     json: bool,
 }
 
+impl CalibrateArgs {
+    /// The files this command line reads and writes, for [`crate::output::check_distinct`].
+    pub fn files(&self) -> Files {
+        let mut f = Files::default();
+        for p in &self.measurements {
+            f.input("--measurements", Some(p));
+        }
+        for p in &self.evaluate {
+            f.input("--evaluate", Some(p));
+        }
+        f.output("--out", self.out.as_deref());
+        f
+    }
+}
+
+/// Reads the measurement files of `flag` with the one input reader (a regular file of text, at
+/// most 1 GiB or `--max-input-bytes`).
 fn read_all(
+    flag: &str,
     files: &[PathBuf],
     fmt: Option<Format>,
     cat: &Catalogue,
 ) -> Result<Imported, UsageError> {
+    use disagg_trace::input::{read_input, InputKind};
     let mut data = Imported::default();
     for f in files {
-        import_file(f, fmt, cat, &mut data)?;
+        let text =
+            read_input(f, InputKind::Data).map_err(|e| UsageError(format!("{flag}: {e}")))?;
+        import_text(&f.display().to_string(), &text, fmt, cat, &mut data)?;
     }
     Ok(data)
 }
@@ -111,20 +132,6 @@ fn fit_json(d: &DeviceFit) -> Value {
     })
 }
 
-/// Writes `text` to `path` whole or not at all (a temporary file beside it, then a rename).
-fn write_whole(path: &Path, text: &str) -> Result<(), UsageError> {
-    let name = path
-        .file_name()
-        .ok_or_else(|| UsageError(format!("--out {}: not a file name", path.display())))?;
-    let tmp = path.with_file_name(format!(".{}.tmp", name.to_string_lossy()));
-    std::fs::write(&tmp, text)
-        .and_then(|()| std::fs::rename(&tmp, path))
-        .map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
-            UsageError(format!("--out {}: {e}", path.display()))
-        })
-}
-
 /// `--plot DIR`: the predicted-against-measured figures of `rows`, then the list of files.
 fn plot(dir: Option<&Path>, rows: &[RowPrediction]) -> CmdResult {
     let Some(dir) = dir else { return Ok(()) };
@@ -141,7 +148,20 @@ pub fn run(a: CalibrateArgs, cat: &Catalogue) -> CmdResult {
     if !a.evaluate.is_empty() {
         return run_evaluate(&a, cat, fmt);
     }
-    let data = read_all(&a.measurements, fmt, cat)?;
+    let out = a
+        .out
+        .as_ref()
+        .ok_or_else(|| UsageError("--out is required".into()))?;
+    let to_stdout = out.as_os_str() == "-";
+    if to_stdout && a.json {
+        return Err(UsageError(
+            "--out -: standard output cannot hold both the overlay and the --json report; give \
+             --out a file"
+                .into(),
+        ));
+    }
+    check_writable("--out", out)?;
+    let data = read_all("--measurements", &a.measurements, fmt, cat)?;
     let files: Vec<String> = a
         .measurements
         .iter()
@@ -154,12 +174,30 @@ pub fn run(a: CalibrateArgs, cat: &Catalogue) -> CmdResult {
     let r = fit_all(&data, cat, &opts, &files)?;
     let tool = format!("disagg calibrate {}", env!("CARGO_PKG_VERSION"));
     let toml = r.overlay(cat, &tool)?;
-    let out = a
-        .out
-        .as_ref()
-        .ok_or_else(|| UsageError("--out is required".into()))?;
-    write_whole(out, &toml)?;
     plot(a.plot.as_deref(), &r.rows)?;
+    // Written last, after the charts and the report: a failure before leaves nothing.
+    let mut overlay = Pending::create("--out", out)?;
+    overlay.write_all(toml.as_bytes())?;
+    if to_stdout {
+        // The overlay is the standard output; the report is left out.
+        return overlay.commit();
+    }
+    let reported = report(&a, &r, &files, out).and_then(|()| flush_stdout());
+    crate::output::land(vec![overlay], reported)?;
+    if !a.json {
+        outln!("wrote {}", out.display());
+    }
+    Ok(())
+}
+
+/// The report of a fit: JSON with `--json`, else the tables (the overlay's path comes after it
+/// has landed).
+fn report(
+    a: &CalibrateArgs,
+    r: &disagg_calib::report::FitReport,
+    files: &[String],
+    out: &Path,
+) -> CmdResult {
     if a.json {
         let v = json!({
             "schema_version": 1,
@@ -273,12 +311,11 @@ pub fn run(a: CalibrateArgs, cat: &Catalogue) -> CmdResult {
         }
     }
     outln!();
-    outln!("wrote {}", out.display());
     Ok(())
 }
 
 fn run_evaluate(a: &CalibrateArgs, cat: &Catalogue, fmt: Option<Format>) -> CmdResult {
-    let data = read_all(&a.evaluate, fmt, cat)?;
+    let data = read_all("--evaluate", &a.evaluate, fmt, cat)?;
     if data.measurements.is_empty() {
         return Err(UsageError("--evaluate: no step-time rows".into()));
     }

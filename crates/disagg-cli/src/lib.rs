@@ -90,6 +90,27 @@ enum Command {
     Calibrate(Box<calibrate_cmd::CalibrateArgs>),
 }
 
+impl Command {
+    /// The files the command reads and writes, by flag (the global `--catalogue` aside).
+    fn files(&self) -> output::Files {
+        match self {
+            Command::Run(a) => a.files(),
+            Command::Sweep(a) => a.files(),
+            Command::Calibrate(a) => a.files(),
+            // Their only output is a `--plot` directory, or standard output.
+            Command::Handoff(_)
+            | Command::Compare(_)
+            | Command::Plan(_)
+            | Command::Presets(_)
+            | Command::List(_)
+            | Command::TraceStats(_)
+            | Command::Bench(_) => output::Files::default(),
+            #[cfg(feature = "web")]
+            Command::Serve(_) => output::Files::default(),
+        }
+    }
+}
+
 /// `disagg serve` options.
 #[cfg(feature = "web")]
 #[derive(clap::Args, Debug)]
@@ -117,6 +138,7 @@ struct ServeArgs {
 
 /// The `disagg` binary: parses the process's arguments, runs the command, returns its exit code.
 pub fn main() -> ExitCode {
+    output::clean_up_on_signals();
     main_from(std::env::args_os())
 }
 
@@ -149,6 +171,10 @@ where
 fn execute(cli: Cli) -> CmdResult {
     disagg_trace::input::set_max_input_bytes(cli.max_input_bytes);
     let result = (|| -> CmdResult {
+        // No output may replace an input or another output: refused before anything runs.
+        let mut files = cli.command.files();
+        files.input("--catalogue", cli.catalogue.as_deref());
+        files.check()?;
         let cat = custom::load_catalogue(cli.catalogue.as_deref())?;
         match cli.command {
             Command::Calibrate(a) => calibrate_cmd::run(*a, &cat),

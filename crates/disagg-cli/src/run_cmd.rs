@@ -11,7 +11,7 @@ use disagg_sim::{
 use serde_json::json;
 
 use crate::memory;
-use crate::output::{check_writable, csv_f64, Pending};
+use crate::output::{check_writable, csv_f64, Files, Pending};
 use crate::output::{out, outln};
 use crate::progress::{self, Progress};
 use crate::scenario_flags::ScenarioFlags;
@@ -43,6 +43,26 @@ pub struct RunArgs {
     /// No progress bar (drawn on standard error only when it is a terminal).
     #[arg(long)]
     pub quiet: bool,
+}
+
+/// Adds the input files of scenario flags `sc` (`--config`, `--trace-file`) to `files`.
+pub fn scenario_inputs(sc: &ScenarioFlags, files: &mut Files) {
+    files.input("--config", sc.config.as_deref()).input(
+        "--trace-file",
+        sc.values.get("trace_file").map(std::path::Path::new),
+    );
+}
+
+impl RunArgs {
+    /// The files this command line reads and writes, for [`crate::output::check_distinct`].
+    pub fn files(&self) -> Files {
+        let mut f = Files::default();
+        scenario_inputs(&self.sc, &mut f);
+        f.input("--workload-file", self.workload_file.as_deref())
+            .output("--requests-out", self.requests_out.as_deref())
+            .output("--trace", self.trace.as_deref());
+        f
+    }
 }
 
 /// The validated configuration and the requests to run.
@@ -197,6 +217,8 @@ pub fn run(a: RunArgs, cat: &Catalogue) -> CmdResult {
     let mut timeline = plots::Timeline::default();
     let progress = Progress::start("requests", requests, a.quiet);
     let mut counted = progress::Requests(&progress);
+    // Every output lands only when the command has succeeded (its report printed).
+    let mut landing = Vec::new();
     let run = match (&a.trace, a.plot.is_some()) {
         (Some(path), with_plot) => {
             let mut pending = Pending::create("--trace", path)?;
@@ -208,7 +230,7 @@ pub fn run(a: RunArgs, cat: &Catalogue) -> CmdResult {
             };
             let finished = tr.finish().map(drop);
             finished.map_err(|e| pending.error(e))?;
-            pending.commit()?;
+            landing.push(pending);
             run
         }
         (None, true) => simulate_config_observed(&prep.cfg, &mut (&mut counted, &mut timeline))?,
@@ -220,28 +242,33 @@ pub fn run(a: RunArgs, cat: &Catalogue) -> CmdResult {
         let mut pending = Pending::create("--requests-out", path)?;
         let written = requests_csv(&run, &mut pending);
         written.map_err(|e| pending.error(e))?;
-        pending.commit()?;
+        pending.flush()?;
+        landing.push(pending);
     }
     let s = run.summary();
     report::warn_summary(&s);
-    if let Some(dir) = &a.plot {
-        let mut written = Vec::new();
-        let slo = (prep.cfg.ttft_slo_s, prep.cfg.tpot_slo_s);
-        let name = label(&prep.scenario);
-        plots::cdfs(dir, &[plots::Latencies::of(&name, &run)], slo, &mut written)?;
-        timeline.plot(dir, prep.cfg.link.channels, &mut written)?;
-        plots::stages(dir, &[(name, &s)], &mut written)?;
-        plots::report(&written);
-    }
-    if a.json {
-        outln!(
-            "{}",
-            serde_json::to_string_pretty(&run_json(&prep.scenario, &s)).expect("json")
-        );
-    } else {
-        out!("{}", report::text(&s));
-    }
-    Ok(())
+    let reported = (|| -> CmdResult {
+        if let Some(dir) = &a.plot {
+            let mut written = Vec::new();
+            let slo = (prep.cfg.ttft_slo_s, prep.cfg.tpot_slo_s);
+            let name = label(&prep.scenario);
+            plots::cdfs(dir, &[plots::Latencies::of(&name, &run)], slo, &mut written)?;
+            timeline.plot(dir, prep.cfg.link.channels, &mut written)?;
+            plots::stages(dir, &[(name, &s)], &mut written)?;
+            plots::report(&written);
+        }
+        if a.json {
+            outln!(
+                "{}",
+                serde_json::to_string_pretty(&run_json(&prep.scenario, &s)).expect("json")
+            );
+        } else {
+            out!("{}", report::text(&s));
+        }
+        crate::output::flush_stdout()?;
+        Ok(())
+    })();
+    crate::output::land(landing, reported)
 }
 
 #[derive(Args, Debug)]

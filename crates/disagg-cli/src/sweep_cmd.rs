@@ -13,7 +13,9 @@ use disagg_model::Catalogue;
 use disagg_sim::{simulate_config, Scenario, SimConfig, Summary};
 use serde_json::{json, Map, Value};
 
-use crate::output::{check_writable, out, outln, resolve, Pending, Target};
+use crate::output::{
+    check_writable, out, outln, partial_path, resolve, Files, Pending, Target, Temp,
+};
 use crate::progress::Progress;
 use crate::scenario_flags::ScenarioFlags;
 use crate::{plots, CmdResult, UsageError};
@@ -88,6 +90,29 @@ struct MergeArgs {
     /// Also write the merged CSV.
     #[arg(long, value_name = "FILE.csv")]
     csv: Option<PathBuf>,
+}
+
+impl SweepArgs {
+    /// The files this command line reads and writes, for [`crate::output::check_distinct`].
+    pub fn files(&self) -> Files {
+        let mut f = Files::default();
+        match &self.cmd {
+            Some(SweepSub::Merge(m)) => {
+                for p in &m.files {
+                    f.input("sweep merge", Some(p));
+                }
+                f.output("--jsonl", Some(&m.jsonl))
+                    .output("--csv", m.csv.as_deref());
+            }
+            None => {
+                crate::run_cmd::scenario_inputs(&self.sc, &mut f);
+                f.input("--spec", self.spec.as_deref())
+                    .output("--jsonl", self.jsonl.as_deref())
+                    .output("--csv", self.csv.as_deref());
+            }
+        }
+        f
+    }
 }
 
 /// A sweep: a base scenario and axes (name, values), the last axis varying fastest.
@@ -679,18 +704,24 @@ fn sweep_plots(dir: &Path, sweep: &Sweep, rows: &[RunRow], base: &Value) -> CmdR
     Ok(())
 }
 
-/// The name of the file that holds a sweep's finished rows while it runs, next to its output.
-fn partial_name(name: &str) -> String {
-    format!("{name}.partial")
-}
-
-/// The partial file of the output at `real` (a regular file's path, links resolved).
-fn partial_path(real: &Path) -> PathBuf {
-    let name = real
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    real.with_file_name(partial_name(&name))
+/// Copies the finished output `from` into a new partial file `to` (never an existing path, so a
+/// planted symbolic link is not followed).
+fn copy_to_new(from: &Path, to: &Path) -> CmdResult {
+    let cannot =
+        |e: std::io::Error| UsageError(format!("--jsonl: cannot write '{}': {e}", to.display()));
+    let mut src = std::fs::File::open(from)
+        .map_err(|e| UsageError(format!("--resume: cannot read '{}': {e}", from.display())))?;
+    let mut dst = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(to)
+        .map_err(cannot)?;
+    if let Err(e) = std::io::copy(&mut src, &mut dst) {
+        drop(dst);
+        let _ = std::fs::remove_file(to);
+        return Err(cannot(e));
+    }
+    Ok(())
 }
 
 /// How many runs slice `i` of `n` has.
@@ -713,7 +744,7 @@ fn resumable_rows(
 ) -> Result<(u64, u64), UsageError> {
     let shown = path.display();
     let cannot = |e: std::io::Error| UsageError(format!("--resume: cannot read '{shown}': {e}"));
-    let mut r = BufReader::new(std::fs::File::open(path).map_err(cannot)?);
+    let mut r = BufReader::new(crate::output::open_own_file("--resume", path, false)?);
     let mut line = Vec::new();
     let (mut k, mut bytes) = (0u64, 0u64);
     loop {
@@ -848,7 +879,7 @@ pub fn run(a: SweepArgs, cat: &Catalogue) -> CmdResult {
         }
         (Some((flag, real)), resume) => {
             let partial = partial_path(real);
-            if partial.exists() {
+            if crate::output::own_file_exists(flag, &partial)? {
                 if !resume {
                     return Err(UsageError(format!(
                         "{flag}: '{}' holds the rows of an interrupted sweep: add --resume to continue it, or remove it",
@@ -861,12 +892,7 @@ pub fn run(a: SweepArgs, cat: &Catalogue) -> CmdResult {
             } else if resume && *flag == "--jsonl" && real.is_file() {
                 // A finished (or earlier) output: keep its rows of this sweep.
                 let (k, bytes) = resumable_rows(real, &fp, total, (shard_i, shard_n), runs)?;
-                std::fs::copy(real, &partial).map_err(|e| {
-                    UsageError(format!(
-                        "--jsonl: cannot write '{}': {e}",
-                        partial.display()
-                    ))
-                })?;
+                copy_to_new(real, &partial)?;
                 start = k;
                 keep_bytes = Some(bytes);
             }
@@ -902,8 +928,7 @@ pub fn run(a: SweepArgs, cat: &Catalogue) -> CmdResult {
             "--jsonl",
             shown,
             t.clone(),
-            partial_name,
-            resume_at("--jsonl"),
+            Temp::Partial(resume_at("--jsonl")),
         )?),
         _ => None,
     };
@@ -914,20 +939,15 @@ pub fn run(a: SweepArgs, cat: &Catalogue) -> CmdResult {
             "--csv",
             shown,
             Target::Replace(real.clone()),
-            partial_name,
-            resume_at("--csv"),
+            Temp::Partial(resume_at("--csv")),
         )?),
-        (Some(shown), Some(_)) if !jsonl_is_file => {
-            let tmp =
-                std::env::temp_dir().join(format!("disagg-sweep-{}.jsonl", std::process::id()));
-            Some(Pending::open(
-                "--csv",
-                shown,
-                Target::Replace(tmp),
-                |n| format!(".{n}.tmp"),
-                None,
-            )?)
-        }
+        // A new file of an unpredictable name, removed when the sweep ends.
+        (Some(shown), Some(_)) if !jsonl_is_file => Some(Pending::open(
+            "--csv",
+            shown,
+            Target::Replace(std::env::temp_dir().join("disagg-sweep.jsonl")),
+            Temp::Random,
+        )?),
         _ => None,
     };
     // A resumed file holds the work of earlier runs: it is not removed if this run fails.
@@ -1019,13 +1039,7 @@ pub fn run(a: SweepArgs, cat: &Catalogue) -> CmdResult {
         };
         rows.flush()?;
         let rows_path = rows.tmp_path().expect("rows kept in a file").to_path_buf();
-        let mut c = Pending::open(
-            "--csv",
-            shown,
-            t,
-            |n| format!(".{n}.{}.tmp", std::process::id()),
-            None,
-        )?;
+        let mut c = Pending::open("--csv", shown, t, Temp::Random)?;
         csv_from_jsonl(&rows_path, &mut c)?;
         c.commit()?;
     }
@@ -1219,14 +1233,20 @@ fn merge(m: MergeArgs) -> CmdResult {
     for (text, _) in &rows {
         f.write_all(format!("{text}\n").as_bytes())?;
     }
+    f.flush()?;
+    // Both land only when both are written.
+    let csv = match &m.csv {
+        Some(c) => {
+            let vals: Vec<Value> = rows.into_iter().map(|(_, v)| v).collect();
+            let mut c = Pending::create("--csv", c)?;
+            c.write_all(rows_to_csv(&vals).as_bytes())?;
+            c.flush()?;
+            Some(c)
+        }
+        None => None,
+    };
     f.commit()?;
-    if let Some(c) = &m.csv {
-        let vals: Vec<Value> = rows.into_iter().map(|(_, v)| v).collect();
-        let mut f = Pending::create("--csv", c)?;
-        f.write_all(rows_to_csv(&vals).as_bytes())?;
-        f.commit()?;
-    }
-    Ok(())
+    csv.map_or(Ok(()), Pending::commit)
 }
 
 #[cfg(test)]

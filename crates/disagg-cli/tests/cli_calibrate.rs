@@ -246,7 +246,7 @@ fn bad_input_is_one_line_exit_2_and_no_toml() {
         ("dev.csv", format!("{HEADER}\nllama3-8b,v100,1,1,decode,1,512,0.1,\n"), vec!["dev.csv:2", "device 'v100' is not in the catalogue"]),
         ("num.csv", format!("{HEADER}\nllama3-8b,a100,1,1,decode,one,512,0.1,\n"), vec!["num.csv:2", "batch: malformed number 'one'"]),
         ("few.csv", format!("{HEADER}\n{ok_row}\n{ok_row}\n{ok_row}\n"), vec!["too few rows to fit a100: 3 rows, fewer than the 4 parameters"]),
-        ("empty.csv", String::new(), vec!["empty.csv: empty file"]),
+        ("empty.csv", String::new(), vec!["--measurements", "empty.csv: file is empty"]),
         ("sw.csv", "model,hardware,prompt_size,batch_size,token_size,peak_power,average_power,prompt_time,token_time,e2e_time,tensor_parallel\nllama3-8b,tpu-v5,512,1,128,0,0,100,10,1000,1\n".into(), vec!["sw.csv:2", "device 'tpu-v5'"]),
     ];
     for (name, text, needles) in &cases {
@@ -333,7 +333,11 @@ fn bad_input_is_one_line_exit_2_and_no_toml() {
             "--out",
             &o,
         ],
-        &["/nonexistent/m.csv", "cannot read"],
+        &[
+            "/nonexistent/m.csv",
+            "--measurements",
+            "file does not exist",
+        ],
     );
     assert!(!out.exists());
     // One group left: no leave-one-group-out error for the overlay's calibration record, so no
