@@ -226,6 +226,7 @@ ranges! {
     "--repeat", None, &["bench"], int(1, 100), "", "repetitions of each case";
     "--port", None, &["serve"], int(0, 65_535), "", "port to listen on (0: any free port)";
     "--threads", None, &["serve"], int(0, 1024), "threads", "worker threads (0: automatic)";
+    "--memory-budget", None, &["serve"], int(0, 16_777_216), "MiB", "memory the simulations may hold at once (0: half of what the server can have)";
 }
 
 /// The entry of `flag` as `command` takes it.
