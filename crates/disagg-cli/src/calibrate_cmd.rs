@@ -192,7 +192,7 @@ pub fn run(a: CalibrateArgs, cat: &Catalogue) -> CmdResult {
         outln!("  excluded {n} rows: {why}");
     }
     for g in &r.excluded_groups {
-        outln!("  excluded group {g} (--exclude)");
+        outln!("  excluded group {} (--exclude)", disagg_model::escape(g));
     }
     if r.kernels > 0 {
         outln!(
@@ -273,7 +273,7 @@ pub fn run(a: CalibrateArgs, cat: &Catalogue) -> CmdResult {
         }
     }
     outln!();
-    outln!("wrote {}", out.display());
+    outln!("wrote {}", disagg_model::escape(&out.display().to_string()));
     Ok(())
 }
 

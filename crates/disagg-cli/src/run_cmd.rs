@@ -257,6 +257,10 @@ pub struct CompareArgs {
     /// percentiles and SLO attainment against rate.
     #[arg(long, value_name = "DIR")]
     pub plot: Option<PathBuf>,
+    /// Allow more than 10,000 runs with --sweep-rate (the count is stated on standard error
+    /// first).
+    #[arg(long)]
+    pub yes: bool,
     /// No progress bar (drawn on standard error only when it is a terminal).
     #[arg(long)]
     pub quiet: bool,
@@ -292,6 +296,12 @@ pub fn compare(a: CompareArgs, cat: &Catalogue) -> CmdResult {
         }
         None => vec![base.rate],
     };
+    // Counted before any configuration is built: each rate runs both modes.
+    let count = (rates.len() as u64).saturating_mul(2);
+    crate::plan_cmd::check_count("comparison", count, "runs", "--sweep-rate", a.yes)?;
+    if count > crate::plan_cmd::MAX_CANDIDATES_WITHOUT_YES && !a.quiet {
+        eprintln!("compare: {count} runs ({} rates x 2 modes)", rates.len());
+    }
     // Validate every configuration before running any.
     let mut cfgs = Vec::new();
     for &rate in &rates {
