@@ -38,13 +38,15 @@ pub use fit::{LinkFit, Params};
 pub use measure::{Format, Imported, Measurement, Phase};
 pub use report::{evaluate, fit_all, Evaluation, FitReport, GroupScore, RowPrediction};
 
-/// A calibration error: one line naming the file and line, or the reason.
+/// A calibration error: one line naming the file and line, or the reason. It displays
+/// [escaped](disagg_model::escape): a file's bytes quoted in it (a `model` field) reach no
+/// terminal raw.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CalibError(pub String);
 
 impl std::fmt::Display for CalibError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&disagg_model::escape(&self.0))
     }
 }
 

@@ -311,7 +311,8 @@ pub fn import_file(
     cat: &Catalogue,
     into: &mut Imported,
 ) -> Result<(), CalibError> {
-    let file = path.display().to_string();
+    // Escaped once: the name reaches every row's `source` and every message.
+    let file = disagg_model::escape(&path.display().to_string()).into_owned();
     let text = std::fs::read_to_string(path)
         .map_err(|e| CalibError(format!("{file}: cannot read: {e}")))?;
     import_text(&file, &text, format, cat, into)
@@ -402,7 +403,7 @@ pub fn import_text(
                     source: if src.is_empty() {
                         format!("{file}:{n}")
                     } else {
-                        src.to_string()
+                        disagg_model::escape(src).into_owned()
                     },
                     group: group_key(model, device, tp),
                 });
@@ -626,6 +627,14 @@ mod tests {
         assert_eq!(z, "m.csv:2: tokens: malformed number '5x2'");
         let z = e(&format!("{h}\nnope,a100,4,4,decode,1,512,0.1,\n"));
         assert_eq!(z, "m.csv:2: model 'nope' is not in the catalogue");
+        // A terminal title sequence in the model column reaches the message escaped.
+        let z = imp(&format!(
+            "{h}\n\u{1b}]0;pwned\u{7},a100,4,4,decode,1,512,0.1,\n"
+        ));
+        assert_eq!(
+            z.unwrap_err().to_string(),
+            "m.csv:2: model '\\u{1b}]0;pwned\\u{7}' is not in the catalogue"
+        );
         let z = e(&format!("{h}\nllama2-70b,tpu,4,4,decode,1,512,0.1,\n"));
         assert_eq!(z, "m.csv:2: device 'tpu' is not in the catalogue");
         let z = e(&format!("{h}\nllama2-70b,a100,4,4,mixed,1,512,0.1,\n"));

@@ -589,6 +589,58 @@ mod tests {
         assert_eq!(default_overhead(), 0.5e-3);
     }
 
+    /// Leave-one-group-out: each group is predicted by a fit of the other groups only. Two
+    /// groups follow one device exactly, the third takes 1.5 times as long: fitted without it,
+    /// the device is recovered exactly and misses every row of it by exactly 1/3; a fit that
+    /// saw the held-out group (a leak) bends towards it and misses by less, as the in-sample fit
+    /// does.
+    #[test]
+    fn logo_predicts_each_group_from_the_other_groups_only() {
+        let cat = catalogue();
+        let truth = Params {
+            flops_eff: 0.58,
+            bw_eff: 0.66,
+            step_overhead_s: 6e-3,
+            per_seq_overhead_s: 5e-5,
+        };
+        let slow = group_key("llama2-70b", "h100", 8);
+        let measurements: Vec<Measurement> = synthetic(&cat, &truth, "h100")
+            .into_iter()
+            .map(|r| {
+                let k = if r.group == slow { 1.5 } else { 1.0 };
+                Measurement {
+                    seconds: k * r.seconds,
+                    ..r
+                }
+            })
+            .collect();
+        let data = Imported {
+            measurements,
+            ..Imported::default()
+        };
+        let r = fit_all(&data, &cat, &FitOptions::default(), &["syn.csv".into()]).unwrap();
+        let d = &r.devices[0];
+        let cv = |g: &str| d.cv.iter().find(|s| s.group == g).unwrap().clone();
+        let held = cv(&slow);
+        let third = 100.0 / 3.0;
+        for e in [held.prefill_mape.unwrap(), held.decode_mape.unwrap()] {
+            assert!((e - third).abs() < 1e-3, "{held:?}");
+        }
+        // The row predictions say the same: truth's time for every held-out row.
+        for p in r.rows.iter().filter(|p| p.group == slow) {
+            let cvp = p.cv_predicted_s.unwrap();
+            assert!((cvp * 1.5 / p.measured_s - 1.0).abs() < 1e-5, "{p:?}");
+        }
+        // The in-sample fit saw the slow group: it misses it by clearly less.
+        let ins = d.in_sample.iter().find(|s| s.group == slow).unwrap();
+        assert!(ins.prefill_mape.unwrap() < third - 1.0, "{ins:?}");
+        // And the exact groups, each held out in turn, are predicted by fits that saw the slow
+        // group: not exactly.
+        for g in d.cv.iter().filter(|s| s.group != slow) {
+            assert!(g.prefill_mape.unwrap() > 1.0, "{g:?}");
+        }
+    }
+
     #[test]
     fn fit_all_recovers_exact_data_and_cv_is_exact_too() {
         let cat = catalogue();

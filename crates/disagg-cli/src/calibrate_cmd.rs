@@ -185,7 +185,7 @@ pub fn run(a: CalibrateArgs, cat: &Catalogue) -> CmdResult {
     let reported = report(&a, &r, &files, out).and_then(|()| flush_stdout());
     crate::output::land(vec![overlay], reported)?;
     if !a.json {
-        outln!("wrote {}", out.display());
+        outln!("wrote {}", disagg_model::escape(&out.display().to_string()));
     }
     Ok(())
 }
@@ -230,7 +230,7 @@ fn report(
         outln!("  excluded {n} rows: {why}");
     }
     for g in &r.excluded_groups {
-        outln!("  excluded group {g} (--exclude)");
+        outln!("  excluded group {} (--exclude)", disagg_model::escape(g));
     }
     if r.kernels > 0 {
         outln!(

@@ -154,7 +154,7 @@ fn clap_line(e: &clap::Error) -> String {
             line.push_str(extra.trim_start_matches('[').trim_end_matches(']'));
         }
     }
-    line
+    one_line(&line)
 }
 
 fn parse<I, T>(args: I) -> Result<Cli, clap::Error>
@@ -216,6 +216,16 @@ where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
+    let args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
+    if args.len() <= 1 {
+        // `disagg` alone asks what there is: the overview, on stdout, and success.
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        let _ = out
+            .write_all(overview().as_bytes())
+            .and_then(|()| out.flush());
+        return ExitCode::SUCCESS;
+    }
     let cli = match parse(args) {
         Ok(c) => c,
         Err(e) => {
@@ -253,9 +263,36 @@ where
     }
 }
 
-/// One line, whatever the message quotes (a value may hold line breaks).
+/// What `disagg` with no arguments prints: one line about it, the usage, every command with its
+/// one-line summary, and where the options are (the global options are in `disagg --help`).
+pub fn overview() -> String {
+    let mut cmd = <Cli as clap::CommandFactory>::command();
+    cmd.build();
+    let subs: Vec<(String, String)> = cmd
+        .get_subcommands()
+        .filter(|c| !c.is_hide_set())
+        .map(|c| {
+            let about = c.get_about().map(|a| a.to_string()).unwrap_or_default();
+            (c.get_name().to_string(), about)
+        })
+        .collect();
+    let width = subs.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
+    let mut s = String::new();
+    if let Some(about) = cmd.get_about() {
+        s.push_str(&format!("{about}\n\n"));
+    }
+    s.push_str(&format!("{}\n\nCommands:\n", cmd.render_usage()));
+    for (name, about) in &subs {
+        s.push_str(&format!("  {name:<width$}  {about}\n"));
+    }
+    s.push_str("\nRun `disagg COMMAND --help` for a command's options, `disagg --help` for all.\n");
+    s
+}
+
+/// One line, whatever the message quotes (a value may hold line breaks or terminal control
+/// sequences): [`disagg_model::escape`].
 fn one_line(msg: &str) -> String {
-    msg.replace('\r', "\\r").replace('\n', "\\n")
+    disagg_model::escape(msg).into_owned()
 }
 
 /// The long help of subcommand `name` (`run`, `plan`, ...), as `disagg NAME --help` prints it.

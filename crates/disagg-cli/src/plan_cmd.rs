@@ -83,7 +83,8 @@ pub struct PlanArgs {
         long,
         default_value = "1-4",
         value_name = "LIST",
-        help_heading = "Plan"
+        help_heading = "Plan",
+        conflicts_with = "max_rate"
     )]
     prefill_counts: String,
     /// Decode instance counts to try.
@@ -91,7 +92,8 @@ pub struct PlanArgs {
         long,
         default_value = "1-4",
         value_name = "LIST",
-        help_heading = "Plan"
+        help_heading = "Plan",
+        conflicts_with = "max_rate"
     )]
     decode_counts: String,
     /// Devices to try for the prefill pool.
@@ -99,7 +101,8 @@ pub struct PlanArgs {
         long,
         default_value = "h100,a100",
         value_name = "LIST",
-        help_heading = "Plan"
+        help_heading = "Plan",
+        conflicts_with = "max_rate"
     )]
     prefill_devices: String,
     /// Devices to try for the decode pool.
@@ -107,18 +110,25 @@ pub struct PlanArgs {
         long,
         default_value = "h100,a100",
         value_name = "LIST",
-        help_heading = "Plan"
+        help_heading = "Plan",
+        conflicts_with = "max_rate"
     )]
     decode_devices: String,
     /// Links to try (default: the scenario's).
-    #[arg(long, value_name = "LIST", help_heading = "Plan")]
+    #[arg(
+        long,
+        value_name = "LIST",
+        help_heading = "Plan",
+        conflicts_with = "max_rate"
+    )]
     links: Option<String>,
     /// KV compression to try (`none` = no compression stage), e.g. none,fp8.
     #[arg(
         long,
         default_value = "none",
         value_name = "LIST",
-        help_heading = "Plan"
+        help_heading = "Plan",
+        conflicts_with = "max_rate"
     )]
     compressions: String,
     /// Parallel layouts to try in both pools, TPxPP (e.g. 4x1,2x2,8x1): each sets the pool's
@@ -161,7 +171,12 @@ pub struct PlanArgs {
     formats: Option<String>,
     /// Price override, US$ per hour: a device (per GPU) or a link (per instance's port), e.g.
     /// --price h100=2.9 --price ib-ndr=0.4 (repeatable).
-    #[arg(long, value_name = "KEY=USD", help_heading = "Plan")]
+    #[arg(
+        long,
+        value_name = "KEY=USD",
+        help_heading = "Plan",
+        conflicts_with = "max_rate"
+    )]
     price: Vec<String>,
     /// Energy price, US$ per kWh.
     #[arg(
@@ -169,7 +184,8 @@ pub struct PlanArgs {
         default_value_t = 0.10,
         value_name = "USD",
         allow_negative_numbers = true,
-        help_heading = "Plan"
+        help_heading = "Plan",
+        conflicts_with = "max_rate"
     )]
     energy_price: f64,
     /// Latency for the Pareto frontier: ttft, tpot or e2e (its p99).
@@ -177,18 +193,30 @@ pub struct PlanArgs {
         long,
         default_value = "e2e",
         value_name = "METRIC",
-        help_heading = "Plan"
+        help_heading = "Plan",
+        conflicts_with = "max_rate"
     )]
     latency: String,
     /// Rows of the ranked table.
-    #[arg(long, default_value_t = 10, value_name = "N", help_heading = "Plan")]
+    #[arg(
+        long,
+        default_value_t = 10,
+        value_name = "N",
+        help_heading = "Plan",
+        conflicts_with = "max_rate"
+    )]
     top: usize,
     /// Print JSON (every candidate).
     #[arg(long)]
     json: bool,
     /// Write SVG charts here: the Pareto frontier of cost against p99 latency, and the stage
     /// breakdown of the ranked configurations.
-    #[arg(long, value_name = "DIR", help_heading = "Plan")]
+    #[arg(
+        long,
+        value_name = "DIR",
+        help_heading = "Plan",
+        conflicts_with = "max_rate"
+    )]
     plot: Option<PathBuf>,
     /// Allow more than 10,000 candidates (the count is stated on standard error first).
     #[arg(long, help_heading = "Plan")]
@@ -196,6 +224,24 @@ pub struct PlanArgs {
     /// No candidate count and no progress bar on standard error.
     #[arg(long, help_heading = "Plan")]
     quiet: bool,
+}
+
+/// The rule of a command whose size is known before it starts (`plan --target-rate`'s
+/// candidates, `compare --sweep-rate`'s runs): more than [`MAX_CANDIDATES_WITHOUT_YES`] is
+/// refused without `--yes`, in one line that states the count and what to shorten.
+pub fn check_count(
+    command: &str,
+    count: u64,
+    what: &str,
+    shorten: &str,
+    yes: bool,
+) -> Result<(), UsageError> {
+    if count > MAX_CANDIDATES_WITHOUT_YES && !yes {
+        return Err(UsageError(format!(
+            "the {command} has {count} {what}, more than {MAX_CANDIDATES_WITHOUT_YES}: shorten {shorten}, or add --yes to run it"
+        )));
+    }
+    Ok(())
 }
 
 fn parse_counts(flag: &str, s: &str) -> Result<Vec<u32>, UsageError> {
@@ -616,17 +662,14 @@ pub fn run(a: PlanArgs, cat: &Catalogue) -> CmdResult {
         fmts.len(),
     ];
     let count = dims.iter().fold(1u64, |n, &d| n.saturating_mul(d as u64));
-    if count > MAX_CANDIDATES_WITHOUT_YES && !a.yes {
-        let lists = match (layout_axis, format_axis) {
-            (false, false) => "the device, link or compression lists",
-            (true, false) => "the device, layout, link or compression lists",
-            (false, true) => "the device, link, compression or format lists",
-            (true, true) => "the device, layout, link, compression or format lists",
-        };
-        return Err(UsageError(format!(
-            "the plan has {count} candidates, more than {MAX_CANDIDATES_WITHOUT_YES}: shorten --prefill-counts, --decode-counts, {lists}, or add --yes to run it"
-        )));
-    }
+    let lists = match (layout_axis, format_axis) {
+        (false, false) => "the device, link or compression lists",
+        (true, false) => "the device, layout, link or compression lists",
+        (false, true) => "the device, link, compression or format lists",
+        (true, true) => "the device, layout, link, compression or format lists",
+    };
+    let shorten = format!("--prefill-counts, --decode-counts, {lists}");
+    check_count("plan", count, "candidates", &shorten, a.yes)?;
     let own_layout = |role: Role| base.layout_for(role).map(|l| format!("{}x{}", l.tp, l.pp));
     let layout_label = |pick: Option<Layout>, role: Role| {
         layout_axis.then(|| match pick {

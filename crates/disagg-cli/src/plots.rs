@@ -443,6 +443,6 @@ pub fn pareto(
 /// Prints what was written, one path a line, on stderr.
 pub fn report(written: &[PathBuf]) {
     for p in written {
-        eprintln!("wrote {}", p.display());
+        eprintln!("wrote {}", disagg_model::escape(&p.display().to_string()));
     }
 }

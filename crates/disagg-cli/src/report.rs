@@ -37,7 +37,7 @@ static WARNINGS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new(
 pub fn warn(msg: &str) {
     let mut w = WARNINGS.lock().unwrap_or_else(|e| e.into_inner());
     if !w.iter().any(|m| m == msg) {
-        eprintln!("warning: {msg}");
+        eprintln!("warning: {}", disagg_model::escape(msg));
         w.push(msg.to_string());
     }
 }
@@ -123,7 +123,7 @@ pub fn text(s: &Summary) -> String {
     if let Some(t) = &w.trace {
         let mut line = format!(
             "workload     trace {} ({}): {} requests",
-            t.file,
+            disagg_model::escape(&t.file),
             t.format,
             crate::format::thousands(t.requests)
         );

@@ -289,6 +289,10 @@ pub struct CompareArgs {
     /// percentiles and SLO attainment against rate.
     #[arg(long, value_name = "DIR")]
     pub plot: Option<PathBuf>,
+    /// Allow more than 10,000 runs with --sweep-rate (the count is stated on standard error
+    /// first), and runs over the memory budget.
+    #[arg(long)]
+    pub yes: bool,
     /// No progress bar (drawn on standard error only when it is a terminal).
     #[arg(long)]
     pub quiet: bool,
@@ -324,6 +328,12 @@ pub fn compare(a: CompareArgs, cat: &Catalogue) -> CmdResult {
         }
         None => vec![base.rate],
     };
+    // Counted before any configuration is built: each rate runs both modes.
+    let count = (rates.len() as u64).saturating_mul(2);
+    crate::plan_cmd::check_count("comparison", count, "runs", "--sweep-rate", a.yes)?;
+    if count > crate::plan_cmd::MAX_CANDIDATES_WITHOUT_YES && !a.quiet {
+        eprintln!("compare: {count} runs ({} rates x 2 modes)", rates.len());
+    }
     // Validate every configuration before running any.
     let mut cfgs = Vec::new();
     for &rate in &rates {
@@ -344,7 +354,7 @@ pub fn compare(a: CompareArgs, cat: &Catalogue) -> CmdResult {
                 "--requests",
                 &cfg,
                 a.plot.is_some(),
-                memory::Runs::one(None),
+                memory::Runs::one(Some(a.yes)),
             )?;
             cfgs.push((rate, mode, sc, cfg));
         }
@@ -472,7 +482,12 @@ fn compare_variants(a: &CompareArgs, base: &Scenario, cat: &Catalogue) -> CmdRes
             .build(cat)
             .map_err(|e| UsageError(format!("--variant {name}: {e}")))?;
         let flag = format!("--variant {name}");
-        memory::check(&flag, &cfg, a.plot.is_some(), memory::Runs::one(None))?;
+        memory::check(
+            &flag,
+            &cfg,
+            a.plot.is_some(),
+            memory::Runs::one(Some(a.yes)),
+        )?;
         cfgs.push(cfg);
     }
     if let Some(d) = &a.plot {

@@ -56,7 +56,11 @@ pub fn run(a: TraceStatsArgs) -> CmdResult {
         outln!("{}", serde_json::to_string_pretty(&v).expect("json"));
         return Ok(());
     }
-    outln!("{} ({} format)", a.file.display(), t.format.as_str());
+    outln!(
+        "{} ({} format)",
+        disagg_model::escape(&a.file.display().to_string()),
+        t.format.as_str()
+    );
     outln!("  rows          {}", thousands(s.rows));
     outln!(
         "  duration      {} s ({} min)",
@@ -108,7 +112,7 @@ pub fn run(a: TraceStatsArgs) -> CmdResult {
         );
     }
     for w in &r.warnings {
-        eprintln!("warning: {w}");
+        eprintln!("warning: {}", disagg_model::escape(w));
     }
     Ok(())
 }

@@ -866,3 +866,84 @@ fn scheduling_lever_keys_in_scenario_files_read_as_the_flags() {
         bad(&["run", "--config", &p], needles);
     }
 }
+
+/// Issue 24 item 12: a name is checked whether or not it is used; `plan --max-rate` refuses the
+/// flags of `--target-rate` (its `--plot` drew nothing); `compare --sweep-rate` counts its runs
+/// up front and refuses more than 10,000 without `--yes`, as `plan` does its candidates.
+#[test]
+fn unused_names_are_checked_and_unbounded_or_ignored_flags_refused() {
+    // The scale-up link matters only with a layout of more than one GPU: checked without one.
+    for v in ["bogus", "", "../../etc/passwd"] {
+        bad(
+            &["run", "--scale-up-link", v, "--requests", "20", "--fast"],
+            &["--scale-up-link", &format!("'{v}'"), "nvlink4"],
+        );
+    }
+    bad(
+        &["sweep", "--scale-up-link", "bogus", "--vary", "rate=1,2"],
+        &["--scale-up-link", "'bogus'"],
+    );
+    let dir = std::env::temp_dir().join(format!("disagg-maxrate-plot-{}", std::process::id()));
+    let ds = dir.display().to_string();
+    bad(
+        &["plan", "--max-rate", "--plot", &ds],
+        &["--max-rate", "--plot"],
+    );
+    assert!(!dir.exists(), "--plot made {ds}");
+    for (flag, v) in [
+        ("--links", "bogus"),
+        ("--prefill-devices", "bogus"),
+        ("--compressions", "fp8"),
+        ("--price", "h100=3"),
+        ("--top", "3"),
+    ] {
+        bad(
+            &["plan", "--max-rate", flag, v],
+            &[flag, "cannot be used with", "--max-rate"],
+        );
+    }
+    let rates: Vec<String> = (1..=5001).map(|r| r.to_string()).collect();
+    let mut args = vec!["compare", "--sweep-rate"];
+    args.extend(rates.iter().map(String::as_str));
+    bad(
+        &args,
+        &[
+            "the comparison has 10002 runs, more than 10000",
+            "--sweep-rate",
+            "--yes",
+        ],
+    );
+}
+
+/// Issue 24 item 14: `disagg` alone prints a short overview on stdout (usage and every command)
+/// and exits 0.
+#[test]
+fn disagg_alone_prints_the_commands_on_stdout_and_succeeds() {
+    let o = disagg(&[]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(
+        o.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let t = String::from_utf8(o.stdout).unwrap();
+    assert!(t.lines().count() <= 25, "{t}");
+    assert!(t.contains("Usage: disagg"), "{t}");
+    // Every command `disagg --help` lists (its "Commands:" section), named at a line's start.
+    let help = ok_text(&["--help"]);
+    let commands: Vec<&str> = help
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert!(commands.len() >= 10, "{help}");
+    for c in commands {
+        assert!(
+            t.lines()
+                .any(|l| l.trim_start().starts_with(&format!("{c} "))),
+            "{c} missing: {t}"
+        );
+    }
+}

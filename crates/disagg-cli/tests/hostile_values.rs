@@ -337,3 +337,116 @@ fn rates_above_2_pow_64_print_with_their_magnitude() {
         "{line} against {want}"
     );
 }
+
+/// Hostile text (issue 24 item 13): terminal control sequences in names, file names and file
+/// contents reach stdout and stderr escaped (`\u{1b}`), never as raw bytes: nothing below 0x20
+/// but a line feed, and no 0x7f, whatever the command echoes (errors, warnings, reports, `list`
+/// of a custom catalogue, the calibration report, `wrote` lines).
+#[test]
+fn control_bytes_in_echoed_text_reach_no_terminal() {
+    const RED: &str = "\u{1b}[31mRED";
+    const TITLE: &str = "\u{1b}]0;pwned\u{7}";
+    let d = tmp_dir("escape");
+    let file = |name: &str, body: &str| {
+        let p = d.join(name);
+        std::fs::write(&p, body).unwrap();
+        p.display().to_string()
+    };
+    let header = "model,device,devices,tp,phase,batch,tokens,seconds,source";
+    let csv = file(
+        "m.csv",
+        &format!("{header}\n{TITLE},h100,1,1,prefill,1,512,0.05,x\n"),
+    );
+    let good_csv = file(
+        "ok.csv",
+        &format!("{header}\nllama3-8b,h100,1,1,prefill,1,512,0.05,{RED}\n"),
+    );
+    let cat = file(
+        "evil.toml",
+        r#"
+[models.evil-m]
+name = "M\u001b]0;pwned\u0007"
+base = "llama3-8b"
+
+[devices.evil-d]
+name = "D\u001b[31mRED\u007f"
+base = "h100"
+step_overhead_s = 0.004
+
+[devices.evil-d.calibration]
+measurements = ["p\u001b[2J.csv"]
+fit = "f\u001b[2J"
+groups = ["g\u001b[2J"]
+tool = "t\u001b[2J"
+in_sample_prefill_mape = 0.06
+in_sample_decode_mape = 0.02
+cv_prefill_mape = 0.07
+cv_decode_mape = 0.03
+
+[links.evil-l]
+name = "L\r\u001b[31m"
+base = "ib-ndr"
+"#,
+    );
+    let trace = file(
+        &format!("t{RED}.json"),
+        "[[0.0, 100, 10], [0.5, 200, 20], [1.0, 300, 5]]",
+    );
+    let plot = d.join(format!("p{RED}")).display().to_string();
+    let quick = ["--requests", "20", "--fast"];
+    let evil = [
+        "--catalogue",
+        &cat,
+        "--model",
+        "evil-m",
+        "--device",
+        "evil-d",
+        "--link",
+        "evil-l",
+    ];
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["run", "--model", RED],
+        vec!["run", "--device", TITLE],
+        vec!["run", "--link", RED],
+        vec!["run", "--preset", RED],
+        vec!["run", "--mode", RED],
+        vec!["run", "--workload", RED],
+        vec!["run", "--scale-up-link", RED],
+        vec!["run", "--kv-compress", RED],
+        vec!["run", "--trace-file", RED],
+        // clap drops the escape sequences of an unexpected argument itself.
+        vec!["run", RED],
+        vec![RED],
+        vec!["calibrate", "--evaluate", &csv],
+        vec!["calibrate", "--evaluate", &good_csv, "--plot", &plot],
+        vec!["--catalogue", &cat, "list"],
+        vec!["--catalogue", &cat, "list", "devices"],
+        [&["run"][..], &evil, &quick].concat(),
+        [&["compare"][..], &evil, &quick].concat(),
+        vec!["run", "--trace-file", &trace],
+        vec!["trace-stats", &trace],
+        [&["run", "--plot", &plot][..], &quick].concat(),
+    ];
+    for args in &cases {
+        let o = disagg(args);
+        for (stream, bytes) in [("stdout", &o.stdout), ("stderr", &o.stderr)] {
+            let raw = bytes
+                .iter()
+                .position(|&b| (b < 0x20 && b != b'\n') || b == 0x7f);
+            assert!(
+                raw.is_none(),
+                "{args:?}: raw byte {:#04x} on {stream}: {}",
+                bytes[raw.unwrap()],
+                String::from_utf8_lossy(bytes).escape_debug()
+            );
+        }
+        // The text was echoed, escaped (not dropped).
+        let all = [&o.stdout[..], &o.stderr[..]].concat();
+        assert!(
+            args.ends_with(&[RED]) || String::from_utf8_lossy(&all).contains("\\u{1b}"),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&all)
+        );
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::arch::{Arch, LayerRun, Retention};
 use crate::catalogue::{Calibration, Catalogue, Device, Link, LmHead, ModelSpec, GB, TB};
-use crate::error::Error;
+use crate::error::{escape, Error};
 use crate::parallel::Moe;
 use crate::variants::{ActFormat, Ced, DecodeStyle, FftMixing, Mixer, ReplayOn};
 
@@ -185,6 +185,14 @@ fn need<T>(v: Option<T>, key: &str, kind: &str, field: &str) -> Result<T, Error>
     })
 }
 
+/// A catalogue file's free text (names, a fit's provenance) as every report echoes it: escaped
+/// ([`escape`]), so no control character of the file reaches a terminal, a CSV or an SVG.
+fn printable(text: &mut String) {
+    if let std::borrow::Cow::Owned(e) = escape(text) {
+        *text = e;
+    }
+}
+
 fn check_key(kind: &str, key: &str) -> Result<(), Error> {
     let ok = !key.is_empty()
         && key.len() <= 64
@@ -214,7 +222,7 @@ impl CustomModel {
         let shape = arch.as_ref().map(|a| a.display_shape());
         let m = ModelSpec {
             key: key.to_string(),
-            name: self.name.clone().unwrap_or_else(|| key.to_string()),
+            name: escape(self.name.as_deref().unwrap_or(key)).into_owned(),
             n_layers: need(
                 self.layers
                     .or(arch.as_ref().map(|a| a.n_layers()))
@@ -544,6 +552,15 @@ impl CustomDevice {
                 .or(base.as_ref().and_then(|b| b.calibration.clone())),
         };
         d.validate()?;
+        let mut d = d;
+        printable(&mut d.name);
+        printable(&mut d.scale_up);
+        if let Some(c) = d.calibration.as_mut() {
+            c.measurements.iter_mut().for_each(printable);
+            printable(&mut c.fit);
+            c.groups.iter_mut().for_each(printable);
+            printable(&mut c.tool);
+        }
         Ok(d)
     }
 
@@ -567,7 +584,7 @@ impl CustomLink {
         };
         let l = Link {
             key: key.to_string(),
-            name: self.name.clone().unwrap_or_else(|| key.to_string()),
+            name: escape(self.name.as_deref().unwrap_or(key)).into_owned(),
             bandwidth_bps: match self.bandwidth_gb_s {
                 Some(v) => v * GB,
                 None => need(

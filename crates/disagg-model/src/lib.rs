@@ -28,7 +28,7 @@ pub use catalogue::{
 pub use ced::replay_attn;
 pub use cost::{Bound, Chunk, CostModel, CostOptions, PyNum, RawStep, StepCost};
 pub use draft::{spec_cost, Draft};
-pub use error::Error;
+pub use error::{escape, Error};
 pub use fft::{dm, Ops, OpticalStep, OpticalTerms};
 pub use handoff::{
     handoff, handoff_draft, handoff_shared, handoff_shared_draft, layerwise_exposed,

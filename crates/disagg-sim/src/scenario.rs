@@ -1257,6 +1257,15 @@ impl Scenario {
         // The reference's CLI refuses an unknown host link (a choice) before any validation.
         cat.link(&self.host_link)
             .map_err(|e| rename(e, HOST_LINK_FLAG))?;
+        // Every name is checked whether or not it is used: a pool's layout checks the scale-up
+        // link (in the reference's order and words, step 8); without a layout, here.
+        if let Some(k) = self
+            .scale_up_link
+            .as_ref()
+            .filter(|_| !self.pools_have_layouts())
+        {
+            cat.link(k).map_err(|e| rename(e, SCALE_UP_LINK_FLAG))?;
+        }
         self.check_cost_levers(&model, kv_transit.is_some())?;
         let handoff = self.resolve_handoff()?;
         let levers = self.resolve_levers(cat, &model, kv_transit.is_some())?;
@@ -1559,6 +1568,15 @@ impl Scenario {
             Role::Colocated => None,
         };
         own.or_else(|| self.global_layout())
+    }
+
+    /// Whether a pool of the mode has a layout (which [`Parallel::check`]s when it is built).
+    fn pools_have_layouts(&self) -> bool {
+        let roles: &[Role] = match self.mode {
+            Mode::Disagg => &[Role::Prefill, Role::Decode],
+            Mode::Colocated => &[Role::Colocated],
+        };
+        roles.iter().any(|&r| self.layout_for(r).is_some())
     }
 
     /// Whether any layout is set (global or per pool; pool flags count in colocated mode too).
@@ -2175,6 +2193,8 @@ impl Scenario {
 
 /// `--host-link`, as an unknown link's error names it.
 const HOST_LINK_FLAG: &str = "--host-link";
+/// `--scale-up-link`, as an unknown link's error names it.
+const SCALE_UP_LINK_FLAG: &str = "--scale-up-link";
 /// Token budget of one prefill step, and of a scheduled step without `--max-num-batched-tokens`.
 pub const MAX_PREFILL_TOKENS: u64 = 8192;
 /// Fraction of a paged instance's blocks kept free when admitting (not a flag in the reference).
@@ -2222,4 +2242,57 @@ fn attach_draft(
         pool.draft = Some((cm, d.kv_bytes_per_token()));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every name is checked whether or not it is used: an unknown scale-up link is an error
+    /// without a layout too (only a pool's layout checked it), naming the flag and the valid
+    /// links; with a layout, the layout's check words it as the reference does.
+    #[test]
+    fn an_unknown_scale_up_link_is_refused_with_or_without_a_layout() {
+        let cat = Catalogue::builtin();
+        for bad in ["bogus", "", "../../etc/passwd"] {
+            for mode in [Mode::Disagg, Mode::Colocated] {
+                let s = Scenario {
+                    scale_up_link: Some(bad.into()),
+                    mode,
+                    ..Scenario::default()
+                };
+                let e = s.build(&cat).unwrap_err().to_string();
+                assert!(
+                    e.starts_with(&format!("unknown --scale-up-link '{bad}'; valid: "))
+                        && e.contains("nvlink4"),
+                    "{bad:?} {mode:?}: {e}"
+                );
+            }
+            // Colocated mode has no pool of its own layout: a prefill layout checks nothing.
+            let s = Scenario {
+                scale_up_link: Some(bad.into()),
+                mode: Mode::Colocated,
+                prefill_tp: Some(2),
+                ..Scenario::default()
+            };
+            let e = s.build(&cat).unwrap_err().to_string();
+            assert!(e.contains(&format!("'{bad}'")), "{e}");
+            for tp in [1, 2] {
+                let s = Scenario {
+                    scale_up_link: Some(bad.into()),
+                    tp: Some(tp),
+                    devices_per_instance: tp,
+                    ..Scenario::default()
+                };
+                let e = s.build(&cat).unwrap_err().to_string();
+                assert_eq!(e, format!("prefill pool: unknown scale-up link '{bad}'"));
+            }
+        }
+        let s = Scenario {
+            scale_up_link: Some("nvlink5".into()),
+            requests: 5,
+            ..Scenario::default()
+        };
+        assert!(s.build(&cat).is_ok());
+    }
 }

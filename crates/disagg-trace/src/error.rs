@@ -99,11 +99,13 @@ impl std::error::Error for TraceError {}
 /// The longest quoted excerpt of offending text, in characters.
 pub(crate) const QUOTE_CHARS: usize = 80;
 
-/// `text` quoted like a Rust string literal, cut to [`QUOTE_CHARS`] characters (then followed
-/// by `...`).
+/// `text` quoted like a Rust string literal (its quotes and backslashes escaped, the rest by
+/// [`disagg_model::escape`]), cut to [`QUOTE_CHARS`] characters (then followed by `...`).
 pub(crate) fn quote(text: &str) -> String {
-    match text.char_indices().nth(QUOTE_CHARS) {
-        None => format!("{text:?}"),
-        Some((cut, _)) => format!("{:?}...", &text[..cut]),
-    }
+    let (cut, more) = match text.char_indices().nth(QUOTE_CHARS) {
+        None => (text, ""),
+        Some((cut, _)) => (&text[..cut], "..."),
+    };
+    let literal = cut.replace('\\', "\\\\").replace('"', "\\\"");
+    format!("\"{}\"{more}", disagg_model::escape(&literal))
 }
