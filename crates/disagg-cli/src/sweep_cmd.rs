@@ -323,12 +323,17 @@ fn build_run(sweep: &Sweep, i: u64, cat: &Catalogue) -> Result<(Scenario, SimCon
 
 /// The rows `disagg sweep --jsonl` writes for slice `shard` (`(i, n)`: the runs whose index modulo
 /// `n` is `i`) of `sweep`, in run order, computed on `threads` workers (default: all cores). Every
-/// run is validated before any runs, as the command does. For in-process callers.
+/// run is validated before any runs, as the command does, and the runs that run at once (one per
+/// worker, the largest first) must fit in `memory_limit_bytes` together
+/// ([`disagg_sim::budget`]). Setting `cancel` stops every run (within 1,024 events) and the
+/// sweep then fails with [`disagg_model::Error::Cancelled`]'s message. For in-process callers.
 pub fn rows(
     sweep: &Sweep,
     cat: &Catalogue,
     shard: (u64, u64),
     threads: Option<usize>,
+    cancel: &AtomicBool,
+    memory_limit_bytes: u64,
 ) -> Result<Vec<Value>, UsageError> {
     use rayon::prelude::*;
     let (shard_i, shard_n) = shard;
@@ -355,11 +360,25 @@ pub fn rows(
         b = b.num_threads(t);
     }
     let pool = b.build().map_err(|e| UsageError(format!("threads: {e}")))?;
+    let mut need: Vec<u64> = work
+        .iter()
+        .map(|(_, _, cfg)| disagg_sim::budget::config_bytes(cfg, false))
+        .collect();
+    need.sort_unstable_by(|a, b| b.cmp(a));
+    let at_once = need.len().min(pool.current_num_threads().max(1));
+    let together = need[..at_once]
+        .iter()
+        .fold(0u64, |a, &b| a.saturating_add(b));
+    disagg_sim::budget::check(together, memory_limit_bytes).map_err(|e| {
+        UsageError(format!(
+            "requests: {at_once} runs at once (one per thread) would {e}"
+        ))
+    })?;
     let fp = sweep.fingerprint();
     pool.install(|| {
         work.par_iter()
             .map(|(i, sc, cfg)| {
-                run_one(cfg, *i, sweep, total, &fp, sc, false)
+                run_one(cfg, *i, sweep, total, &fp, sc, false, Some(cancel))
                     .map(|r| r.row)
                     .map_err(UsageError)
             })
@@ -521,6 +540,7 @@ fn csv_from_jsonl(rows: &Path, out: &mut Pending) -> CmdResult {
     Ok(())
 }
 
+#[allow(clippy::too_many_arguments)]
 fn run_one(
     cfg: &SimConfig,
     i: u64,
@@ -529,8 +549,15 @@ fn run_one(
     fp: &str,
     sc: &Scenario,
     keep_latencies: bool,
+    cancel: Option<&AtomicBool>,
 ) -> Result<RunRow, String> {
-    let run = simulate_config(cfg).map_err(|e| format!("run {i}: {e}"))?;
+    let run = match cancel {
+        Some(flag) => {
+            disagg_sim::simulate_config_observed(cfg, &mut disagg_sim::observer::Cancel(flag))
+        }
+        None => simulate_config(cfg),
+    }
+    .map_err(|e| format!("run {i}: {e}"))?;
     let s = run.summary();
     let axes: Map<String, Value> = sweep.point(i).into_iter().collect();
     let lat = keep_latencies.then(|| plots::Latencies::of(&point_label(sweep, i), &run));
@@ -751,6 +778,7 @@ impl Work<'_> {
                     self.fp,
                     &sc,
                     self.keep_latencies,
+                    None,
                 )
             });
             if tx.send((k, row)).is_err() {

@@ -22,6 +22,9 @@ pub enum Error {
         /// Why it is rejected.
         why: String,
     },
+    /// A simulation stopped before it finished because its caller asked it to (a Ctrl-C in
+    /// Python, a flag another thread set): no result, and nothing wrong with the input.
+    Cancelled,
 }
 
 impl Error {
@@ -54,6 +57,7 @@ impl fmt::Display for Error {
                 write!(f, "unknown {kind} '{name}'; valid: {}", valid.join(", "))
             }
             Error::Invalid { what, why } => write!(f, "{what}: {why}"),
+            Error::Cancelled => f.write_str("the run was cancelled before it finished"),
         }
     }
 }
