@@ -23,7 +23,6 @@ use disagg_model::ranks::RankSpec;
 use disagg_model::Catalogue;
 use disagg_sim::budget;
 use disagg_sim::input::{api_spelling, handoff_json, overlay, ApiError};
-use disagg_sim::observer::Cancel;
 use disagg_sim::{
     simulate_workload, ChromeTrace, GenRequest, LengthDist, RunResult, Scenario, SimConfig,
     Summary, TimeSeries, Workload,
@@ -185,7 +184,7 @@ const SIGNAL_POLL: Duration = Duration::from_millis(50);
 
 /// How long [`interruptible_owned`] waits for its worker to stop after a signal before it leaves
 /// it to finish on its own.
-const STOP_GRACE: Duration = Duration::from_millis(100);
+const STOP_GRACE: Duration = Duration::from_millis(20);
 
 /// The stack of an engine thread: the main thread's (the engine ran there before).
 const ENGINE_STACK_BYTES: usize = 8 << 20;
@@ -212,8 +211,63 @@ fn wait_or_signal(py: Python<'_>, done: &Done) -> Option<PyErr> {
     None
 }
 
+/// An observer that lets Python run its signal handlers (Ctrl-C) while the engine runs on the
+/// calling thread with the GIL released: asked every 1,024 events
+/// ([`disagg_sim::Observer::cancelled`]), it takes the GIL at most every [`SIGNAL_POLL`] to check
+/// for signals. A handler that raises stops the run, and its exception is kept in `raised`. On a
+/// thread other than the main one Python runs no handlers, and the check finds nothing.
+struct SignalPoll {
+    next: std::time::Instant,
+    raised: Option<PyErr>,
+}
+
+impl SignalPoll {
+    fn new() -> Self {
+        SignalPoll {
+            next: std::time::Instant::now() + SIGNAL_POLL,
+            raised: None,
+        }
+    }
+}
+
+impl disagg_sim::Observer for SignalPoll {
+    fn cancelled(&mut self) -> bool {
+        if self.raised.is_some() {
+            return true;
+        }
+        let now = std::time::Instant::now();
+        if now < self.next {
+            return false;
+        }
+        self.next = now + SIGNAL_POLL;
+        if let Err(e) = Python::attach(|py| py.check_signals()) {
+            self.raised = Some(e);
+        }
+        self.raised.is_some()
+    }
+}
+
+/// Runs `work` on this thread with the GIL released, giving it a [`SignalPoll`] to observe the
+/// engine with: the exception a signal handler raised meanwhile (KeyboardInterrupt), if any,
+/// else what `work` returned. No thread is started: a small run costs what it did before.
+fn with_signals<T: Send>(
+    py: Python<'_>,
+    work: impl FnOnce(&mut SignalPoll) -> T + Send,
+) -> PyResult<T> {
+    let (v, raised) = py.detach(|| {
+        let mut poll = SignalPoll::new();
+        let v = work(&mut poll);
+        (v, poll.raised)
+    });
+    match raised {
+        Some(e) => Err(e),
+        None => Ok(v),
+    }
+}
+
 /// Runs `work` on a worker thread with the GIL released while this thread checks for signals
-/// ([`wait_or_signal`]). When a signal handler raises (Ctrl-C: KeyboardInterrupt), the flag
+/// ([`wait_or_signal`]). For work the engine does on other threads (a sweep's pool), where
+/// [`SignalPoll`] would find nothing. When a signal handler raises (Ctrl-C: KeyboardInterrupt), the flag
 /// `work` was given is set, the engine's event loops see it within 1,024 events
 /// ([`disagg_sim::observer::Cancel`]), and the handler's exception is raised once the worker has
 /// stopped. A panic on the worker is resumed here (and [`guard`] turns it into a RuntimeError).
@@ -722,7 +776,7 @@ struct RunHandle {
 }
 
 /// Runs `cfg` (on `workload`, else its own requests) after checking its memory against the
-/// budget; Ctrl-C stops it ([`interruptible_owned`]).
+/// budget; Ctrl-C stops it ([`with_signals`], [`interruptible_owned`] for a large workload).
 fn simulate_handle(
     py: Python<'_>,
     scenario: Scenario,
@@ -734,11 +788,12 @@ fn simulate_handle(
     } else {
         "requests"
     };
+    let (generate, requests) = (workload.is_none(), cfg.workload.requests);
     let what = format!("a run of {} requests would", cfg.workload.requests);
     check_budget(py, budget::config_bytes(&cfg, false), field, &what)?;
-    interruptible_owned(py, move |cancel| {
+    let simulate = move |obs: &mut dyn FnMut() -> bool| -> Result<RunHandle, disagg_model::Error> {
         let workload = workload.unwrap_or_else(|| cfg.requests());
-        let run = simulate_workload(&cfg, &workload, &mut Cancel(cancel))?;
+        let run = simulate_workload(&cfg, &workload, &mut StopWhen(obs))?;
         let summary = run.summary();
         Ok(RunHandle {
             scenario,
@@ -747,8 +802,32 @@ fn simulate_handle(
             run,
             summary,
         })
-    })?
-    .map_err(|e: disagg_model::Error| cli_error(py, &e.to_string()))
+    };
+    let generated = if generate { requests } else { 0 };
+    let done = if generated > OWNED_FROM_REQUESTS {
+        // Generating the workload takes long and cannot be stopped: on a thread of its own.
+        interruptible_owned(py, move |cancel| {
+            simulate(&mut || cancel.load(Ordering::Relaxed))
+        })?
+    } else {
+        with_signals(py, move |poll| {
+            simulate(&mut || disagg_sim::Observer::cancelled(poll))
+        })?
+    };
+    done.map_err(|e| cli_error(py, &e.to_string()))
+}
+
+/// Runs generating more requests than this go to an engine thread ([`interruptible_owned`]):
+/// generating them takes over 25 ms, which no observer can interrupt.
+const OWNED_FROM_REQUESTS: u64 = 100_000;
+
+/// An observer that stops the run when its function says so.
+struct StopWhen<'a>(&'a mut dyn FnMut() -> bool);
+
+impl disagg_sim::Observer for StopWhen<'_> {
+    fn cancelled(&mut self) -> bool {
+        (self.0)()
+    }
 }
 
 /// Reads one stamp of a request record.
@@ -887,8 +966,8 @@ impl RunHandle {
         let (cfg, workload) = (&self.cfg, &self.workload);
         let what = format!("its time series ({} requests) would", cfg.workload.requests);
         check_budget(py, budget::config_bytes(cfg, true), "requests", &what)?;
-        let ts = interruptible(py, |cancel| {
-            let mut both = (TimeSeries::default(), Cancel(cancel));
+        let ts = with_signals(py, |poll| {
+            let mut both = (TimeSeries::default(), poll);
             simulate_workload(cfg, workload, &mut both).map(|_| both.0)
         })?
         .map_err(|e| cli_error(py, &e.to_string()))?;
@@ -947,10 +1026,10 @@ impl RunHandle {
     fn trace_to(&self, py: Python<'_>, path: &Bound<'_, PyAny>) -> PyResult<()> {
         let path = output_path(py, path, "path")?;
         let (cfg, workload) = (&self.cfg, &self.workload);
-        interruptible(py, |cancel| -> Result<(), String> {
+        with_signals(py, |poll| -> Result<(), String> {
             let mut pending =
                 disagg_cli::output::Pending::create("path", &path).map_err(|e| e.0)?;
-            let mut tr = (ChromeTrace::new(pending.writer()), Cancel(cancel));
+            let mut tr = (ChromeTrace::new(pending.writer()), poll);
             simulate_workload(cfg, workload, &mut tr).map_err(|e| e.to_string())?;
             let finished = tr.0.finish().map(drop);
             finished.map_err(|e| pending.error(e).0)?;
@@ -1368,10 +1447,11 @@ fn time_runs(
         let n = n.max(1);
         let what = format!("a run of {} requests would", cfg.workload.requests);
         check_budget(py, budget::config_bytes(&cfg, false), "requests", &what)?;
-        interruptible(py, |cancel| {
+        with_signals(py, |poll| {
             let t = std::time::Instant::now();
             for _ in 0..n {
-                if cancel.load(Ordering::Relaxed) {
+                // Between runs (the timed runs themselves have no observer).
+                if disagg_sim::Observer::cancelled(poll) {
                     break;
                 }
                 let w = cfg.requests();
