@@ -24,6 +24,7 @@ DEPS=(
   "pyarrow>=10"
   "matplotlib==3.11.2"
   "mypy>=1.8"
+  "hypothesis>=6.0"
   "ray[default]>=2.9"
 )
 

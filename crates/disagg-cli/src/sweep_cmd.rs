@@ -387,12 +387,17 @@ impl Largest {
 
 /// The rows `disagg sweep --jsonl` writes for slice `shard` (`(i, n)`: the runs whose index modulo
 /// `n` is `i`) of `sweep`, in run order, computed on `threads` workers (default: all cores). Every
-/// run is validated before any runs, as the command does. For in-process callers.
+/// run is validated before any runs, as the command does, and the runs that run at once (one per
+/// worker, the largest first) must fit in `memory_limit_bytes` together
+/// ([`disagg_sim::budget`]). Setting `cancel` stops every run (within 1,024 events) and the
+/// sweep then fails with [`disagg_model::Error::Cancelled`]'s message. For in-process callers.
 pub fn rows(
     sweep: &Sweep,
     cat: &Catalogue,
     shard: (u64, u64),
     threads: Option<usize>,
+    cancel: &AtomicBool,
+    memory_limit_bytes: u64,
 ) -> Result<Vec<Value>, UsageError> {
     use rayon::prelude::*;
     let (shard_i, shard_n) = shard;
@@ -409,24 +414,35 @@ pub fn rows(
     }
     let runs = shard_runs(total, shard_i, shard_n);
     let mut work = Vec::with_capacity(runs as usize);
-    let mut largest = Largest::default();
     for k in 0..runs {
         let i = shard_i + k * shard_n;
         let (sc, cfg) = build_run(sweep, i, cat)?;
-        largest.see(i, &cfg);
         work.push((i, sc, cfg));
     }
-    largest.check(sweep, threads, runs, None)?;
     let mut b = rayon::ThreadPoolBuilder::new();
     if let Some(t) = threads {
         b = b.num_threads(t);
     }
     let pool = b.build().map_err(|e| UsageError(format!("threads: {e}")))?;
+    let mut need: Vec<u64> = work
+        .iter()
+        .map(|(_, _, cfg)| disagg_sim::budget::config_bytes(cfg, false))
+        .collect();
+    need.sort_unstable_by(|a, b| b.cmp(a));
+    let at_once = need.len().min(pool.current_num_threads().max(1));
+    let together = need[..at_once]
+        .iter()
+        .fold(0u64, |a, &b| a.saturating_add(b));
+    disagg_sim::budget::check(together, memory_limit_bytes).map_err(|e| {
+        UsageError(format!(
+            "requests: {at_once} runs at once (one per thread) would {e}"
+        ))
+    })?;
     let fp = sweep.fingerprint();
     pool.install(|| {
         work.par_iter()
             .map(|(i, sc, cfg)| {
-                run_one(cfg, *i, sweep, total, &fp, sc, false)
+                run_one(cfg, *i, sweep, total, &fp, sc, false, Some(cancel))
                     .map(|r| r.row)
                     .map_err(UsageError)
             })
@@ -588,6 +604,7 @@ fn csv_from_jsonl(rows: &Path, out: &mut Pending) -> CmdResult {
     Ok(())
 }
 
+#[allow(clippy::too_many_arguments)]
 fn run_one(
     cfg: &SimConfig,
     i: u64,
@@ -596,8 +613,15 @@ fn run_one(
     fp: &str,
     sc: &Scenario,
     keep_latencies: bool,
+    cancel: Option<&AtomicBool>,
 ) -> Result<RunRow, String> {
-    let run = simulate_config(cfg).map_err(|e| format!("run {i}: {e}"))?;
+    let run = match cancel {
+        Some(flag) => {
+            disagg_sim::simulate_config_observed(cfg, &mut disagg_sim::observer::Cancel(flag))
+        }
+        None => simulate_config(cfg),
+    }
+    .map_err(|e| format!("run {i}: {e}"))?;
     let s = run.summary();
     let axes: Map<String, Value> = sweep.point(i).into_iter().collect();
     let lat = keep_latencies.then(|| plots::Latencies::of(&point_label(sweep, i), &run));
@@ -824,6 +848,7 @@ impl Work<'_> {
                     self.fp,
                     &sc,
                     self.keep_latencies,
+                    None,
                 )
             });
             if tx.send((k, row)).is_err() {

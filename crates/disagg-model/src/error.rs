@@ -50,6 +50,9 @@ pub enum Error {
         /// Why it is rejected.
         why: String,
     },
+    /// A simulation stopped before it finished because its caller asked it to (a Ctrl-C in
+    /// Python, a flag another thread set): no result, and nothing wrong with the input.
+    Cancelled,
 }
 
 impl Error {
@@ -85,6 +88,7 @@ impl fmt::Display for Error {
                 escape(&valid.join(", "))
             ),
             Error::Invalid { what, why } => write!(f, "{}: {}", escape(what), escape(why)),
+            Error::Cancelled => f.write_str("the run was cancelled before it finished"),
         }
     }
 }

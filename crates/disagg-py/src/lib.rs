@@ -14,10 +14,14 @@
 mod reference;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
 
 use disagg_model::calc::HandoffSpec;
 use disagg_model::ranks::RankSpec;
 use disagg_model::Catalogue;
+use disagg_sim::budget;
 use disagg_sim::input::{api_spelling, handoff_json, overlay, ApiError};
 use disagg_sim::{
     simulate_workload, ChromeTrace, GenRequest, LengthDist, RunResult, Scenario, SimConfig,
@@ -173,6 +177,337 @@ fn guard<T>(f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
     }
 }
 
+// ---- Ctrl-C ------------------------------------------------------------------------------------
+
+/// How often a call that runs the engine checks for signals (Ctrl-C) while it waits.
+const SIGNAL_POLL: Duration = Duration::from_millis(50);
+
+/// How long [`interruptible_owned`] waits for its worker to stop after a signal before it leaves
+/// it to finish on its own.
+const STOP_GRACE: Duration = Duration::from_millis(20);
+
+/// The stack of an engine thread: the main thread's (the engine ran there before).
+const ENGINE_STACK_BYTES: usize = 8 << 20;
+
+fn engine_thread() -> std::thread::Builder {
+    std::thread::Builder::new()
+        .name("disagg-engine".into())
+        .stack_size(ENGINE_STACK_BYTES)
+}
+
+fn no_thread(e: std::io::Error) -> PyErr {
+    PyRuntimeError::new_err(format!("cannot start a thread: {e}"))
+}
+
+/// Waits for `done` with the GIL released, checking for signals every [`SIGNAL_POLL`]: `None`
+/// once it is done, or the exception a signal handler raised (KeyboardInterrupt). Python runs
+/// signal handlers only on the main thread: on another thread this only waits.
+fn wait_or_signal(py: Python<'_>, done: &Done) -> Option<PyErr> {
+    while !py.detach(|| done.wait(SIGNAL_POLL)) {
+        if let Err(e) = py.check_signals() {
+            return Some(e);
+        }
+    }
+    None
+}
+
+/// An observer that lets Python run its signal handlers (Ctrl-C) while the engine runs on the
+/// calling thread with the GIL released: asked every 1,024 events
+/// ([`disagg_sim::Observer::cancelled`]), it takes the GIL at most every [`SIGNAL_POLL`] to check
+/// for signals. A handler that raises stops the run, and its exception is kept in `raised`. On a
+/// thread other than the main one Python runs no handlers, and the check finds nothing.
+struct SignalPoll {
+    next: std::time::Instant,
+    raised: Option<PyErr>,
+}
+
+impl SignalPoll {
+    fn new() -> Self {
+        SignalPoll {
+            next: std::time::Instant::now() + SIGNAL_POLL,
+            raised: None,
+        }
+    }
+}
+
+impl disagg_sim::Observer for SignalPoll {
+    fn cancelled(&mut self) -> bool {
+        if self.raised.is_some() {
+            return true;
+        }
+        let now = std::time::Instant::now();
+        if now < self.next {
+            return false;
+        }
+        self.next = now + SIGNAL_POLL;
+        if let Err(e) = Python::attach(|py| py.check_signals()) {
+            self.raised = Some(e);
+        }
+        self.raised.is_some()
+    }
+}
+
+/// Runs `work` on this thread with the GIL released, giving it a [`SignalPoll`] to observe the
+/// engine with: the exception a signal handler raised meanwhile (KeyboardInterrupt), if any,
+/// else what `work` returned. No thread is started: a small run costs what it did before.
+fn with_signals<T: Send>(
+    py: Python<'_>,
+    work: impl FnOnce(&mut SignalPoll) -> T + Send,
+) -> PyResult<T> {
+    let (v, raised) = py.detach(|| {
+        let mut poll = SignalPoll::new();
+        let v = work(&mut poll);
+        (v, poll.raised)
+    });
+    match raised {
+        Some(e) => Err(e),
+        None => Ok(v),
+    }
+}
+
+/// Runs `work` on a worker thread with the GIL released while this thread checks for signals
+/// ([`wait_or_signal`]). For work the engine does on other threads (a sweep's pool), where
+/// [`SignalPoll`] would find nothing. When a signal handler raises (Ctrl-C: KeyboardInterrupt), the flag
+/// `work` was given is set, the engine's event loops see it within 1,024 events
+/// ([`disagg_sim::observer::Cancel`]), and the handler's exception is raised once the worker has
+/// stopped. A panic on the worker is resumed here (and [`guard`] turns it into a RuntimeError).
+fn interruptible<T: Send>(
+    py: Python<'_>,
+    work: impl FnOnce(&AtomicBool) -> T + Send,
+) -> PyResult<T> {
+    let cancel = AtomicBool::new(false);
+    let done = Done::default();
+    std::thread::scope(|s| {
+        let worker = engine_thread()
+            .spawn_scoped(s, || {
+                let _finished = Finished(&done); // when `work` returns or unwinds
+                work(&cancel)
+            })
+            .map_err(no_thread)?;
+        let raised = wait_or_signal(py, &done);
+        if raised.is_some() {
+            cancel.store(true, Ordering::Relaxed);
+        }
+        let joined = py.detach(|| worker.join());
+        match (joined, raised) {
+            (Err(panic), _) => std::panic::resume_unwind(panic),
+            (Ok(_), Some(e)) => Err(e),
+            (Ok(v), None) => Ok(v),
+        }
+    })
+}
+
+/// [`interruptible`] for work that owns what it uses, and so may outlive the call: after a
+/// signal, the worker gets [`STOP_GRACE`] to stop; one still busy where it cannot be stopped
+/// (generating a large workload before the event loop starts) is left to finish on its own, and
+/// its result is dropped. Ctrl-C is then honoured at once whatever the engine was doing. The work
+/// runs on a kept engine thread ([`on_engine_thread`]): no thread is started per call.
+fn interruptible_owned<T: Send + 'static>(
+    py: Python<'_>,
+    work: impl FnOnce(&AtomicBool) -> T + Send + 'static,
+) -> PyResult<T> {
+    let call = Arc::new(OwnedCall::<T> {
+        cancel: AtomicBool::new(false),
+        done: Done::default(),
+        result: std::sync::Mutex::new(None),
+    });
+    let theirs = Arc::clone(&call);
+    on_engine_thread(Box::new(move || {
+        let _finished = Finished(&theirs.done); // after the result is in
+        let r = catch_unwind(AssertUnwindSafe(|| work(&theirs.cancel)));
+        *theirs.result.lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+    }))
+    .map_err(no_thread)?;
+    if let Some(e) = wait_or_signal(py, &call.done) {
+        call.cancel.store(true, Ordering::Relaxed);
+        py.detach(|| call.done.wait(STOP_GRACE));
+        return Err(e);
+    }
+    let result = call.result.lock().unwrap_or_else(|e| e.into_inner()).take();
+    match result {
+        Some(Ok(v)) => Ok(v),
+        Some(Err(panic)) => std::panic::resume_unwind(panic),
+        None => Err(PyRuntimeError::new_err(
+            "internal error in disagg (please report it): an engine thread ended without a result",
+        )),
+    }
+}
+
+/// One [`interruptible_owned`] call, shared by the caller and the engine thread.
+struct OwnedCall<T> {
+    cancel: AtomicBool,
+    done: Done,
+    result: std::sync::Mutex<Option<std::thread::Result<T>>>,
+}
+
+/// Work for an engine thread (it catches its own panics).
+type Job = Box<dyn FnOnce() + Send + 'static>;
+
+/// Engine threads waiting for work: how each is given its next job.
+static IDLE_ENGINES: std::sync::Mutex<Vec<std::sync::mpsc::Sender<Job>>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// Engine threads kept waiting for work at most (the others end when their job is done).
+const MAX_IDLE_ENGINES: usize = 4;
+
+/// Runs `job` on an engine thread that waits for work, or on a new one. Starting a thread costs
+/// tens of microseconds, several percent of a small run; a kept one costs nothing.
+fn on_engine_thread(mut job: Job) -> std::io::Result<()> {
+    loop {
+        let idle = IDLE_ENGINES.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        match idle {
+            Some(tx) => match tx.send(job) {
+                Ok(()) => return Ok(()),
+                Err(std::sync::mpsc::SendError(back)) => job = back, // it has ended
+            },
+            None => break,
+        }
+    }
+    let (tx, rx) = std::sync::mpsc::channel::<Job>();
+    engine_thread().spawn(move || {
+        let mut next = Some(job);
+        while let Some(job) = next.take() {
+            job();
+            let mut idle = IDLE_ENGINES.lock().unwrap_or_else(|e| e.into_inner());
+            if idle.len() >= MAX_IDLE_ENGINES {
+                return;
+            }
+            idle.push(tx.clone());
+            drop(idle);
+            next = rx.recv().ok();
+        }
+    })?;
+    Ok(())
+}
+
+/// Whether an [`interruptible`] worker has finished, and a wake-up for its waiter.
+#[derive(Default)]
+struct Done {
+    finished: std::sync::Mutex<bool>,
+    wake: std::sync::Condvar,
+}
+
+impl Done {
+    /// Waits at most `timeout` for the worker; whether it has finished.
+    fn wait(&self, timeout: Duration) -> bool {
+        let g = self.finished.lock().unwrap_or_else(|e| e.into_inner());
+        let (g, _) = self
+            .wake
+            .wait_timeout_while(g, timeout, |finished| !*finished)
+            .unwrap_or_else(|e| e.into_inner());
+        *g
+    }
+}
+
+/// Marks its [`Done`] finished when dropped.
+struct Finished<'a>(&'a Done);
+
+impl Drop for Finished<'_> {
+    fn drop(&mut self) {
+        *self.0.finished.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        self.0.wake.notify_all();
+    }
+}
+
+// ---- the memory budget ---------------------------------------------------------------------------
+
+/// 0: the machine's budget ([`budget::machine_limit_bytes`]); else the budget set by
+/// `_set_memory_budget` (the tests').
+static MEMORY_BUDGET: AtomicU64 = AtomicU64::new(0);
+
+/// The budget a simulation's memory is checked against, bytes.
+fn memory_limit() -> u64 {
+    match MEMORY_BUDGET.load(Ordering::Relaxed) {
+        0 => budget::machine_limit_bytes(),
+        n => n,
+    }
+}
+
+/// `need` bytes fit in the budget, else a `ConfigError` for `field` saying what (`what`) needs
+/// them.
+fn check_budget(py: Python<'_>, need: u64, field: &str, what: &str) -> PyResult<()> {
+    budget::check(need, memory_limit())
+        .map_err(|e| config_error(py, &format!("{field}: {what} {e}"), Some(field)))
+}
+
+/// `_set_memory_budget(bytes)`: sets the memory budget every simulation is checked against
+/// (None: what the machine has available, the default). For tests.
+#[pyfunction]
+#[pyo3(signature = (bytes))]
+fn _set_memory_budget(bytes: Option<u64>) {
+    MEMORY_BUDGET.store(bytes.unwrap_or(0), Ordering::Relaxed);
+}
+
+// ---- files ----------------------------------------------------------------------------------------
+
+/// `read_text(path, field)`: the text of input file `path` (the value of option `field`), read as
+/// the command line reads every input: a regular file only (never a FIFO or a device), at most
+/// the input cap (1 GiB), UTF-8 text. A path that does not exist is a `MissingFileError`.
+#[pyfunction]
+fn read_text(py: Python<'_>, path: &Bound<'_, PyAny>, field: &str) -> PyResult<String> {
+    guard(|| {
+        let path = path_of(path, field)?;
+        let read = py.detach(|| {
+            disagg_trace::input::read_input(&path, disagg_trace::input::InputKind::Data)
+        });
+        read.map_err(|e| match e.problem {
+            disagg_trace::input::InputProblem::Missing => {
+                missing_file(py, field, &path.display().to_string())
+            }
+            _ => config_error(py, &format!("{field}: {e}"), Some(field)),
+        })
+    })
+}
+
+/// `write_text(path, text, field)`: writes `text` to output `path` (the value of option `field`)
+/// whole or not at all, by the command line's rules ([`disagg_cli::output`]), but only to a
+/// regular file ([`output_path`]).
+#[pyfunction]
+fn write_text(py: Python<'_>, path: &Bound<'_, PyAny>, text: &str, field: &str) -> PyResult<()> {
+    guard(|| {
+        let path = output_path(py, path, field)?;
+        py.detach(|| disagg_cli::output::write_file_atomic(field, &path, text.as_bytes()))
+            .map_err(|e| config_error(py, &e.0, Some(field)))
+    })
+}
+
+/// A str or os.PathLike path.
+fn path_of(path: &Bound<'_, PyAny>, field: &str) -> PyResult<std::path::PathBuf> {
+    match from_py(path, field)? {
+        Value::String(s) => Ok(std::path::PathBuf::from(s)),
+        _ => Err(PyTypeError::new_err(format!(
+            "{field}: expected a str or os.PathLike"
+        ))),
+    }
+}
+
+/// An output path from Python, checked by the command line's rules
+/// ([`disagg_cli::output::resolve`]: not a directory, in a directory that exists), and refused
+/// when it is a FIFO or a device: opening a FIFO waits for a reader (the call would hang) and a
+/// device is no file to keep. `-` is a file of that name, not standard output.
+fn output_path(
+    py: Python<'_>,
+    path: &Bound<'_, PyAny>,
+    field: &str,
+) -> PyResult<std::path::PathBuf> {
+    let mut path = path_of(path, field)?;
+    if path.as_os_str() == "-" {
+        path = std::path::Path::new(".").join("-");
+    }
+    match disagg_cli::output::resolve(field, &path) {
+        Ok(disagg_cli::output::Target::Through(_)) => Err(config_error(
+            py,
+            &format!(
+                "{field}: '{}' is a FIFO or a device; give the path of a regular file",
+                path.display()
+            ),
+            Some(field),
+        )),
+        Ok(_) => Ok(path),
+        Err(e) => Err(config_error(py, &e.0, Some(field))),
+    }
+}
+
 // ---- values between Python and JSON --------------------------------------------------------------
 
 /// A JSON value as a Python object: objects are dicts (key order kept), arrays lists, whole
@@ -208,9 +543,20 @@ fn to_py<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny>> {
     })
 }
 
+/// How deep an option value may nest (dicts, lists, tuples and `os.PathLike` in one another).
+/// Scenario keys are a few levels deep at most; the limit keeps the conversion's recursion far
+/// from the end of the stack, whichever thread runs it.
+const MAX_DEPTH: usize = 64;
+
 /// A Python value as JSON: None, bool, int, float (finite), str, os.PathLike, list/tuple, dict
-/// with str keys, and NumPy scalars. `what` names the value in messages.
+/// with str keys, and NumPy scalars. `what` names the value in messages. A container that holds
+/// itself, or values nested more than [`MAX_DEPTH`] deep, are a `ConfigError`.
 fn from_py(o: &Bound<'_, PyAny>, what: &str) -> PyResult<Value> {
+    from_py_in(o, what, &mut Vec::new())
+}
+
+/// [`from_py`] inside the containers `open` (their addresses, outermost first).
+fn from_py_in(o: &Bound<'_, PyAny>, what: &str, open: &mut Vec<usize>) -> PyResult<Value> {
     let py = o.py();
     if o.is_none() {
         return Ok(Value::Null);
@@ -246,34 +592,33 @@ fn from_py(o: &Bound<'_, PyAny>, what: &str) -> PyResult<Value> {
     if let Ok(s) = o.cast::<PyString>() {
         return Ok(Value::String(s.to_cow()?.into_owned()));
     }
-    if let Ok(d) = o.cast::<PyDict>() {
-        let mut m = Map::new();
-        for (k, v) in d.iter() {
-            let key: String = k.extract().map_err(|_| {
-                PyTypeError::new_err(format!("{what}: keys must be strings, got {k:?}"))
-            })?;
-            let inner = format!("{what}.{key}");
-            m.insert(key, from_py(&v, &inner)?);
+    let container = o.is_instance_of::<PyDict>()
+        || o.is_instance_of::<PyList>()
+        || o.is_instance_of::<PyTuple>()
+        || o.hasattr("__fspath__")?;
+    if container {
+        let at = o.as_ptr() as usize;
+        if open.contains(&at) {
+            return Err(config_error(
+                py,
+                &format!(
+                    "{what}: the value contains itself (a {} inside itself); give plain values",
+                    o.get_type().name()?
+                ),
+                Some(what),
+            ));
         }
-        return Ok(Value::Object(m));
-    }
-    if let Ok(l) = o.cast::<PyList>() {
-        return l
-            .iter()
-            .map(|x| from_py(&x, what))
-            .collect::<PyResult<_>>()
-            .map(Value::Array);
-    }
-    if let Ok(t) = o.cast::<PyTuple>() {
-        return t
-            .iter()
-            .map(|x| from_py(&x, what))
-            .collect::<PyResult<_>>()
-            .map(Value::Array);
-    }
-    if o.hasattr("__fspath__")? {
-        let p = o.call_method0("__fspath__")?;
-        return from_py(&p, what);
+        if open.len() >= MAX_DEPTH {
+            return Err(config_error(
+                py,
+                &format!("{what}: the value is nested more than {MAX_DEPTH} levels deep"),
+                Some(what),
+            ));
+        }
+        open.push(at);
+        let v = container_from_py(o, what, open);
+        open.pop();
+        return v;
     }
     // NumPy scalars and other numbers: an integer if it says it is one, else a float.
     if o.hasattr("__index__")? {
@@ -282,12 +627,43 @@ fn from_py(o: &Bound<'_, PyAny>, what: &str) -> PyResult<Value> {
         }
     }
     if let Ok(x) = o.extract::<f64>() {
-        return from_py(&PyFloat::new(py, x).into_any(), what);
+        return from_py_in(&PyFloat::new(py, x).into_any(), what, open);
     }
     Err(PyTypeError::new_err(format!(
         "{what}: cannot use a {} as an option value",
         o.get_type().name()?
     )))
+}
+
+/// A dict, list, tuple or `os.PathLike` `o` (already entered in `open`) as JSON.
+fn container_from_py(o: &Bound<'_, PyAny>, what: &str, open: &mut Vec<usize>) -> PyResult<Value> {
+    if let Ok(d) = o.cast::<PyDict>() {
+        let mut m = Map::new();
+        for (k, v) in d.iter() {
+            let key: String = k.extract().map_err(|_| {
+                PyTypeError::new_err(format!("{what}: keys must be strings, got {k:?}"))
+            })?;
+            let inner = format!("{what}.{key}");
+            m.insert(key, from_py_in(&v, &inner, open)?);
+        }
+        return Ok(Value::Object(m));
+    }
+    if let Ok(l) = o.cast::<PyList>() {
+        return l
+            .iter()
+            .map(|x| from_py_in(&x, what, open))
+            .collect::<PyResult<_>>()
+            .map(Value::Array);
+    }
+    if let Ok(t) = o.cast::<PyTuple>() {
+        return t
+            .iter()
+            .map(|x| from_py_in(&x, what, open))
+            .collect::<PyResult<_>>()
+            .map(Value::Array);
+    }
+    let p = o.call_method0("__fspath__")?;
+    from_py_in(&p, what, open)
 }
 
 fn options_map(options: Option<&Bound<'_, PyDict>>) -> PyResult<Map<String, Value>> {
@@ -399,15 +775,25 @@ struct RunHandle {
     summary: Summary,
 }
 
+/// Runs `cfg` (on `workload`, else its own requests) after checking its memory against the
+/// budget; Ctrl-C stops it ([`with_signals`], [`interruptible_owned`] for a large workload).
 fn simulate_handle(
     py: Python<'_>,
     scenario: Scenario,
     cfg: SimConfig,
     workload: Option<Workload>,
 ) -> PyResult<RunHandle> {
-    py.detach(move || {
+    let field = if workload.is_some() {
+        "workload"
+    } else {
+        "requests"
+    };
+    let (generate, requests) = (workload.is_none(), cfg.workload.requests);
+    let what = format!("a run of {} requests would", cfg.workload.requests);
+    check_budget(py, budget::config_bytes(&cfg, false), field, &what)?;
+    let simulate = move |obs: &mut dyn FnMut() -> bool| -> Result<RunHandle, disagg_model::Error> {
         let workload = workload.unwrap_or_else(|| cfg.requests());
-        let run = simulate_workload(&cfg, &workload, &mut ())?;
+        let run = simulate_workload(&cfg, &workload, &mut StopWhen(obs))?;
         let summary = run.summary();
         Ok(RunHandle {
             scenario,
@@ -416,8 +802,32 @@ fn simulate_handle(
             run,
             summary,
         })
-    })
-    .map_err(|e: disagg_model::Error| cli_error(py, &e.to_string()))
+    };
+    let generated = if generate { requests } else { 0 };
+    let done = if generated > OWNED_FROM_REQUESTS {
+        // Generating the workload takes long and cannot be stopped: on a thread of its own.
+        interruptible_owned(py, move |cancel| {
+            simulate(&mut || cancel.load(Ordering::Relaxed))
+        })?
+    } else {
+        with_signals(py, move |poll| {
+            simulate(&mut || disagg_sim::Observer::cancelled(poll))
+        })?
+    };
+    done.map_err(|e| cli_error(py, &e.to_string()))
+}
+
+/// Runs generating more requests than this go to an engine thread ([`interruptible_owned`]):
+/// generating them takes over 25 ms, which no observer can interrupt.
+const OWNED_FROM_REQUESTS: u64 = 100_000;
+
+/// An observer that stops the run when its function says so.
+struct StopWhen<'a>(&'a mut dyn FnMut() -> bool);
+
+impl disagg_sim::Observer for StopWhen<'_> {
+    fn cancelled(&mut self) -> bool {
+        (self.0)()
+    }
 }
 
 /// Reads one stamp of a request record.
@@ -554,12 +964,13 @@ impl RunHandle {
 impl RunHandle {
     fn series_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let (cfg, workload) = (&self.cfg, &self.workload);
-        let ts = py
-            .detach(|| {
-                let mut ts = TimeSeries::default();
-                simulate_workload(cfg, workload, &mut ts).map(|_| ts)
-            })
-            .map_err(|e| cli_error(py, &e.to_string()))?;
+        let what = format!("its time series ({} requests) would", cfg.workload.requests);
+        check_budget(py, budget::config_bytes(cfg, true), "requests", &what)?;
+        let ts = with_signals(py, |poll| {
+            let mut both = (TimeSeries::default(), poll);
+            simulate_workload(cfg, workload, &mut both).map(|_| both.0)
+        })?
+        .map_err(|e| cli_error(py, &e.to_string()))?;
         let np = py.import("numpy")?;
         let d = PyDict::new(py);
         let rows = &ts.rows;
@@ -613,20 +1024,17 @@ impl RunHandle {
     }
 
     fn trace_to(&self, py: Python<'_>, path: &Bound<'_, PyAny>) -> PyResult<()> {
-        let path = match from_py(path, "path")? {
-            Value::String(s) => std::path::PathBuf::from(s),
-            _ => return Err(PyTypeError::new_err("path: expected a str or os.PathLike")),
-        };
+        let path = output_path(py, path, "path")?;
         let (cfg, workload) = (&self.cfg, &self.workload);
-        py.detach(|| -> Result<(), String> {
+        with_signals(py, |poll| -> Result<(), String> {
             let mut pending =
                 disagg_cli::output::Pending::create("path", &path).map_err(|e| e.0)?;
-            let mut tr = ChromeTrace::new(pending.writer());
+            let mut tr = (ChromeTrace::new(pending.writer()), poll);
             simulate_workload(cfg, workload, &mut tr).map_err(|e| e.to_string())?;
-            let finished = tr.finish().map(drop);
+            let finished = tr.0.finish().map(drop);
             finished.map_err(|e| pending.error(e).0)?;
             pending.commit().map_err(|e| e.0)
-        })
+        })?
         .map_err(|msg| cli_error(py, &msg))
     }
 }
@@ -696,14 +1104,17 @@ fn simulate_rows(
 }
 
 /// The reference's `poisson_workload(rate, n, prompt, output, seed)`: rows
-/// `(arrival_s, prompt_len, output_len)`, bit for bit (Python's Mersenne Twister).
+/// `(arrival_s, prompt_len, output_len)`, bit for bit (Python's Mersenne Twister). `n` is at most
+/// the simulator's limit of requests ([`disagg_sim::scenario::MAX_REQUESTS`]) and must fit in the
+/// memory budget; the lengths' `(mean, cv, lo, hi)` must be finite, the mean positive and the
+/// bounds from 0 to 4294967295.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
 #[pyo3(signature = (rate, n, prompt, output, seed))]
 fn poisson_workload(
     py: Python<'_>,
     rate: f64,
-    n: usize,
+    n: &Bound<'_, PyAny>,
     prompt: (f64, f64, i64, i64),
     output: (f64, f64, i64, i64),
     seed: u64,
@@ -716,8 +1127,46 @@ fn poisson_workload(
                 Some("rate"),
             ));
         }
-        let dist = |(mean, cv, lo, hi): (f64, f64, i64, i64)| LengthDist { mean, cv, lo, hi };
-        let w = disagg_sim::poisson_workload(rate, n, &dist(prompt), &dist(output), seed);
+        let max = disagg_sim::scenario::MAX_REQUESTS;
+        let n = whole_in(n, 0, max as i64).map_err(|()| {
+            config_error(
+                py,
+                &format!(
+                    "n: expected a whole number of requests from 0 to {max}, got {}",
+                    shown(n)
+                ),
+                Some("n"),
+            )
+        })? as u64;
+        let what = format!("{n} requests would");
+        check_budget(py, budget::requests_bytes(n, false), "n", &what)?;
+        let dist = |name: &str, (mean, cv, lo, hi): (f64, f64, i64, i64)| {
+            let bad = |field: &str, why: String| {
+                let field = format!("{name}.{field}");
+                config_error(py, &format!("{field}: {why}"), Some(&field))
+            };
+            if !(mean.is_finite() && mean > 0.0) {
+                return Err(bad(
+                    "mean",
+                    format!("must be a finite number > 0, got {mean}"),
+                ));
+            }
+            if !cv.is_finite() {
+                return Err(bad("cv", format!("must be a finite number, got {cv}")));
+            }
+            for (field, v) in [("lo", lo), ("hi", hi)] {
+                if u32::try_from(v).is_err() {
+                    return Err(bad(
+                        field,
+                        format!("must be a whole number from 0 to 4294967295, got {v}"),
+                    ));
+                }
+            }
+            Ok(LengthDist { mean, cv, lo, hi })
+        };
+        let (prompt, output) = (dist("prompt", prompt)?, dist("output", output)?);
+        let w =
+            py.detach(|| disagg_sim::poisson_workload(rate, n as usize, &prompt, &output, seed));
         Ok(w.into_iter()
             .map(|r| (r.arrival_s, r.prompt_len, r.output_len))
             .collect())
@@ -756,11 +1205,13 @@ fn sweep<'py>(
     py: Python<'py>,
     base: Option<&Bound<'py, PyAny>>,
     vary: Option<&Bound<'py, PyDict>>,
-    threads: Option<usize>,
-    shard: Option<(u64, u64)>,
+    threads: Option<&Bound<'py, PyAny>>,
+    shard: Option<&Bound<'py, PyAny>>,
     catalogue: Option<String>,
 ) -> PyResult<Bound<'py, PyAny>> {
     guard(|| {
+        let threads = threads_of(py, threads)?;
+        let shard = shard_of(py, shard)?;
         let cat = catalogue_of(py, catalogue.as_deref())?;
         let base = match base {
             None => Map::new(),
@@ -821,23 +1272,99 @@ fn sweep<'py>(
             "sweep",
         )
         .map_err(|e| sweep_error(py, &e.0))?;
-        let shard = shard.unwrap_or((0, 1));
-        if threads == Some(0) {
-            return Err(config_error(
-                py,
-                "threads: must be at least 1",
-                Some("threads"),
-            ));
-        }
-        let rows = py
-            .detach(|| disagg_cli::sweep_cmd::rows(&sw, &cat, shard, threads))
-            .map_err(|e| sweep_run_error(py, &sw, &e.0))?;
+        let limit = memory_limit();
+        let rows = interruptible(py, |cancel| {
+            disagg_cli::sweep_cmd::rows(&sw, &cat, shard, threads, cancel, limit)
+        })?
+        .map_err(|e| {
+            if e.0.starts_with("requests: ") {
+                config_error(py, &e.0, Some("requests")) // over the memory budget
+            } else {
+                sweep_run_error(py, &sw, &e.0)
+            }
+        })?;
         let out = PyList::empty(py);
         for r in &rows {
             out.append(to_py(py, r)?)?;
         }
         Ok(out.into_any())
     })
+}
+
+/// A whole number (an int or an object with `__index__`, not a bool or a float) from `lo` to
+/// `hi`, else `Err(())`.
+fn whole_in(o: &Bound<'_, PyAny>, lo: i64, hi: i64) -> Result<i64, ()> {
+    if o.is_instance_of::<PyBool>()
+        || o.is_instance_of::<PyFloat>()
+        || o.is_instance_of::<PyString>()
+    {
+        return Err(());
+    }
+    match o.extract::<i64>() {
+        Ok(v) if (lo..=hi).contains(&v) => Ok(v),
+        _ => Err(()),
+    }
+}
+
+/// A value as messages show it: its `repr`.
+fn shown(o: &Bound<'_, PyAny>) -> String {
+    o.repr()
+        .map(|r| r.to_string())
+        .unwrap_or_else(|_| "?".into())
+}
+
+/// A sweep's `threads`: None (all cores) or a whole number in the CLI's range of `--threads`
+/// (1 to 1024).
+fn threads_of(py: Python<'_>, threads: Option<&Bound<'_, PyAny>>) -> PyResult<Option<usize>> {
+    let Some(t) = threads.filter(|t| !t.is_none()) else {
+        return Ok(None);
+    };
+    let (lo, hi) = match disagg_sim::ranges::for_command("sweep", "--threads").map(|r| r.bounds) {
+        Some(disagg_sim::ranges::Bounds::Int { min, max }) => (min as i64, max as i64),
+        _ => (1, 1024),
+    };
+    whole_in(t, lo, hi).map(|v| Some(v as usize)).map_err(|()| {
+        config_error(
+            py,
+            &format!(
+                "threads: expected a whole number of worker threads from {lo} to {hi}, got {}",
+                shown(t)
+            ),
+            Some("threads"),
+        )
+    })
+}
+
+/// A sweep's `shard`: None (every run) or a pair `(i, n)` of whole numbers with `0 <= i < n`.
+fn shard_of(py: Python<'_>, shard: Option<&Bound<'_, PyAny>>) -> PyResult<(u64, u64)> {
+    let Some(s) = shard.filter(|s| !s.is_none()) else {
+        return Ok((0, 1));
+    };
+    let bad = || {
+        config_error(
+            py,
+            &format!(
+                "shard: expected a pair (i, n) of whole numbers with 0 <= i < n, got {}",
+                shown(s)
+            ),
+            Some("shard"),
+        )
+    };
+    let items: Vec<Bound<'_, PyAny>> = if let Ok(t) = s.cast::<PyTuple>() {
+        t.iter().collect()
+    } else if let Ok(l) = s.cast::<PyList>() {
+        l.iter().collect()
+    } else {
+        return Err(bad());
+    };
+    match items.as_slice() {
+        [i, n] => {
+            let n = whole_in(n, 1, i64::MAX).map_err(|()| bad())?;
+            let i = whole_in(i, 0, n - 1).map_err(|()| bad())?;
+            Ok((i as u64, n as u64))
+        }
+        _ => Err(bad()),
+    }
 }
 
 /// `jsonl(rows)`: sweep rows as the JSON Lines text `disagg sweep --jsonl` writes.
@@ -918,15 +1445,21 @@ fn time_runs(
         let sc = scenario_of(py, scenario, m)?;
         let cfg = build(py, &sc, &cat)?;
         let n = n.max(1);
-        py.detach(|| {
+        let what = format!("a run of {} requests would", cfg.workload.requests);
+        check_budget(py, budget::config_bytes(&cfg, false), "requests", &what)?;
+        with_signals(py, |poll| {
             let t = std::time::Instant::now();
             for _ in 0..n {
+                // Between runs (the timed runs themselves have no observer).
+                if disagg_sim::Observer::cancelled(poll) {
+                    break;
+                }
                 let w = cfg.requests();
                 let run = simulate_workload(&cfg, &w, &mut ()).map_err(|e| e.to_string())?;
                 std::hint::black_box(run.summary());
             }
             Ok(t.elapsed().as_secs_f64() / n as f64)
-        })
+        })?
         .map_err(|e: String| cli_error(py, &e))
     })
 }
@@ -948,6 +1481,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(presets, m)?)?;
     m.add_function(wrap_pyfunction!(options, m)?)?;
     m.add_function(wrap_pyfunction!(time_runs, m)?)?;
+    m.add_function(wrap_pyfunction!(read_text, m)?)?;
+    m.add_function(wrap_pyfunction!(write_text, m)?)?;
+    m.add_function(wrap_pyfunction!(_set_memory_budget, m)?)?;
     reference::register(m)?;
     Ok(())
 }

@@ -1,8 +1,16 @@
 //! Observers: one trait that receives what happens during a run (steps, transfers, arrivals,
 //! finishes, periodic samples). The engine is generic over it, so the no-op observer `()` compiles
-//! to nothing; observers only read, they never change results.
+//! to nothing; observers only read, they never change results. One observer may stop a run early
+//! ([`Observer::cancelled`], e.g. [`Cancel`]: a flag another thread sets); the run then returns
+//! [`disagg_model::Error::Cancelled`] instead of a result.
+
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::scenario::Role;
+
+/// How often the event loops ask [`Observer::cancelled`]: every this many events (a power of two).
+/// A run's events take well under a microsecond each, so a set flag stops it within a millisecond.
+pub const CANCEL_CHECK_EVENTS: u64 = 1024;
 
 /// What kind of step ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -127,6 +135,32 @@ pub trait Observer {
     fn sample(&mut self, _s: &Sample<'_>) {}
     /// The run ended at `horizon`.
     fn end(&mut self, _horizon: f64) {}
+    /// Whether to stop the run now: asked every [`CANCEL_CHECK_EVENTS`] events (the first time
+    /// before the first event); `true` ends the run with [`disagg_model::Error::Cancelled`].
+    /// Never by default (the check then compiles to nothing).
+    fn cancelled(&mut self) -> bool {
+        false
+    }
+}
+
+/// An observer that only stops the run once its flag is set (by another thread: a Ctrl-C
+/// handler, a caller that gave up). Pair it with another observer as `(other, Cancel(&flag))`.
+#[derive(Clone, Copy, Debug)]
+pub struct Cancel<'a>(pub &'a AtomicBool);
+
+impl Observer for Cancel<'_> {
+    fn cancelled(&mut self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// Counts a run's events and asks `obs` whether to stop every [`CANCEL_CHECK_EVENTS`] of them
+/// (the first time at the first event). For the event loops of `serving.rs` and `sched`.
+#[inline(always)]
+pub(crate) fn should_stop<O: Observer + ?Sized>(events: &mut u64, obs: &mut O) -> bool {
+    let due = events.is_multiple_of(CANCEL_CHECK_EVENTS);
+    *events = events.wrapping_add(1);
+    due && obs.cancelled()
 }
 
 /// The no-op observer.
@@ -215,6 +249,9 @@ impl<O: Observer + ?Sized> Observer for &mut O {
     fn end(&mut self, h: f64) {
         (**self).end(h)
     }
+    fn cancelled(&mut self) -> bool {
+        (**self).cancelled()
+    }
 }
 
 /// Two observers at once.
@@ -257,5 +294,94 @@ impl<A: Observer, B: Observer> Observer for (A, B) {
     fn end(&mut self, h: f64) {
         self.0.end(h);
         self.1.end(h);
+    }
+    fn cancelled(&mut self) -> bool {
+        self.0.cancelled() || self.1.cancelled()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::{Scenario, SimConfig};
+    use crate::serving::simulate_config_observed;
+    use disagg_model::Error;
+
+    fn cfg(flags: &[&str]) -> SimConfig {
+        Scenario::from_flags(flags.iter().copied())
+            .unwrap()
+            .build(&disagg_model::Catalogue::builtin())
+            .unwrap()
+    }
+
+    /// Stops the run at its `stop_at`-th check, counting the checks.
+    struct StopAfter {
+        checks: u64,
+        stop_at: u64,
+    }
+
+    impl Observer for StopAfter {
+        fn cancelled(&mut self) -> bool {
+            self.checks += 1;
+            self.checks >= self.stop_at
+        }
+    }
+
+    /// The plain engine and the scheduled one (levers), each asked to stop.
+    const KINDS: [&[&str]; 2] = [
+        &["--requests", "2000", "--rate", "40"],
+        &["--requests", "2000", "--rate", "40", "--kv-policy", "paged"],
+    ];
+
+    #[test]
+    fn a_set_flag_stops_the_run_before_its_first_event() {
+        for flags in KINDS {
+            let c = cfg(flags);
+            let flag = AtomicBool::new(true);
+            let got = simulate_config_observed(&c, &mut Cancel(&flag));
+            assert_eq!(got.err(), Some(Error::Cancelled), "{flags:?}");
+        }
+    }
+
+    #[test]
+    fn the_loops_ask_every_1024_events_and_stop_when_told() {
+        for flags in KINDS {
+            let c = cfg(flags);
+            // Never stopping: the run completes, having been asked once per 1,024 events.
+            let mut never = StopAfter {
+                checks: 0,
+                stop_at: u64::MAX,
+            };
+            simulate_config_observed(&c, &mut never).unwrap();
+            assert!(never.checks >= 3, "{flags:?}: {} checks", never.checks);
+            // Stopping at the third check: asked exactly three times, then no result.
+            let mut third = StopAfter {
+                checks: 0,
+                stop_at: 3,
+            };
+            let got = simulate_config_observed(&c, &mut third);
+            assert_eq!(got.err(), Some(Error::Cancelled), "{flags:?}");
+            assert_eq!(third.checks, 3, "{flags:?}");
+        }
+    }
+
+    #[test]
+    fn an_unset_flag_changes_nothing() {
+        for flags in KINDS {
+            let c = cfg(flags);
+            let flag = AtomicBool::new(false);
+            let plain = simulate_config_observed(&c, &mut ()).unwrap().summary();
+            let mut both = (TimeSeries::default(), Cancel(&flag));
+            let flagged = simulate_config_observed(&c, &mut both).unwrap().summary();
+            assert_eq!(
+                serde_json::to_value(&plain).unwrap(),
+                serde_json::to_value(&flagged).unwrap(),
+                "{flags:?}"
+            );
+            assert!(
+                !both.0.rows.is_empty(),
+                "the paired observer still sees the run"
+            );
+        }
     }
 }

@@ -939,6 +939,7 @@ fn rename(e: Error, flag: &'static str) -> Error {
             what: flag.to_string(),
             why,
         },
+        Error::Cancelled => Error::Cancelled,
     }
 }
 

@@ -1090,13 +1090,13 @@ fn run_requests<O: Observer>(
         }
     }
     if cfg.levers.is_some() {
-        return Ok(crate::sched::run(cfg, workload, closed, chains, obs));
+        return crate::sched::run(cfg, workload, closed, chains, obs);
     }
     let mut sim = Sim::new(cfg, workload, obs);
     if let Some(c) = closed {
         sim.open = sim.books.close_loop(c);
     }
-    sim.run();
+    sim.run()?;
     Ok(sim.finish_run())
 }
 
@@ -1250,20 +1250,25 @@ impl<'a, O: Observer> Sim<'a, O> {
         self.need.of(&self.reqs[rid as usize])
     }
 
-    fn run(&mut self) {
+    /// The event loop; [`Error::Cancelled`] if the observer stopped it.
+    fn run(&mut self) -> Result<(), Error> {
         let infos = self.instance_infos();
         self.obs.begin(&infos);
         // t = 0: every instance starts idle; then the arrivals process, then the sampler (§3.2).
         if self.reqs.is_empty() {
             self.obs.end(0.0);
-            return;
+            return Ok(());
         }
         first_arrival(&mut self.q, &self.reqs, &self.open);
         if self.sampling {
             self.take_sample();
             self.q.schedule_in(self.cfg.sample_dt_s, Ev::Sample);
         }
+        let mut events = 0u64;
         while let Some((_, ev)) = self.q.pop() {
+            if crate::observer::should_stop(&mut events, &mut *self.obs) {
+                return Err(Error::Cancelled);
+            }
             match ev {
                 Ev::Arrival(i) => self.on_arrival(i),
                 Ev::Release(i) => {
@@ -1288,6 +1293,7 @@ impl<'a, O: Observer> Sim<'a, O> {
         let now = self.q.now();
         self.books.population(now, 0);
         self.obs.end(now);
+        Ok(())
     }
 
     fn finish_run(self) -> RunResult {

@@ -174,12 +174,11 @@ def sweep(
     fastest): dicts with run, runs_total, spec (a fingerprint of base and axes), axes, scenario
     and summary. `base` is a preset's name or a dict of scenario keys (may name a `preset`);
     `vary` maps scenario keys to lists of values, in axis order. `threads`: worker threads
-    (default: all cores). `shard=(i, n)`: only the runs whose index modulo n is i, for spreading a
-    sweep over machines (`jsonl(rows)` of all shards' rows sorted by `run` is byte for byte the
-    one-machine output).
+    (default: all cores; at most 1024). `shard=(i, n)`: only the runs whose index modulo n is i
+    (two whole numbers, 0 <= i < n), for spreading a sweep over machines (`jsonl(rows)` of all
+    shards' rows sorted by `run` is byte for byte the one-machine output). Ctrl-C stops every run
+    (KeyboardInterrupt), as it stops `run`.
     """
-    if shard is not None:
-        shard = (int(shard[0]), int(shard[1]))
     cat = None if catalogue is None else os.fspath(catalogue)
     return _core.sweep(base, dict(vary or {}), threads, shard, cat)
 

@@ -20,6 +20,9 @@ __all__ = [
     "presets",
     "options",
     "time_runs",
+    "read_text",
+    "write_text",
+    "_set_memory_budget",
     "ReferenceCostModel",
     "reference_simulate",
     "reference_itls",
@@ -75,6 +78,9 @@ def options() -> List[Dict[str, Any]]: ...
 def time_runs(
     scenario: _Scenario = None, n: int = 10, options: Optional[Dict[str, Any]] = None
 ) -> float: ...
+def read_text(path: Union[str, PathLike[str]], field: str) -> str: ...
+def write_text(path: Union[str, PathLike[str]], text: str, field: str) -> None: ...
+def _set_memory_budget(bytes: Optional[int]) -> None: ...
 
 # ---- the engine side of `disagg.reference` (src/reference.rs) ------------------------------------
 

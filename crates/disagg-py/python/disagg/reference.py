@@ -73,6 +73,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import numbers
 import os
 import random
 import tempfile
@@ -731,6 +732,21 @@ class LengthDist:
     lo: int = 1
     hi: int = 32768
 
+    def __post_init__(self) -> None:
+        # A NaN or infinite mean or cv made lengths of nonsense; a bound outside 0..4294967295,
+        # lengths the engine cannot hold.
+        for name, positive in (("mean", True), ("cv", False)):
+            v = getattr(self, name)
+            ok = isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v)
+            if not (ok and (v > 0 or not positive)):
+                want = "a finite number > 0" if positive else "a finite number"
+                raise _error(f"LengthDist.{name}", f"must be {want}, got {v!r}")
+        for name in ("lo", "hi"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or not 0 <= v < 2**32:
+                raise _error(f"LengthDist.{name}",
+                             f"must be a whole number from 0 to 4294967295, got {v!r}")
+
     def sample(self, rng: random.Random) -> int:
         if self.cv <= 0:
             x = self.mean
@@ -746,7 +762,7 @@ class LengthDist:
 def poisson_workload(rate: float, n: int, prompt: LengthDist, output: LengthDist,
                      seed: int = 0) -> List[Request]:
     """`n` requests with exponential gaps at `rate` per second (bit for bit the reference's)."""
-    rows = _core.poisson_workload(float(rate), int(n), prompt._tuple(), output._tuple(), int(seed))
+    rows = _core.poisson_workload(float(rate), n, prompt._tuple(), output._tuple(), int(seed))
     return [Request(i, a, p, o) for i, (a, p, o) in enumerate(rows)]
 
 
@@ -761,12 +777,16 @@ def workload_rows(reqs: List[Request]) -> List[list]:
 
 
 def dump_workload(reqs: List[Request], path: Union[str, "os.PathLike[str]"]) -> None:
-    Path(path).write_text(json.dumps(workload_rows(reqs)))
+    """Write the workload's JSON rows to `path` (whole or not at all; a regular file, never a FIFO
+    or a device)."""
+    _core.write_text(path, json.dumps(workload_rows(reqs)), "path")
 
 
 def load_workload(path: Union[str, "os.PathLike[str]"]) -> List[Request]:
+    """The workload of a JSON rows file, read as the command line reads its inputs: a regular
+    file (never a FIFO or a device) of at most 1 GiB."""
     out = []
-    for i, row in enumerate(json.loads(Path(path).read_text())):
+    for i, row in enumerate(json.loads(_core.read_text(path, "path"))):
         r = Request(i, float(row[0]), int(row[1]), int(row[2]))
         if len(row) > 3:
             x = row[3]
@@ -982,8 +1002,9 @@ def format_report(m: Dict[str, Any]) -> str:
 
 
 def write_trace(trace: dict, path: Union[str, "os.PathLike[str]"]) -> None:
-    """Write a run's trace dict (``SimResult.trace``, with ``SimConfig(trace=True)``) as JSON."""
-    Path(path).write_text(json.dumps(trace))
+    """Write a run's trace dict (``SimResult.trace``, with ``SimConfig(trace=True)``) as JSON
+    (whole or not at all; a regular file, never a FIFO or a device)."""
+    _core.write_text(path, json.dumps(trace), "path")
 
 
 # ---- the cost model ------------------------------------------------------------------------------

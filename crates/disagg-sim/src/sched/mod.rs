@@ -250,14 +250,14 @@ pub(crate) fn run<O: Observer>(
     closed: Option<&ClosedLoop>,
     chains: Option<&PrefixChains>,
     obs: &mut O,
-) -> RunResult {
+) -> Result<RunResult, disagg_model::Error> {
     let lv = cfg.levers.as_ref().expect("a scheduled run has levers");
     let mut sim = SchedSim::new(cfg, lv, workload, chains, obs);
     if let Some(c) = closed {
         sim.open = sim.books.close_loop(c);
     }
-    sim.run();
-    sim.finish_run()
+    sim.run()?;
+    Ok(sim.finish_run())
 }
 
 impl<'a, O: Observer> SchedSim<'a, O> {
@@ -417,7 +417,8 @@ impl<'a, O: Observer> SchedSim<'a, O> {
         }
     }
 
-    fn run(&mut self) {
+    /// The event loop; `Error::Cancelled` if the observer stopped it.
+    fn run(&mut self) -> Result<(), disagg_model::Error> {
         let infos: Vec<InstanceInfo> = (0..self.insts.len())
             .map(|i| {
                 let p = &self.cfg.pools[self.insts[i].pool];
@@ -431,14 +432,18 @@ impl<'a, O: Observer> SchedSim<'a, O> {
         self.obs.begin(&infos);
         if self.reqs.is_empty() {
             self.obs.end(0.0);
-            return;
+            return Ok(());
         }
         crate::serving::first_arrival(&mut self.q, &self.reqs, &self.open);
         if self.sampling {
             self.take_sample();
             self.q.schedule_in(self.cfg.sample_dt_s, Ev::Sample);
         }
+        let mut events = 0u64;
         while let Some((_, ev)) = self.q.pop() {
+            if crate::observer::should_stop(&mut events, &mut *self.obs) {
+                return Err(disagg_model::Error::Cancelled);
+            }
             match ev {
                 Ev::Arrival(i) => self.on_arrival(i),
                 Ev::Release(i) => {
@@ -472,6 +477,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
         let now = self.q.now();
         self.books.population(now, 0);
         self.obs.end(now);
+        Ok(())
     }
 
     fn take_sample(&mut self) {
