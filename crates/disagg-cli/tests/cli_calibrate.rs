@@ -8,13 +8,9 @@ use common::*;
 
 use std::path::PathBuf;
 
-use disagg_calib::fit::predict;
-use disagg_calib::measure::{group_key, Measurement, Phase};
+use disagg_calib::measure::Phase;
 use disagg_calib::Params;
-use disagg_model::Catalogue;
 use serde_json::Value;
-
-const HEADER: &str = "model,device,devices,tp,phase,batch,tokens,seconds,source";
 
 fn dir(name: &str) -> PathBuf {
     let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("cli_calibrate_{name}"));
@@ -27,53 +23,6 @@ fn write(d: &std::path::Path, name: &str, text: &str) -> String {
     let p = d.join(name);
     std::fs::write(&p, text).unwrap();
     p.display().to_string()
-}
-
-/// Rows of built-in models on `a100` whose times come from the cost model at `truth`.
-fn synthetic(truth: &Params) -> String {
-    let cat = Catalogue::builtin();
-    let mut rows = Vec::new();
-    for (model, tp) in [("llama3-8b", 1), ("llama3-70b", 4), ("llama3-70b", 8)] {
-        for (phase, b, t) in [
-            (Phase::Prefill, 1, 256),
-            (Phase::Prefill, 1, 4096),
-            (Phase::Prefill, 8, 512),
-            (Phase::Decode, 1, 700),
-            (Phase::Decode, 16, 900),
-            (Phase::Decode, 64, 1200),
-        ] {
-            rows.push(Measurement {
-                model: model.into(),
-                device: "a100".into(),
-                devices: tp,
-                tp,
-                phase,
-                batch: b,
-                tokens: t,
-                seconds: 1.0,
-                source: String::new(),
-                group: group_key(model, "a100", tp),
-            });
-        }
-    }
-    let dev = truth.device(cat.device("a100").unwrap());
-    let refs: Vec<&Measurement> = rows.iter().collect();
-    let p = predict(&cat, &dev, &refs).unwrap();
-    let mut out = format!("{HEADER}\n");
-    for (r, s) in rows.iter().zip(p) {
-        out.push_str(&format!(
-            "{},{},{},{},{},{},{},{:e},synthetic\n",
-            r.model,
-            r.device,
-            r.devices,
-            r.tp,
-            r.phase.as_str(),
-            r.batch,
-            r.tokens,
-            s
-        ));
-    }
-    out
 }
 
 fn rel(v: &Value, want: f64) -> f64 {

@@ -5,59 +5,12 @@
 mod common;
 
 use std::fs;
-use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{bad, disagg, ok};
-
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_disagg"))
-}
-
-/// A fresh temporary directory for one test.
-fn tmp_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("disagg-outputs-{}-{name}", std::process::id()));
-    let _ = fs::remove_dir_all(&d);
-    fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
-/// The names in `dir`, sorted.
-fn names(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> = fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    v.sort();
-    v
-}
-
-fn mkfifo(p: &Path) {
-    let st = Command::new("mkfifo").arg(p).status().expect("mkfifo");
-    assert!(st.success());
-}
-
-fn is_fifo(p: &Path) -> bool {
-    use std::os::unix::fs::FileTypeExt;
-    fs::symlink_metadata(p).unwrap().file_type().is_fifo()
-}
-
-/// Reads a FIFO to its end on a thread.
-fn read_fifo(p: &Path) -> std::thread::JoinHandle<Vec<u8>> {
-    let p = p.to_path_buf();
-    std::thread::spawn(move || {
-        let mut v = Vec::new();
-        fs::File::open(&p).unwrap().read_to_end(&mut v).unwrap();
-        v
-    })
-}
+use common::{bad, bin, disagg, is_fifo, mkfifo, names, ok, read_fifo, s, tmp_dir};
 
 const RUN: [&str; 3] = ["run", "--requests", "30"];
 

@@ -7,62 +7,13 @@
 mod common;
 
 use std::fs;
-use std::io::Read;
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::{bad, ok};
-use disagg_calib::fit::predict;
-use disagg_calib::measure::{group_key, Measurement, Phase};
+use common::{bad, bin, is_fifo, mkfifo, names, ok, read_fifo, s, tmp_dir};
 use disagg_calib::Params;
-use disagg_model::Catalogue;
-
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_disagg"))
-}
-
-/// A fresh temporary directory for one test.
-fn tmp_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("disagg-paths-{}-{name}", std::process::id()));
-    let _ = fs::remove_dir_all(&d);
-    fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
-/// The names in `dir`, sorted (hidden ones too).
-fn names(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> = fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    v.sort();
-    v
-}
-
-fn mkfifo(p: &Path) {
-    let st = Command::new("mkfifo").arg(p).status().expect("mkfifo");
-    assert!(st.success());
-}
-
-fn is_fifo(p: &Path) -> bool {
-    fs::symlink_metadata(p).unwrap().file_type().is_fifo()
-}
-
-/// Reads a FIFO to its end on a thread.
-fn read_fifo(p: &Path) -> std::thread::JoinHandle<Vec<u8>> {
-    let p = p.to_path_buf();
-    std::thread::spawn(move || {
-        let mut v = Vec::new();
-        fs::File::open(&p).unwrap().read_to_end(&mut v).unwrap();
-        v
-    })
-}
 
 /// Waits for `child` at most `secs` seconds (killing it and failing after).
 fn wait_bounded(mut child: std::process::Child, secs: u64) -> std::process::Output {
@@ -82,50 +33,12 @@ fn wait_bounded(mut child: std::process::Child, secs: u64) -> std::process::Outp
 
 /// Step times of built-in models on `a100` computed by the cost model (a fit that succeeds).
 fn measurements() -> String {
-    let cat = Catalogue::builtin();
-    let mut rows = Vec::new();
-    for (model, tp) in [("llama3-8b", 1), ("llama3-70b", 4), ("llama3-70b", 8)] {
-        for (phase, batch, tokens) in [
-            (Phase::Prefill, 1, 256),
-            (Phase::Prefill, 8, 512),
-            (Phase::Decode, 1, 700),
-            (Phase::Decode, 64, 1200),
-        ] {
-            rows.push(Measurement {
-                model: model.into(),
-                device: "a100".into(),
-                devices: tp,
-                tp,
-                phase,
-                batch,
-                tokens,
-                seconds: 1.0,
-                source: String::new(),
-                group: group_key(model, "a100", tp),
-            });
-        }
-    }
-    let truth = Params {
+    common::synthetic(&Params {
         flops_eff: 0.6,
         bw_eff: 0.7,
         step_overhead_s: 5e-3,
         per_seq_overhead_s: 5e-5,
-    };
-    let dev = truth.device(cat.device("a100").unwrap());
-    let refs: Vec<&Measurement> = rows.iter().collect();
-    let mut out = String::from("model,device,devices,tp,phase,batch,tokens,seconds,source\n");
-    for (r, t) in rows.iter().zip(predict(&cat, &dev, &refs).unwrap()) {
-        out.push_str(&format!(
-            "{},a100,{},{},{},{},{},{t:e},test\n",
-            r.model,
-            r.devices,
-            r.tp,
-            r.phase.as_str(),
-            r.batch,
-            r.tokens
-        ));
-    }
-    out
+    })
 }
 
 #[test]

@@ -79,3 +79,110 @@ pub const DEEPSEEK_2P2D_8XH100: [&str; 21] = [
     "--link",
     "eth-100g",
 ];
+
+/// A `disagg` command to configure (stdin, stdout, environment) before running it.
+pub fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_disagg"))
+}
+
+/// A fresh temporary directory for one test (`name` unique within its test binary).
+pub fn tmp_dir(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("disagg-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// `p` as a `&str` (test paths are UTF-8).
+pub fn s(p: &std::path::Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// The names in `dir`, sorted (hidden ones too).
+pub fn names(dir: &std::path::Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+/// Makes a FIFO at `p`.
+pub fn mkfifo(p: &std::path::Path) {
+    let st = Command::new("mkfifo").arg(p).status().expect("mkfifo");
+    assert!(st.success());
+}
+
+/// `p` is a FIFO (not followed if a link).
+pub fn is_fifo(p: &std::path::Path) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    std::fs::symlink_metadata(p).unwrap().file_type().is_fifo()
+}
+
+/// Reads a FIFO to its end on a thread.
+pub fn read_fifo(p: &std::path::Path) -> std::thread::JoinHandle<Vec<u8>> {
+    use std::io::Read;
+    let p = p.to_path_buf();
+    std::thread::spawn(move || {
+        let mut v = Vec::new();
+        std::fs::File::open(&p)
+            .unwrap()
+            .read_to_end(&mut v)
+            .unwrap();
+        v
+    })
+}
+
+/// The header of a measurements CSV.
+pub const HEADER: &str = "model,device,devices,tp,phase,batch,tokens,seconds,source";
+
+/// A measurements CSV (`disagg calibrate --measurements`): rows of built-in models on `a100`
+/// whose times come from the cost model at `truth`.
+pub fn synthetic(truth: &disagg_calib::Params) -> String {
+    use disagg_calib::fit::predict;
+    use disagg_calib::measure::{group_key, Measurement, Phase};
+    let cat = disagg_model::Catalogue::builtin();
+    let mut rows = Vec::new();
+    for (model, tp) in [("llama3-8b", 1), ("llama3-70b", 4), ("llama3-70b", 8)] {
+        for (phase, b, t) in [
+            (Phase::Prefill, 1, 256),
+            (Phase::Prefill, 1, 4096),
+            (Phase::Prefill, 8, 512),
+            (Phase::Decode, 1, 700),
+            (Phase::Decode, 16, 900),
+            (Phase::Decode, 64, 1200),
+        ] {
+            rows.push(Measurement {
+                model: model.into(),
+                device: "a100".into(),
+                devices: tp,
+                tp,
+                phase,
+                batch: b,
+                tokens: t,
+                seconds: 1.0,
+                source: String::new(),
+                group: group_key(model, "a100", tp),
+            });
+        }
+    }
+    let dev = truth.device(cat.device("a100").unwrap());
+    let refs: Vec<&Measurement> = rows.iter().collect();
+    let p = predict(&cat, &dev, &refs).unwrap();
+    let mut out = format!("{HEADER}\n");
+    for (r, s) in rows.iter().zip(p) {
+        out.push_str(&format!(
+            "{},{},{},{},{},{},{},{:e},synthetic\n",
+            r.model,
+            r.device,
+            r.devices,
+            r.tp,
+            r.phase.as_str(),
+            r.batch,
+            r.tokens,
+            s
+        ));
+    }
+    out
+}
