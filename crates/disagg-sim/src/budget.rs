@@ -148,15 +148,29 @@ pub const BUDGET_ENV: &str = "DISAGG_MEMORY_BUDGET_BYTES";
 /// The budget of a process that runs one thing at a time: what it can have now
 /// ([`process_limit_bytes`]; no limit where that is unknown), or `DISAGG_MEMORY_BUDGET_BYTES` if
 /// that is set to a smaller whole number of bytes.
+///
+/// Read at most once a second (a call within a second of the last read answers the same), so a
+/// caller that runs many small simulations does not read /proc each time.
 pub fn machine_limit_bytes() -> u64 {
+    use std::sync::Mutex;
+    use std::time::{Duration, Instant};
+    static LAST: Mutex<Option<(Instant, u64)>> = Mutex::new(None);
+    let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((at, v)) = *last {
+        if at.elapsed() < Duration::from_secs(1) {
+            return v;
+        }
+    }
     let machine = process_limit_bytes().unwrap_or(u64::MAX);
-    match std::env::var(BUDGET_ENV)
+    let v = match std::env::var(BUDGET_ENV)
         .ok()
         .and_then(|v| v.trim().parse::<u64>().ok())
     {
         Some(set) => set.min(machine),
         None => machine,
-    }
+    };
+    *last = Some((Instant::now(), v));
+    v
 }
 
 /// `bytes` in GiB with one decimal (`1.5 GiB`), or below 1 GiB in whole MiB (`96 MiB`).
