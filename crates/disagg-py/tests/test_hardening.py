@@ -143,7 +143,7 @@ def test_runs_over_the_memory_budget_are_refused_before_they_start():
             with pytest.raises(disagg.ConfigError) as e:
                 call()
             msg = str(e.value)
-            assert "of memory, more than the 0.0 GiB budget" in msg, (name, msg)
+            assert "of memory, more than the 40 MiB budget" in msg, (name, msg)
             assert e.value.field in ("requests", "n", "workload"), (name, e.value.field)
         # Within the budget: runs as before.
         assert len(disagg.run(**{**SMALL, "requests": 1000})) == 1000
