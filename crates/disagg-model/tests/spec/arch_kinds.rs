@@ -117,6 +117,19 @@ fn names() {
     assert_eq!((dense().kind(), moe().kind()), ("dense", "moe"));
 }
 
+/// The retention rule is written out only when it is not the default (`window`), and reads back.
+#[test]
+fn retention_is_serialised_only_when_not_the_default() {
+    let mut a = arch(vec![run(2, sliding(4), dense())], 1, vec![]);
+    let v = serde_json::to_value(&a).unwrap();
+    assert!(v.get("retention").is_none(), "{v}");
+    a.retention = Retention::Strict;
+    let v = serde_json::to_value(&a).unwrap();
+    assert_eq!(v["retention"], "strict", "{v}");
+    let back: Arch = serde_json::from_value(v).unwrap();
+    assert_eq!(back.retention, Retention::Strict);
+}
+
 #[test]
 fn what_each_kind_keeps() {
     // Per token per layer: (G)QA 2 x Hkv x hd; MLA kv_lora + rope; linear nothing.
