@@ -585,6 +585,19 @@ fn custom_models_with_experts_mixers_and_encoders() {
     assert_eq!(m.state_bytes_per_seq(), 8_388_608.0);
     assert_eq!(m.handoff_bytes(10), m.handoff_bytes(100_000));
     assert_eq!(m.kv_bytes_per_token(), 0.0);
+    // The base's FFT fields carry over only with its mixer: the block-circulant Hyena preset
+    // keeps its 256-blocks as a Hyena, and as a hybrid starts from the hybrid's defaults (no
+    // blocks, which a hybrid may not have).
+    let f = resolve("base = 'llama3-8b-hyena-circ'\nmixer = 'hyena'\n")
+        .unwrap()
+        .fft
+        .unwrap();
+    assert_eq!((f.mixer, f.circulant_block), (Mixer::Hyena, 256));
+    let f = resolve("base = 'llama3-8b-hyena-circ'\nmixer = 'hybrid'\n")
+        .unwrap()
+        .fft
+        .unwrap();
+    assert_eq!(f, FftMixing::new(Mixer::Hybrid));
     // mixer = 'attention' drops the mixer; Hyena fields then make no sense.
     assert!(resolve("base = 'llama3-8b-hyena'\nmixer = 'attention'\n")
         .unwrap()
