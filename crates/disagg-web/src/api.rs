@@ -11,7 +11,7 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use disagg_model::calc::HandoffSpec;
 use disagg_model::ranks::RankSpec;
@@ -23,7 +23,7 @@ use disagg_sim::{
 use serde_json::{json, Map, Value};
 
 use crate::input::{api_spelling, handoff_json, object, overlay, take, ApiError};
-use crate::observe::{latency_samples, quiet_time_up_panics, Deadline, Series, TimeUp};
+use crate::observe::{latency_samples, Deadline, Series};
 use crate::{page, Limits, Response};
 
 /// The API over one catalogue with one set of limits. Cheap to share between threads; clones
@@ -42,7 +42,8 @@ struct MemoryPool {
     reserved: Mutex<u64>,
 }
 
-/// Bytes reserved in a [`MemoryPool`], released on drop (also when a run unwinds on its deadline).
+/// Bytes reserved in a [`MemoryPool`], released on drop (also when a run ends on its deadline or
+/// unwinds on a bug).
 struct Reservation<'a> {
     pool: &'a MemoryPool,
     bytes: u64,
@@ -77,7 +78,6 @@ type Answer = Result<(Value, Vec<(&'static str, String)>), ApiError>;
 impl Api {
     /// An API over `catalogue` with `limits`.
     pub fn new(catalogue: Catalogue, limits: Limits) -> Self {
-        quiet_time_up_panics();
         let memory = Arc::new(MemoryPool {
             budget: limits.memory_budget_bytes,
             reserved: Mutex::new(0),
@@ -100,7 +100,6 @@ impl Api {
         let path = path.split(['?', '#']).next().unwrap_or("");
         match catch_unwind(AssertUnwindSafe(|| self.route(method, path, body))) {
             Ok(r) => r,
-            Err(p) if p.downcast_ref::<TimeUp>().is_some() => error_response(&self.time_up()),
             Err(p) => {
                 let what = p
                     .downcast_ref::<&str>()
@@ -177,16 +176,13 @@ impl Api {
     }
 
     fn time_up(&self) -> ApiError {
-        let s = self.limits.time_limit.as_secs_f64();
-        ApiError::limit(
-            "time_limit_s",
-            s,
-            None,
-            format!(
-                "the simulation took longer than the limit of {s} s per call (time_limit_s); \
-                 ask for fewer requests or rates"
-            ),
-        )
+        time_up(self.limits.time_limit)
+    }
+
+    /// An engine error: the time limit (the run was cancelled by its [`Deadline`]), or a value
+    /// the engine rejects.
+    fn engine_error(&self, e: disagg_model::Error) -> ApiError {
+        engine_error(e, self.limits.time_limit)
     }
 
     // ---- GET endpoints -------------------------------------------------------------------------
@@ -386,12 +382,13 @@ impl Api {
                 deadline,
                 Series::new(last, cfg.link.channels, cfg.sample_dt_s),
             );
-            let run = simulate_workload(&cfg, &workload, &mut obs).map_err(engine_error)?;
+            let run =
+                simulate_workload(&cfg, &workload, &mut obs).map_err(|e| self.engine_error(e))?;
             (run, Some(obs.1))
         } else {
             let mut obs = deadline;
             (
-                simulate_workload(&cfg, &workload, &mut obs).map_err(engine_error)?,
+                simulate_workload(&cfg, &workload, &mut obs).map_err(|e| self.engine_error(e))?,
                 None,
             )
         };
@@ -505,7 +502,7 @@ impl Api {
         }
         let _memory = self.reserve(need, &base.requests.to_string())?;
         let t_sim = Instant::now();
-        let summaries = run_parallel(&cfgs, threads, deadline_at)?;
+        let summaries = run_parallel(&cfgs, threads, deadline_at, self.limits.time_limit)?;
         let sim_ms = t_sim.elapsed().as_secs_f64() * 1e3;
         let runs: Vec<Value> = rates
             .iter()
@@ -553,13 +550,15 @@ fn run_parallel(
     cfgs: &[SimConfig],
     threads: usize,
     deadline: Instant,
+    time_limit: Duration,
 ) -> Result<Vec<Summary>, ApiError> {
     use std::sync::atomic::{AtomicUsize, Ordering};
     let threads = threads.min(cfgs.len()).max(1);
     let next = AtomicUsize::new(0);
     let one = |cfg: &SimConfig| -> Result<Summary, ApiError> {
         let mut obs = Deadline::new(deadline);
-        let run: RunResult = simulate_config_observed(cfg, &mut obs).map_err(engine_error)?;
+        let run: RunResult =
+            simulate_config_observed(cfg, &mut obs).map_err(|e| engine_error(e, time_limit))?;
         Ok(run.summary())
     };
     let work = || {
@@ -585,8 +584,8 @@ fn run_parallel(
                         results[i] = Some(x);
                     }
                 }
-                // A worker thread unwound (time up, or a bug): re-raise it on this thread, where
-                // the request's catch_unwind turns it into an answer.
+                // A worker thread unwound (a bug): re-raise it on this thread, where the
+                // request's catch_unwind turns it into a 500.
                 Err(p) => std::panic::resume_unwind(p),
             }
         }
@@ -597,7 +596,26 @@ fn run_parallel(
         .collect()
 }
 
-fn engine_error(e: disagg_model::Error) -> ApiError {
+/// The answer to a call over its time limit.
+fn time_up(limit: Duration) -> ApiError {
+    let s = limit.as_secs_f64();
+    ApiError::limit(
+        "time_limit_s",
+        s,
+        None,
+        format!(
+            "the simulation took longer than the limit of {s} s per call (time_limit_s); \
+             ask for fewer requests or rates"
+        ),
+    )
+}
+
+/// An engine error: over the time limit when the run was cancelled (by its [`Deadline`]), else
+/// a value the engine rejects (422).
+fn engine_error(e: disagg_model::Error, time_limit: Duration) -> ApiError {
+    if matches!(e, disagg_model::Error::Cancelled) {
+        return time_up(time_limit);
+    }
     let (msg, field) = api_spelling(&e.to_string());
     ApiError::invalid(field.as_deref(), msg)
 }

@@ -6,58 +6,24 @@ use std::time::Instant;
 use disagg_sim::{InstanceInfo, Observer, RunResult, Sample, StepEvent, TransferEvent};
 use serde::Serialize;
 
-/// The panic payload a [`Deadline`] throws when time is up (caught per request).
-#[derive(Debug)]
-pub struct TimeUp;
-
-/// An observer that stops a run (by unwinding with [`TimeUp`]) once `at` has passed. It looks at
-/// the clock every 1,024 events.
+/// An observer that stops a run once `at` has passed: the engine asks it every 1,024 events
+/// ([`Observer::cancelled`]) and ends the run with `Error::Cancelled`, which the API answers as
+/// over its time limit. No unwinding.
 pub struct Deadline {
     at: Instant,
-    tick: u32,
 }
 
 impl Deadline {
     /// Stops at `at`.
     pub fn new(at: Instant) -> Self {
-        Deadline { at, tick: 0 }
-    }
-    #[inline]
-    fn check(&mut self) {
-        self.tick = self.tick.wrapping_add(1);
-        if self.tick & 1023 == 0 && Instant::now() > self.at {
-            std::panic::panic_any(TimeUp);
-        }
+        Deadline { at }
     }
 }
 
 impl Observer for Deadline {
-    fn arrival(&mut self, _rid: usize, _t: f64) {
-        self.check()
+    fn cancelled(&mut self) -> bool {
+        Instant::now() > self.at
     }
-    fn step(&mut self, _ev: &StepEvent) {
-        self.check()
-    }
-    fn transfer(&mut self, _ev: &TransferEvent) {
-        self.check()
-    }
-    fn sample(&mut self, _s: &Sample<'_>) {
-        self.check()
-    }
-}
-
-/// Installs (once) a panic hook that keeps [`TimeUp`] unwinds quiet and prints any other panic as
-/// one line.
-pub fn quiet_time_up_panics() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        let prev = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            if info.payload().downcast_ref::<TimeUp>().is_none() {
-                prev(info);
-            }
-        }));
-    });
 }
 
 /// Busy time and sampled state per time bucket, for the utilisation and queue charts. Buckets
@@ -384,6 +350,28 @@ pub fn latency_samples(run: &RunResult, points: usize) -> LatencySamples {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A passed deadline ends the run with `Cancelled`, returned, not unwound; one in the future
+    /// changes nothing.
+    #[test]
+    fn a_deadline_cancels_the_run_without_unwinding() {
+        let sc = disagg_sim::Scenario {
+            model: "llama3-8b".into(),
+            devices_per_instance: 1,
+            requests: 200,
+            ..disagg_sim::Scenario::default()
+        };
+        let cfg = sc.build(&disagg_model::Catalogue::builtin()).unwrap();
+        let past = Instant::now();
+        let r = std::panic::catch_unwind(|| {
+            disagg_sim::simulate_config_observed(&cfg, &mut Deadline::new(past))
+        });
+        assert!(matches!(r, Ok(Err(disagg_model::Error::Cancelled))));
+        let later = Instant::now() + std::time::Duration::from_secs(3600);
+        let run = disagg_sim::simulate_config_observed(&cfg, &mut Deadline::new(later)).unwrap();
+        let plain = disagg_sim::simulate_config(&cfg).unwrap();
+        assert_eq!(run.summary(), plain.summary());
+    }
 
     #[test]
     fn decimation_keeps_ends() {
