@@ -37,7 +37,7 @@ pub fn check(flag: &str, cfg: &SimConfig, series: bool, runs: Runs) -> Result<()
         return Ok(());
     }
     let need = budget::config_bytes(cfg, series).saturating_mul(runs.parallel.max(1) as u64);
-    let limit = budget::machine_limit_bytes();
+    let limit = budget::machine_limit_bytes().map_err(UsageError)?;
     check_against(flag, cfg.workload.requests, series, runs, need, limit)
 }
 

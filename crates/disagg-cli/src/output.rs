@@ -453,14 +453,22 @@ pub fn clean_up_on_signals() {
 #[cfg(not(unix))]
 pub fn clean_up_on_signals() {}
 
-/// How long opening a FIFO waits for a reader: `DISAGG_FIFO_TIMEOUT` seconds (for tests), else
-/// [`FIFO_TIMEOUT_S`].
-fn fifo_timeout() -> Duration {
-    std::env::var("DISAGG_FIFO_TIMEOUT")
-        .ok()
-        .and_then(|v| v.trim().parse::<f64>().ok())
-        .filter(|s| s.is_finite() && *s >= 0.0 && *s <= 86_400.0)
-        .map_or(Duration::from_secs(FIFO_TIMEOUT_S), Duration::from_secs_f64)
+/// How long opening a FIFO waits for a reader: `DISAGG_FIFO_TIMEOUT` seconds (0 to 86,400), else
+/// [`FIFO_TIMEOUT_S`]; any other value is an error naming the variable.
+fn fifo_timeout() -> Result<Duration, UsageError> {
+    fifo_timeout_of(std::env::var("DISAGG_FIFO_TIMEOUT").ok().as_deref())
+}
+
+fn fifo_timeout_of(value: Option<&str>) -> Result<Duration, UsageError> {
+    let Some(v) = value else {
+        return Ok(Duration::from_secs(FIFO_TIMEOUT_S));
+    };
+    match v.trim().parse::<f64>() {
+        Ok(s) if s.is_finite() && (0.0..=86_400.0).contains(&s) => Ok(Duration::from_secs_f64(s)),
+        _ => Err(UsageError(format!(
+            "DISAGG_FIFO_TIMEOUT: expected seconds from 0 to 86400, got '{v}'"
+        ))),
+    }
 }
 
 /// How long an output FIFO may go without a reader before the command fails: 10 s.
@@ -473,7 +481,7 @@ pub const FIFO_TIMEOUT_S: u64 = 10;
 fn open_through(flag: &str, shown: &Path, p: &Path) -> Result<File, UsageError> {
     use std::os::unix::fs::OpenOptionsExt;
     use std::os::unix::io::AsRawFd;
-    let timeout = fifo_timeout();
+    let timeout = fifo_timeout()?;
     let deadline = Instant::now() + timeout;
     loop {
         let opened = OpenOptions::new()
@@ -861,6 +869,22 @@ mod tests {
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
         d
+    }
+
+    #[test]
+    fn the_fifo_timeout_is_seconds_or_an_error() {
+        assert_eq!(fifo_timeout_of(None).unwrap(), Duration::from_secs(10));
+        assert_eq!(
+            fifo_timeout_of(Some("0.5")).unwrap(),
+            Duration::from_millis(500)
+        );
+        for bad in ["soon", "-1", "nan", "1e9"] {
+            let e = fifo_timeout_of(Some(bad)).unwrap_err().0;
+            assert_eq!(
+                e,
+                format!("DISAGG_FIFO_TIMEOUT: expected seconds from 0 to 86400, got '{bad}'")
+            );
+        }
     }
 
     #[test]

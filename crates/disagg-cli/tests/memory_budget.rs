@@ -112,6 +112,18 @@ fn every_command_checks_the_budget_before_allocating() {
         );
         assert!(o.stdout.is_empty(), "{args:?}");
     }
+    // A budget that is not a whole number of bytes is refused, not ignored.
+    let o = limited(
+        1_000_000,
+        &["run", "--requests", "100"],
+        &[("DISAGG_MEMORY_BUDGET_BYTES", "lots")],
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(
+        err.trim_end(),
+        "error: DISAGG_MEMORY_BUDGET_BYTES: expected a whole number of bytes, got 'lots'"
+    );
     // `--yes` runs anyway where a command has it; under the budget nothing is refused.
     let o = limited(
         1_000_000,

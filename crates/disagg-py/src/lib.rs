@@ -415,18 +415,20 @@ impl Drop for Finished<'_> {
 /// `_set_memory_budget` (the tests').
 static MEMORY_BUDGET: AtomicU64 = AtomicU64::new(0);
 
-/// The budget a simulation's memory is checked against, bytes.
-fn memory_limit() -> u64 {
+/// The budget a simulation's memory is checked against, bytes (an error: a bad
+/// `DISAGG_MEMORY_BUDGET_BYTES`).
+fn memory_limit() -> Result<u64, String> {
     match MEMORY_BUDGET.load(Ordering::Relaxed) {
         0 => budget::machine_limit_bytes(),
-        n => n,
+        n => Ok(n),
     }
 }
 
 /// `need` bytes fit in the budget, else a `ConfigError` for `field` saying what (`what`) needs
 /// them.
 fn check_budget(py: Python<'_>, need: u64, field: &str, what: &str) -> PyResult<()> {
-    budget::check(need, memory_limit())
+    let limit = memory_limit().map_err(|e| config_error(py, &e, Some(field)))?;
+    budget::check(need, limit)
         .map_err(|e| config_error(py, &format!("{field}: {what} {e}"), Some(field)))
 }
 
@@ -1272,7 +1274,7 @@ fn sweep<'py>(
             "sweep",
         )
         .map_err(|e| sweep_error(py, &e.0))?;
-        let limit = memory_limit();
+        let limit = memory_limit().map_err(|e| config_error(py, &e, Some("requests")))?;
         let rows = interruptible(py, |cancel| {
             disagg_cli::sweep_cmd::rows(&sw, &cat, shard, threads, cancel, limit)
         })?

@@ -147,30 +147,37 @@ pub const BUDGET_ENV: &str = "DISAGG_MEMORY_BUDGET_BYTES";
 
 /// The budget of a process that runs one thing at a time: what it can have now
 /// ([`process_limit_bytes`]; no limit where that is unknown), or `DISAGG_MEMORY_BUDGET_BYTES` if
-/// that is set to a smaller whole number of bytes.
+/// that is set to a smaller whole number of bytes. A value that is not a whole number of bytes is
+/// an error naming the variable.
 ///
 /// Read at most once a second (a call within a second of the last read answers the same), so a
 /// caller that runs many small simulations does not read /proc each time.
-pub fn machine_limit_bytes() -> u64 {
+pub fn machine_limit_bytes() -> Result<u64, String> {
     use std::sync::Mutex;
     use std::time::{Duration, Instant};
     static LAST: Mutex<Option<(Instant, u64)>> = Mutex::new(None);
+    let set = env_limit_bytes(std::env::var(BUDGET_ENV).ok().as_deref())?;
     let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some((at, v)) = *last {
-        if at.elapsed() < Duration::from_secs(1) {
-            return v;
+    let machine = match *last {
+        Some((at, v)) if at.elapsed() < Duration::from_secs(1) => v,
+        _ => {
+            let v = process_limit_bytes().unwrap_or(u64::MAX);
+            *last = Some((Instant::now(), v));
+            v
         }
-    }
-    let machine = process_limit_bytes().unwrap_or(u64::MAX);
-    let v = match std::env::var(BUDGET_ENV)
-        .ok()
-        .and_then(|v| v.trim().parse::<u64>().ok())
-    {
-        Some(set) => set.min(machine),
-        None => machine,
     };
-    *last = Some((Instant::now(), v));
-    v
+    Ok(set.map_or(machine, |s| s.min(machine)))
+}
+
+/// The value of `DISAGG_MEMORY_BUDGET_BYTES` (`None`: unset).
+fn env_limit_bytes(value: Option<&str>) -> Result<Option<u64>, String> {
+    value
+        .map(|v| {
+            v.trim()
+                .parse::<u64>()
+                .map_err(|_| format!("{BUDGET_ENV}: expected a whole number of bytes, got '{v}'"))
+        })
+        .transpose()
 }
 
 /// `bytes` in GiB with one decimal (`1.5 GiB`), or below 1 GiB in whole MiB (`96 MiB`).
@@ -202,6 +209,17 @@ mod tests {
         let t = format!("{head}Max address space         unlimited            unlimited            bytes     \n");
         assert_eq!(address_space_limit(&t), None);
         assert_eq!(address_space_limit(head), None);
+    }
+
+    #[test]
+    fn the_environment_budget_is_a_whole_number_of_bytes() {
+        assert_eq!(env_limit_bytes(None), Ok(None));
+        assert_eq!(env_limit_bytes(Some(" 1000 ")), Ok(Some(1000)));
+        assert_eq!(
+            env_limit_bytes(Some("lots")),
+            Err("DISAGG_MEMORY_BUDGET_BYTES: expected a whole number of bytes, got 'lots'".into())
+        );
+        assert!(env_limit_bytes(Some("-1")).is_err());
     }
 
     #[test]
