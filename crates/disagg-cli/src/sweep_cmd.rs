@@ -424,15 +424,12 @@ pub fn rows(
         b = b.num_threads(t);
     }
     let pool = b.build().map_err(|e| UsageError(format!("threads: {e}")))?;
-    let mut need: Vec<u64> = work
+    let needs: Vec<u64> = work
         .iter()
         .map(|(_, _, cfg)| disagg_sim::budget::config_bytes(cfg, false))
         .collect();
-    need.sort_unstable_by(|a, b| b.cmp(a));
-    let at_once = need.len().min(pool.current_num_threads().max(1));
-    let together = need[..at_once]
-        .iter()
-        .fold(0u64, |a, &b| a.saturating_add(b));
+    let at_once = needs.len().min(pool.current_num_threads().max(1));
+    let together = disagg_sim::budget::largest_together(&needs, at_once);
     disagg_sim::budget::check(together, memory_limit_bytes).map_err(|e| {
         UsageError(format!(
             "requests: {at_once} runs at once (one per thread) would {e}"

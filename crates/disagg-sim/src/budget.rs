@@ -68,6 +68,35 @@ pub fn config_bytes(cfg: &SimConfig, series: bool) -> u64 {
         .saturating_add(segments.saturating_mul(BYTES_PER_SEGMENT))
 }
 
+/// Runs that are in memory at once: how many of the runs needing `needs` bytes each may run
+/// together within `limit_bytes`, the largest first, at least one and at most `max`; and the bytes
+/// those hold together (which may exceed `limit_bytes` when one run alone does).
+pub fn runs_at_once(needs: &[u64], max: usize, limit_bytes: u64) -> (usize, u64) {
+    let mut sorted = needs.to_vec();
+    sorted.sort_unstable_by(|a, b| b.cmp(a));
+    let mut held = sorted.first().copied().unwrap_or(0);
+    let mut n = 1;
+    while n < max.min(sorted.len()) {
+        let more = held.saturating_add(sorted[n]);
+        if more > limit_bytes {
+            break;
+        }
+        held = more;
+        n += 1;
+    }
+    (n, held)
+}
+
+/// The bytes that the `k` largest of `needs` hold together (`k` runs in memory at once).
+pub fn largest_together(needs: &[u64], k: usize) -> u64 {
+    let mut sorted = needs.to_vec();
+    sorted.sort_unstable_by(|a, b| b.cmp(a));
+    sorted
+        .iter()
+        .take(k)
+        .fold(0u64, |a, &b| a.saturating_add(b))
+}
+
 /// The memory the machine can give a new allocation without swapping (`MemAvailable` of
 /// /proc/meminfo), bytes; `None` where that is not known.
 pub fn available_bytes() -> Option<u64> {
@@ -220,6 +249,17 @@ mod tests {
             Err("DISAGG_MEMORY_BUDGET_BYTES: expected a whole number of bytes, got 'lots'".into())
         );
         assert!(env_limit_bytes(Some("-1")).is_err());
+    }
+
+    #[test]
+    fn runs_at_once_take_the_largest_first() {
+        let needs = [30, 100, 50, 20];
+        assert_eq!(largest_together(&needs, 2), 150);
+        assert_eq!(largest_together(&needs, 9), 200);
+        assert_eq!(runs_at_once(&needs, 4, 180), (3, 180));
+        assert_eq!(runs_at_once(&needs, 2, 1000), (2, 150));
+        // One run alone over the limit still counts as one, holding its own need.
+        assert_eq!(runs_at_once(&needs, 4, 10), (1, 100));
     }
 
     #[test]

@@ -484,22 +484,12 @@ impl Api {
         }
         // The points that run at once hold memory together: as many threads as the budget has
         // room for (the largest points first), at least one.
-        let mut needs: Vec<u64> = cfgs
+        let needs: Vec<u64> = cfgs
             .iter()
             .map(|c| budget::config_bytes(c, false))
             .collect();
-        needs.sort_unstable_by(|a, b| b.cmp(a));
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let mut threads = 1;
-        let mut need = needs[0];
-        while threads < cores.min(needs.len()) {
-            let more = need.saturating_add(needs[threads]);
-            if more > self.memory.budget {
-                break;
-            }
-            need = more;
-            threads += 1;
-        }
+        let (threads, need) = budget::runs_at_once(&needs, cores, self.memory.budget);
         let _memory = self.reserve(need, &base.requests.to_string())?;
         let t_sim = Instant::now();
         let summaries = run_parallel(&cfgs, threads, deadline_at, self.limits.time_limit)?;
