@@ -209,7 +209,7 @@ for name in "${names[@]}"; do
   elif ! cmp -s "$tmp/expected" "$tmp/actual/$name.out"; then
     if [ ${#failed[@]} -eq 0 ]; then
       echo "identity: '$name' differs from tests/identity/expected (- recorded, + now):" >&2
-      grep -m1 -E "^$name([[:space:]]|\$)" "$dir/commands.txt" "$dir/api.txt" 2>/dev/null | sed 's/^/  case: /' >&2 || true
+      (cd "$dir" && grep -m1 -E "^$name([[:space:]]|\$)" commands.txt api.txt 2>/dev/null) | sed 's/^/  case: /' >&2 || true
       # The first differing byte with some context (outputs are often one long JSON line), then
       # the first lines of a line diff, each cut to 240 characters.
       at=$(cmp "$tmp/expected" "$tmp/actual/$name.out" 2>/dev/null | sed -n 's/.* \(byte\|char\) \([0-9]*\),.*/\2/p' || true)
@@ -224,6 +224,14 @@ for name in "${names[@]}"; do
     failed+=("$name")
   fi
 done
+if [ -z "$only" ]; then # a recording whose case is gone
+  for f in "$dir"/expected/*; do
+    b=$(basename "$f")
+    b=${b%.gz}
+    b=${b%.out}
+    case $seen in *" $b "*) ;; *) failed+=("$b (recorded, but no longer a case: bash scripts/identity.sh --record drops it)") ;; esac
+  done
+fi
 count=0
 for name in "${names[@]}"; do [ -n "$name" ] && [ -f "$tmp/actual/$name.out" ] && count=$((count + 1)); done
 if [ ${#failed[@]} -gt 0 ]; then
