@@ -15,8 +15,6 @@ from ._common import _error
 
 
 GB = 1e9
-
-
 TB = 1e12
 
 
@@ -215,20 +213,11 @@ def _load_catalogue() -> Tuple[Dict[str, ModelSpec], Dict[str, Accelerator], Dic
 
 _MODELS, _DEVICES, _LINKS, _COMPRESSION = _load_catalogue()
 
-
 # The reference's catalogue keys (the engine's catalogue has a few more, e.g. INT8 KV compression).
 MODELS: Dict[str, ModelSpec] = dict(_MODELS)
-
-
 ACCELERATORS: Dict[str, Accelerator] = dict(_DEVICES)
-
-
 LINKS: Dict[str, Link] = dict(_LINKS)
-
-
 KV_PRESETS: Dict[str, KVCompression] = {k: _COMPRESSION[k] for k in ("none", "fp8", "fp4-block", "freq-keep-k")}
-
-
 QUANT_FORMATS = {"bf16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5 + 2 / 128, "fp4": 0.5 + 1 / 32}
 
 
@@ -290,8 +279,6 @@ def _model_keys(m: ModelSpec, where: str = "model") -> Dict[str, Any]:
 _DEVICE_KEYS = {"peak_flops": ("device_peak_tflops", TB), "mem_bw": ("device_mem_bw_tb_s", TB),
                 "mem_capacity": ("device_mem_gb", GB), "tdp_w": ("device_tdp_w", None),
                 "idle_w": ("device_idle_w", None), "fft_efficiency": ("fft_efficiency", None)}
-
-
 _ENGINE_KEYS = {"enob": "ft_enob", "samples_per_s": "ft_samples_per_s",
                 "mask_rate_hz": "ft_mask_rate", "detection": "ft_detection", "overlap": "ft_overlap"}
 

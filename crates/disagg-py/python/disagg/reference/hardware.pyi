@@ -2,7 +2,6 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Union
 
 GB: float
-
 TB: float
 
 @dataclass(frozen=True)
@@ -115,13 +114,9 @@ class Parallel:
     def gpus(self) -> int: ...
 
 MODELS: Dict[str, ModelSpec]
-
 ACCELERATORS: Dict[str, Accelerator]
-
 LINKS: Dict[str, Link]
-
 KV_PRESETS: Dict[str, KVCompression]
-
 QUANT_FORMATS: Dict[str, float]
 
 @dataclass(frozen=True)
