@@ -652,11 +652,11 @@ pub struct RankPlan {
 /// `link`. `scale_up` is the decode instance's scale-up link (needed only when the decode layout
 /// replicates heads); `decode_device` prices the gather pass.
 ///
-/// The steps, in order: check the inputs ([`Setup::new`]), the stages' starts
-/// ([`stage_starts`]), the flows ([`plan_flows`]), the NICs and the port bound ([`nic_loads`]),
-/// the prefill ranks' fan-out ([`prefill_ranks`]), the decode ranks ([`decode_ranks`]), the
-/// copies between decode replicas ([`replica_copies`]), the MLA latents' copies ([`mla_terms`]),
-/// and the plan assembled from them.
+/// The steps, in order: check the inputs (`Setup::new`), the stages' starts (`stage_starts`),
+/// the flows (`plan_flows`), the NICs and the port bound (`nic_loads`), the prefill ranks'
+/// fan-out (`prefill_ranks`), the decode ranks (`decode_ranks`), the copies between decode
+/// replicas (`replica_copies`), the MLA latents' copies (`mla_terms`), and the plan assembled
+/// from them.
 pub fn rank_plan(
     model: &ModelSpec,
     link: &Link,

@@ -41,8 +41,9 @@ pub struct ReadOptions {
     pub max_context: Option<u64>,
     /// What to do with rows out of time order.
     pub unsorted: Unsorted,
-    /// Keep Mooncake `hash_ids` in [`TraceRow::hash_ids`] (default `true`). With `false` they
-    /// are skipped while parsing (less memory; no [`TraceStats::prefix_blocks`]).
+    /// Keep Mooncake `hash_ids` in [`TraceRow::hash_ids`](crate::TraceRow::hash_ids) (default
+    /// `true`). With `false` they are skipped while parsing (less memory; no
+    /// [`TraceStats::prefix_blocks`](crate::TraceStats::prefix_blocks)).
     pub keep_hash_ids: bool,
 }
 
@@ -68,7 +69,7 @@ pub struct ReadReport {
     /// Physical lines in the input, header and blank lines included (a final line break does
     /// not start another line).
     pub lines_read: u64,
-    /// Rows in [`Trace::rows`].
+    /// Rows in [`Trace::rows`](crate::Trace::rows).
     pub rows_kept: u64,
     /// Malformed lines (and lines with negative token counts) skipped because of
     /// [`ReadOptions::skip_bad_lines`], over the whole file.
