@@ -1,6 +1,9 @@
 //! Speculative decoding's cost side (levers-scheduling.md §10.1-§10.3, levers-cost.md §7): the
 //! draft model of a target, its cost model, and the cost of one speculative step (the target's
 //! verify pass followed by the draft's passes).
+//!
+//! The draft's shape ([`Draft`], its construction and resident bytes) is in `draft/model.rs`,
+//! below the cost model; this file adds its cost model and the speculative step's cost.
 
 mod model;
 

@@ -4,6 +4,12 @@
 //! [`ParallelCost`] wraps a [`CostModel`] (whose FLOP counts and byte terms stay untouched) and
 //! adds the MoE substitutions of §4 and the step on a parallel instance `_parallel(F, Wb, Ob, T)`
 //! of §5.4, plus the KV capacity with a layout (§5.6).
+//!
+//! Where the parts live, all re-exported here: the layout's degrees and checks in
+//! `parallel/spec.rs` ([`Parallel`]), the mixture-of-experts shape beside the model it belongs to
+//! (`catalogue/model.rs`, [`Moe`]), the step on a layout inside the cost model (`cost.rs`,
+//! [`Layout`]) and [`int_div`] with the other Python numerics (`pymath.rs`). Each of them
+//! depends only on files below the cost model, so no file imports one that imports it back.
 
 mod spec;
 

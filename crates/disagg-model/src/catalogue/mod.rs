@@ -3,6 +3,12 @@
 //!
 //! Unit constants are multiplied at run time (`value * GB`), never written as literals, because
 //! `2.039 * 1e12` is not the literal `2.039e12` (cost-model.md N3).
+//!
+//! One room per kind of entry: `model.rs` (a model's shape, [`ModelSpec`], with its
+//! mixture-of-experts shape [`Moe`]), `device.rs` ([`Device`], [`Calibration`]), `link.rs`
+//! ([`Link`]), `compression.rs` ([`KvCompression`], [`CompressAt`], [`KvTransit`]) and
+//! `builtin.rs` (the presets: [`Catalogue::builtin`], [`model_source`]). This file holds the
+//! catalogue itself, its look-ups and the unit constants.
 
 mod builtin;
 mod compression;
