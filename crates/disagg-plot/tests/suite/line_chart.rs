@@ -1,6 +1,4 @@
-mod common;
-
-use common::*;
+use crate::common::*;
 use disagg_plot::{Axis, Color, LegendPos, LineChart, MarkPoint, Marker, RefLine, Series, PALETTE};
 
 fn sample() -> LineChart {

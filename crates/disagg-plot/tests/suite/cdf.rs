@@ -1,6 +1,4 @@
-mod common;
-
-use common::*;
+use crate::common::*;
 use disagg_plot::{ecdf, Axis, Cdf, Dash, Style, DEFAULT_CDF_POINTS};
 
 #[test]

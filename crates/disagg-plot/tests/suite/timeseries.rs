@@ -1,6 +1,4 @@
-mod common;
-
-use common::*;
+use crate::common::*;
 use disagg_plot::{Axis, LegendPos, Panel, Series, TimeSeries};
 
 fn sample() -> TimeSeries {

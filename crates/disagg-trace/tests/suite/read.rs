@@ -833,7 +833,7 @@ fn stats_buckets_count_from_the_first_arrival() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Inputs found by fuzzing (tests/fuzz.rs; also in fuzz/corpus/)
+// Inputs found by fuzzing (tests/suite/fuzz.rs; also in fuzz/corpus/)
 
 #[test]
 fn fuzz_findings_are_clean_errors() {

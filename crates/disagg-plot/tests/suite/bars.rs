@@ -1,6 +1,4 @@
-mod common;
-
-use common::*;
+use crate::common::*;
 use disagg_plot::{Axis, BarOrientation, Color, LegendPos, StackedBars};
 
 fn sample(cats: &[&str]) -> StackedBars {

@@ -6,7 +6,7 @@
 //! the options' limits. Case counts are bounded so the set runs in seconds in a debug build; set
 //! `PROPTEST_CASES` to run more.
 
-#[path = "../../../fuzz/mutate.rs"]
+#[path = "../../../../fuzz/mutate.rs"]
 mod mutate;
 
 use disagg_trace::{read_bytes, ReadOptions, TraceError, TraceFormat, Unsorted};

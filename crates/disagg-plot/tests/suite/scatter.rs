@@ -1,6 +1,4 @@
-mod common;
-
-use common::*;
+use crate::common::*;
 use disagg_plot::{pareto_front, Axis, MarkPoint, Scatter};
 
 /// Brute force: i is on the front iff no j dominates it.
