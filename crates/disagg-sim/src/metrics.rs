@@ -6,11 +6,12 @@
 
 use serde::Serialize;
 
+use crate::engine::request::Req;
+use crate::engine::RunResult;
 use crate::pymath::Fsum;
 use crate::scenario::{FirstToken, HandoffOptions, Mode, Role, SimConfig};
 use crate::search::{analytic_capacity, Analytic};
-use crate::serving::{Req, RunResult};
-use crate::stats::{dist, p50_p99, weighted, Dist, P50P99};
+use crate::stats::{dist, p50_p99, Dist, P50P99};
 
 /// Version of the [`Summary`] layout.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -1122,113 +1123,15 @@ fn sched_delay_p50(reqs: &[Req], steady: &[u32]) -> f64 {
     }
 }
 
-/// The ITL distribution of the measured requests, from the step-end arrays: every request shares
-/// its step's ITL `e[j] - e[j-1]` except its first, `e[adm] - first_token`.
+/// The ITL distribution of the measured requests, from the step-end arrays (see
+/// [`crate::engine::itl`]).
 fn itl_dist(res: &RunResult, steady: &[u32]) -> Dist {
-    let reqs = &res.reqs;
-    if let Some(s) = &res.sched {
-        return sched_itl_dist(res, s, steady);
-    }
-    // Difference arrays of "measured requests taking part in step j" (j >= adm + 1).
-    let mut diff: Vec<Vec<i32>> = res
-        .step_ends
-        .iter()
-        .map(|e| vec![0i32; e.len() + 1])
-        .collect();
-    let mut firsts: Vec<f64> = Vec::with_capacity(steady.len());
-    for &i in steady {
-        let r = &reqs[i as usize];
-        if r.output < 2 || r.decode_start.is_nan() || r.dinst == u32::MAX {
-            continue;
-        }
-        let e = &res.step_ends[r.dinst as usize];
-        let adm = r.adm as usize;
-        let fin = adm + r.output as usize - 2;
-        firsts.push(e[adm] - r.emitted(res.cfg.handoff.first_token));
-        if fin > adm {
-            let d = &mut diff[r.dinst as usize];
-            d[adm + 1] += 1;
-            d[fin + 1] -= 1;
-        }
-    }
-    // Turn the difference arrays into counts in place.
-    for d in diff.iter_mut() {
-        let mut c = 0i32;
-        for x in d.iter_mut() {
-            c += *x;
-            *x = c;
-        }
-    }
-    let step_ends = &res.step_ends;
-    weighted(|f| {
-        for &v in &firsts {
-            f(v, 1);
-        }
-        for (e, cnt) in step_ends.iter().zip(diff.iter()) {
-            for j in 1..e.len() {
-                let c = cnt[j];
-                if c > 0 {
-                    f(e[j] - e[j - 1], c as u64);
-                }
-            }
-        }
-    })
-}
-
-/// The ITL distribution of a scheduled run's measured requests: each run of consecutive steps
-/// contributes the gap before it once and every step-to-step gap inside it, counted per step with
-/// difference arrays (as [`itl_dist`] does for the plain instances); the zero gaps of speculative
-/// verify passes are counted.
-fn sched_itl_dist(res: &RunResult, s: &crate::sched::SchedResult, steady: &[u32]) -> Dist {
-    let reqs = &res.reqs;
-    let conv = res.cfg.handoff.first_token;
-    let mut diff: Vec<Vec<i32>> = s
-        .step_ends
-        .iter()
-        .map(|e| vec![0i32; e.len() + 1])
-        .collect();
-    let mut firsts: Vec<f64> = Vec::with_capacity(steady.len());
-    let mut zeros: u64 = 0;
-    for &i in steady {
-        let i = i as usize;
-        let runs = &s.runs[i];
-        if runs.is_empty() {
-            continue;
-        }
-        let inst = s.tok_inst[i] as usize;
-        let e = &s.step_ends[inst];
-        let mut prev = reqs[i].emitted(conv);
-        for &(a, b) in runs {
-            firsts.push(e[a as usize] - prev);
-            if b > a {
-                diff[inst][a as usize + 1] += 1;
-                diff[inst][b as usize + 1] -= 1;
-            }
-            prev = e[b as usize];
-        }
-        zeros += s.zeros[i] as u64;
-    }
-    for d in diff.iter_mut() {
-        let mut c = 0i32;
-        for x in d.iter_mut() {
-            c += *x;
-            *x = c;
-        }
-    }
-    weighted(|f| {
-        for &v in &firsts {
-            f(v, 1);
-        }
-        f(0.0, zeros);
-        for (e, cnt) in s.step_ends.iter().zip(diff.iter()) {
-            for j in 1..e.len() {
-                let c = cnt[j];
-                if c > 0 {
-                    f(e[j] - e[j - 1], c as u64);
-                }
-            }
-        }
-    })
+    crate::engine::itl::itl_dist(
+        res.token_step_ends(),
+        steady,
+        |i| res.token_runs(i),
+        res.sched.is_some(),
+    )
 }
 
 #[cfg(test)]
