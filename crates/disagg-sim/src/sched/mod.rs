@@ -29,7 +29,7 @@ use crate::engine::request::{Req, NO_INST, UNSET};
 use crate::engine::result::{instance_name, link_name, LinkResult, RunResult};
 use crate::engine::run::{self, instance_result, Core, Roles};
 use crate::kv_memory::KvUnits;
-use crate::levers::{BatchPolicy, Levers, PrefixChains};
+use crate::levers::{Levers, PrefixChains};
 use crate::link::{LayerPlan, LinkEv, LinkModel, Sharing, XferSpec};
 use crate::observer::{InstanceInfo, InstanceSample, Observer};
 use crate::prefix_cache::PrefixCache;
@@ -37,7 +37,7 @@ use crate::pyrand::GenRequest;
 use crate::scenario::{Mode, ReserveKvOn, Role, SimConfig};
 use crate::workload::ClosedLoop;
 
-mod batch;
+pub(crate) mod batch;
 mod inst;
 mod kv;
 mod prefix_ho;
@@ -227,8 +227,8 @@ impl<'a, O: Observer> SchedSim<'a, O> {
                     } else {
                         cfg.max_decode_batch
                     },
-                    policy: if prefill && lv.batch_policy == BatchPolicy::DecodePriority {
-                        BatchPolicy::PrefillPriority
+                    policy: if prefill {
+                        lv.batch_policy.on_prefill_instance()
                     } else {
                         lv.batch_policy
                     },

@@ -1,21 +1,142 @@
 //! The scheduling loop of a scheduled instance and its steps (levers-scheduling.md §5, §7, §9.1,
 //! §9.2, §10): which policy forms which step, what the step costs, and what its end does.
 //!
-//! * prefill-priority: a batch of whole prompts whenever the head of the queue can be admitted,
-//!   else a decode step (§5.3);
-//! * decode-priority: decode while anything runs; prompts only when the batch has drained;
-//! * chunked: every step carries the decode rows plus prompt chunks up to the token budget
+//! A batch policy is a [`BatchScheduler`], one file each, listed once in the registry below
+//! ([`batch_policies!`]), which makes the `--batch-policy` option's names, parsing, help and
+//! echo ([`BatchPolicy`]):
+//!
+//! * [`prefill_priority`]: a batch of whole prompts whenever the head of the queue can be
+//!   admitted, else a decode step (§5.3);
+//! * [`decode_priority`]: decode while anything runs; prompts only when the batch has drained;
+//! * [`chunked`]: every step carries the decode rows plus prompt chunks up to the token budget
 //!   (§5.4).
+//!
+//! Adding a policy: a new file here with a type implementing [`BatchScheduler`] (it forms steps
+//! from the building blocks of this file: [`SchedSim::prefill_step`], [`SchedSim::decode_step`],
+//! [`SchedSim::start_step`]), and one row in the registry.
 //!
 //! A step's cost is the mixed step of §7.1 (or the speculative step of §10.3); a step may carry the
 //! swap debt of §6 (§5.6).
 
-use disagg_model::{spec_cost, Chunk, StepCost};
+use disagg_model::{spec_cost, Chunk, Error, StepCost};
+use serde::{Deserialize, Serialize};
 
 use super::{Kind, SchedSim};
 use crate::engine::event::Ev;
-use crate::levers::BatchPolicy;
 use crate::observer::{Observer, StepEvent, StepKind};
+
+mod chunked;
+mod decode_priority;
+mod prefill_priority;
+
+/// What forming a step did.
+pub(crate) enum Formed {
+    /// A step started.
+    Started,
+    /// Nothing to do: the instance goes idle.
+    Idle,
+    /// No step yet (e.g. the growth check preempted every row): run the loop's pass again.
+    Again,
+}
+
+/// A batch policy: how a scheduled instance forms its next step.
+pub(crate) trait BatchScheduler {
+    /// The policy a prefill instance of a disaggregated run uses instead (it has no decode rows).
+    const ON_PREFILL_INSTANCE: BatchPolicy;
+
+    /// Forms instance `i`'s next step at the current time (after the pass's hand-off pull and
+    /// swap-in).
+    fn form_step<O: Observer>(sim: &mut SchedSim<'_, O>, i: usize) -> Formed;
+}
+
+/// Joins `name (help)` pairs as a sentence: `a (x), b (y) or c (z)`.
+macro_rules! join_policies {
+    ($n:literal, $h:literal) => { concat!($n, " (", $h, ")") };
+    ($n1:literal, $h1:literal; $n2:literal, $h2:literal) => {
+        concat!($n1, " (", $h1, ") or ", $n2, " (", $h2, ")")
+    };
+    ($n:literal, $h:literal; $($rest:tt)+) => {
+        concat!($n, " (", $h, "), ", join_policies!($($rest)+))
+    };
+}
+
+/// The registry of batch policies: one row per policy (its variant of [`BatchPolicy`], its
+/// `--batch-policy` name, its [`BatchScheduler`], and its help), in the order the names are
+/// listed; the first row is the default.
+macro_rules! batch_policies {
+    ($(#[$doc:meta])* $first:ident = $fname:literal => $fty:ty, $fhelp:literal;
+     $($(#[$rdoc:meta])* $var:ident = $name:literal => $ty:ty, $help:literal;)*) => {
+        /// How a scheduled instance forms its steps (`--batch-policy`).
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+        pub enum BatchPolicy {
+            $(#[$doc])*
+            #[default]
+            #[serde(rename = $fname)]
+            $first,
+            $($(#[$rdoc])* #[serde(rename = $name)] $var,)*
+        }
+
+        impl BatchPolicy {
+            /// The names, in the reference's order.
+            pub const NAMES: [&'static str; 1 $(+ { let _ = $name; 1 })*] = [$fname, $($name),*];
+
+            /// The help of `--batch-policy`.
+            pub const HELP: &'static str = concat!(
+                "How a step is formed: ",
+                join_policies!($fname, $fhelp; $($name, $help);*)
+            );
+
+            /// The policy named `s`.
+            pub fn parse(s: &str) -> Result<Self, Error> {
+                match s {
+                    $fname => Ok(BatchPolicy::$first),
+                    $($name => Ok(BatchPolicy::$var),)*
+                    other => Err(Error::unknown("--batch-policy", other, Self::NAMES)),
+                }
+            }
+
+            /// Its name.
+            pub fn as_str(self) -> &'static str {
+                Self::NAMES[self as usize]
+            }
+
+            /// The policy a prefill instance of a disaggregated run uses when this one is asked
+            /// for.
+            pub(crate) fn on_prefill_instance(self) -> BatchPolicy {
+                match self {
+                    BatchPolicy::$first => <$fty as BatchScheduler>::ON_PREFILL_INSTANCE,
+                    $(BatchPolicy::$var => <$ty as BatchScheduler>::ON_PREFILL_INSTANCE,)*
+                }
+            }
+
+            /// Forms instance `i`'s next step with this policy's scheduler.
+            #[inline]
+            pub(crate) fn form_step<O: Observer>(
+                self,
+                sim: &mut SchedSim<'_, O>,
+                i: usize,
+            ) -> Formed {
+                match self {
+                    BatchPolicy::$first => <$fty as BatchScheduler>::form_step(sim, i),
+                    $(BatchPolicy::$var => <$ty as BatchScheduler>::form_step(sim, i),)*
+                }
+            }
+        }
+    };
+}
+
+batch_policies! {
+    /// Whole prompts whenever one can be admitted, decode otherwise (vLLM v0; the reference's
+    /// default).
+    PrefillPriority = "prefill-priority" => prefill_priority::PrefillPriority,
+        "whole prompts first, the reference";
+    /// Admit prompts only when the running batch has drained (request-level batching).
+    DecodePriority = "decode-priority" => decode_priority::DecodePriority,
+        "prompts only when the running batch has drained";
+    /// Sarathi-Serve stall-free batching: decode rows plus prompt chunks up to the token budget.
+    Chunked = "chunked" => chunked::Chunked,
+        "decode rows plus prompt chunks up to the token budget, Sarathi-Serve";
+}
 
 impl<'a, O: Observer> SchedSim<'a, O> {
     /// One pass of instance `i`'s loop at the current time (§5.1): ends by starting a step or by
@@ -28,30 +149,13 @@ impl<'a, O: Observer> SchedSim<'a, O> {
             if !self.insts[i].swapped.is_empty() {
                 self.swap_in(i);
             }
-            match self.insts[i].policy {
-                BatchPolicy::Chunked => {
-                    if !self.chunked_step(i) {
-                        self.insts[i].busy = false;
-                    }
+            match self.insts[i].policy.form_step(self, i) {
+                Formed::Started => return,
+                Formed::Idle => {
+                    self.insts[i].busy = false;
                     return;
                 }
-                BatchPolicy::DecodePriority if !self.insts[i].running.is_empty() => {
-                    if self.decode_step(i) {
-                        return;
-                    }
-                }
-                _ => {
-                    if self.prefill_step(i) {
-                        return;
-                    }
-                    if self.insts[i].running.is_empty() {
-                        self.insts[i].busy = false;
-                        return;
-                    }
-                    if self.decode_step(i) {
-                        return;
-                    }
-                }
+                Formed::Again => {}
             }
         }
     }
@@ -78,7 +182,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
 
     /// Whole prompts up to the budget (§5.3 `admit`), then a prefill step on them. False if no
     /// prompt could be admitted.
-    fn prefill_step(&mut self, i: usize) -> bool {
+    pub(super) fn prefill_step(&mut self, i: usize) -> bool {
         let mut part = std::mem::take(&mut self.insts[i].part);
         part.clear();
         let mut tokens = 0u64;
@@ -116,7 +220,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
 
     /// A decode step over every running row (§5.3), after the growth check. False if the growth
     /// check left nothing running (no step started).
-    fn decode_step(&mut self, i: usize) -> bool {
+    pub(super) fn decode_step(&mut self, i: usize) -> bool {
         self.grow(i);
         if self.insts[i].running.is_empty() {
             return false;
@@ -133,65 +237,9 @@ impl<'a, O: Observer> SchedSim<'a, O> {
         true
     }
 
-    /// A chunked step (§5.4). False if there is no work (the instance goes idle).
-    fn chunked_step(&mut self, i: usize) -> bool {
-        self.grow(i);
-        let per_row = self.spec.map_or(1, |s| s.gamma + 1);
-        let mut rows = std::mem::take(&mut self.insts[i].rows);
-        let mut part = std::mem::take(&mut self.insts[i].part);
-        rows.clear();
-        part.clear();
-        let mut ctx = 0u64;
-        let mut nt = 0u64;
-        let tau = self.insts[i].tau;
-        for &r in &self.insts[i].running {
-            let s = &self.rs[r as usize];
-            if s.dp >= s.tgt {
-                rows.push(r);
-                ctx += self.core.reqs[r as usize].prompt as u64 + s.n;
-                nt += per_row;
-            }
-        }
-        for &r in &self.insts[i].running {
-            let s = &self.rs[r as usize];
-            if s.dp < s.tgt && nt < tau {
-                let c = (s.tgt - s.dp).min(tau - nt);
-                part.push((r, c));
-                nt += c;
-            }
-        }
-        loop {
-            let inst = &self.insts[i];
-            if nt >= tau || inst.running.len() >= inst.cap || !inst.swapped.is_empty() {
-                break;
-            }
-            let Some(&rid) = inst.queue.front() else {
-                break;
-            };
-            if !self.try_admit(i) {
-                break;
-            }
-            let s = &self.rs[rid as usize];
-            let c = (s.tgt - s.dp).min(tau - nt);
-            part.push((rid, c));
-            nt += c;
-        }
-        debug_assert!(
-            part.is_empty() || nt <= tau,
-            "a chunked step of {nt} > {tau} tokens"
-        );
-        let work = !rows.is_empty() || !part.is_empty();
-        self.insts[i].rows = rows;
-        self.insts[i].part = part;
-        if work {
-            self.start_step(i, ctx);
-        }
-        work
-    }
-
     /// Costs and starts the step formed in `rows` (decode rows, context `ctx`) and `part`
     /// (prompt chunks) (§5.6).
-    fn start_step(&mut self, i: usize, ctx: u64) {
+    pub(super) fn start_step(&mut self, i: usize, ctx: u64) {
         let now = self.core.q.now();
         // One buffer for every step's chunk list (no allocation per step).
         let mut chunks: Vec<Chunk> = std::mem::take(&mut self.chunk_buf);
@@ -470,5 +518,40 @@ impl<'a, O: Observer> SchedSim<'a, O> {
         }
         self.release(i, rid);
         self.finish_now(rid);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::BatchPolicy;
+
+    #[test]
+    fn the_registry_makes_the_names_help_and_echo() {
+        assert_eq!(
+            BatchPolicy::NAMES,
+            ["prefill-priority", "decode-priority", "chunked"]
+        );
+        assert_eq!(
+            BatchPolicy::HELP,
+            "How a step is formed: prefill-priority (whole prompts first, the reference), \
+             decode-priority (prompts only when the running batch has drained) or chunked (decode \
+             rows plus prompt chunks up to the token budget, Sarathi-Serve)"
+        );
+        for (k, n) in BatchPolicy::NAMES.iter().enumerate() {
+            let p = BatchPolicy::parse(n).unwrap();
+            assert_eq!((p as usize, p.as_str()), (k, *n));
+            assert_eq!(serde_json::to_string(&p).unwrap(), format!("\"{n}\""));
+        }
+        assert_eq!(BatchPolicy::default(), BatchPolicy::PrefillPriority);
+        let e = BatchPolicy::parse("fifo").unwrap_err().to_string();
+        assert!(e.contains("--batch-policy") && e.contains("fifo") && e.contains("chunked"));
+        assert_eq!(
+            BatchPolicy::DecodePriority.on_prefill_instance(),
+            BatchPolicy::PrefillPriority
+        );
+        assert_eq!(
+            BatchPolicy::Chunked.on_prefill_instance(),
+            BatchPolicy::Chunked
+        );
     }
 }
