@@ -3,8 +3,8 @@
 
 use serde::Serialize;
 
+use super::ctx::Ctx;
 use super::instances::OpticalSummary;
-use super::Ctx;
 
 /// Energy totals (simulator.md §5.7).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]

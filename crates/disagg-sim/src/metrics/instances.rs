@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::Ctx;
+use super::ctx::Ctx;
 use crate::scenario::Role;
 
 /// One instance's optical-engine figures (levers-cost.md §10.3; every instance when any device

@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use super::Ctx;
+use super::ctx::Ctx;
 use crate::pymath::Fsum;
 use crate::stats::{dist, Dist};
 

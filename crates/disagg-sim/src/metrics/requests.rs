@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use super::Ctx;
+use super::ctx::Ctx;
 use crate::engine::request::Req;
 use crate::scenario::{FirstToken, SimConfig};
 use crate::stats::{dist, p50_p99, Dist, P50P99};

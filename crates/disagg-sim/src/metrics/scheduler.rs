@@ -1,7 +1,7 @@
 //! The `scheduler` block (levers-scheduling.md §11): the scheduled run's block plus the measured
 //! requests' scheduling delay and normalised latency.
 
-use super::Ctx;
+use super::ctx::Ctx;
 use crate::engine::request::Req;
 use crate::sched::SchedulerSummary;
 

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::Ctx;
+use super::ctx::Ctx;
 use crate::engine::request::Req;
 use crate::pymath::Fsum;
 use crate::scenario::Mode;

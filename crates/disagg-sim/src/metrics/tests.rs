@@ -3,6 +3,8 @@
 //! and every expected value is counted by hand or is the spec's formula written out.
 
 use super::*;
+use crate::engine::request::Req;
+use crate::scenario::SimConfig;
 use crate::scenario::{Role, Scenario};
 use crate::serving::{InstanceResult, InstanceStats, LinkResult, LinkStats};
 

@@ -43,6 +43,7 @@ mod kv;
 mod prefix_ho;
 pub mod report;
 pub(crate) mod result;
+mod steps;
 
 use inst::{Inst, Kind, RState, SchedStats, Spec};
 pub use report::SchedulerSummary;
@@ -227,11 +228,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
                     } else {
                         cfg.max_decode_batch
                     },
-                    policy: if prefill {
-                        lv.batch_policy.on_prefill_instance()
-                    } else {
-                        lv.batch_policy
-                    },
+                    policy: lv.batch_policy,
                     cache: (lv.prefix_caching && (kind != Kind::Decode || lv.prefix_handoff))
                         .then(PrefixCache::new),
                     queue: VecDeque::new(),

@@ -3,18 +3,15 @@
 //! no decode rows, batches prefill-priority.
 
 use super::prefill_priority::PrefillPriority;
-use super::{BatchPolicy, BatchScheduler, Formed, SchedSim};
-use crate::observer::Observer;
+use super::scheduler::{BatchScheduler, Formed, StepForm};
 
 /// `--batch-policy decode-priority`.
 pub(crate) struct DecodePriority;
 
 impl BatchScheduler for DecodePriority {
-    const ON_PREFILL_INSTANCE: BatchPolicy = BatchPolicy::PrefillPriority;
-
     #[inline]
-    fn form_step<O: Observer>(sim: &mut SchedSim<'_, O>, i: usize) -> Formed {
-        if sim.insts[i].running.is_empty() {
+    fn form_step<S: StepForm>(sim: &mut S, i: usize) -> Formed {
+        if sim.is_running_empty(i) {
             return PrefillPriority::form_step(sim, i);
         }
         if sim.decode_step(i) {
@@ -22,5 +19,11 @@ impl BatchScheduler for DecodePriority {
         } else {
             Formed::Again
         }
+    }
+
+    /// A prefill instance has no decode rows: it batches prefill-priority.
+    #[inline]
+    fn form_prefill_instance_step<S: StepForm>(sim: &mut S, i: usize) -> Formed {
+        PrefillPriority::form_step(sim, i)
     }
 }
