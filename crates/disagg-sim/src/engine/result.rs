@@ -277,7 +277,8 @@ impl RunResult {
                 zeros: s.zeros[rid] as u64,
             });
         }
-        if r.dinst == NO_INST || r.finish.is_nan() || r.output < 2 {
+        // (A request with a decode-side instance has its admission stamped.)
+        if r.dinst == NO_INST || r.decode_start.is_nan() || r.finish.is_nan() || r.output < 2 {
             return None;
         }
         let inst = r.dinst as usize;

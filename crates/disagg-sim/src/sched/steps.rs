@@ -16,6 +16,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
     /// One pass of instance `i`'s loop at the current time (§5.1): ends by starting a step or by
     /// going idle.
     pub(super) fn pass(&mut self, i: usize) {
+        let (policy, prefill) = (self.insts[i].policy, self.insts[i].kind == Kind::Prefill);
         loop {
             if self.insts[i].kind == Kind::Decode {
                 self.boundary_hook(i);
@@ -23,8 +24,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
             if !self.insts[i].swapped.is_empty() {
                 self.swap_in(i);
             }
-            let prefill = self.insts[i].kind == Kind::Prefill;
-            match self.insts[i].policy.form_step(self, i, prefill) {
+            match policy.form_step(self, i, prefill) {
                 Formed::Started => return,
                 Formed::Idle => {
                     self.insts[i].busy = false;
@@ -208,6 +208,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
 
     /// The end of instance `i`'s step: accounting (§5.6), the decode rows' tokens, the chunks'
     /// progress and the prompts they complete, then the next pass.
+    #[inline]
     pub(super) fn step_end(&mut self, i: usize) {
         let now = self.core.q.now();
         let rows = std::mem::take(&mut self.insts[i].rows);
