@@ -1,5 +1,5 @@
 //! The decode instance of a causal encoder-decoder with the replay on decode (levers-cost.md §8.3,
-//! the reference's `CedDecodeInstance`). A child module of [`crate::serving`]: it drives the same
+//! the reference's `CedDecodeInstance`). A child module of [`crate::plain`]: it drives the same
 //! instance state as the plain decode loop.
 //!
 //! The prefill pool runs the encoder only and hands off every request without a first token. A
