@@ -1,5 +1,5 @@
 //! The decode instance of a causal encoder-decoder with the replay on decode (levers-cost.md §8.3,
-//! the reference's `CedDecodeInstance`). A child module of [`crate::serving`]: it drives the same
+//! the reference's `CedDecodeInstance`). A child module of [`crate::plain`]: it drives the same
 //! instance state as the plain decode loop.
 //!
 //! The prefill pool runs the encoder only and hands off every request without a first token. A
@@ -21,7 +21,7 @@ use super::*;
 impl<O: Observer> Sim<'_, O> {
     /// Admits from the queue, then starts the next step (§8.3); idle when nothing runs.
     pub(super) fn ced_body(&mut self, d: usize, w: u64) {
-        let now = self.q.now();
+        let now = self.core.q.now();
         let j = self.decode[d].step_end.len() as u64;
         // `ctx_sum` counts the decoding rows only: a replay row joins it after its replay.
         self.admit_fifo(d, j + 1, false);
@@ -36,13 +36,13 @@ impl<O: Observer> Sim<'_, O> {
             .running
             .iter()
             .rev()
-            .take_while(|&&rid| self.reqs[rid as usize].adm > j)
+            .take_while(|&&rid| self.core.reqs[rid as usize].adm > j)
             .count();
         let first = inst.running.len() - fresh;
         let replay: Vec<(u64, u64)> = inst.running[first..]
             .iter()
             .map(|&rid| {
-                let p = self.reqs[rid as usize].prompt as u64;
+                let p = self.core.reqs[rid as usize].prompt as u64;
                 (p, p.min(w))
             })
             .collect();
@@ -51,7 +51,8 @@ impl<O: Observer> Sim<'_, O> {
         inst.cur = cost;
         inst.step_start = now;
         inst.busy = true;
-        self.q
+        self.core
+            .q
             .schedule_in(cost.time_s, Ev::StepEnd(self.n_prefill + d as u32));
     }
 
@@ -59,18 +60,22 @@ impl<O: Observer> Sim<'_, O> {
     /// order the first tokens of the replayed rows, a token for every decoding row, and the
     /// finishes; then the next step.
     pub(super) fn ced_step_end(&mut self, d: usize) {
-        let now = self.q.now();
-        let need_one = self.need == crate::serving::Need::One;
+        let now = self.core.q.now();
+        let need_one = self.need == Need::One;
         let d_idle = self.d_idle;
         let g = self.n_prefill as usize + d;
         let w = self.ced_replay.expect("a CED run");
         {
             let Sim {
                 decode,
-                reqs,
-                books,
-                q,
-                obs,
+                core:
+                    Core {
+                        reqs,
+                        books,
+                        q,
+                        obs,
+                        ..
+                    },
                 ..
             } = self;
             let inst = &mut decode[d];

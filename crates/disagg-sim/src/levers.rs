@@ -10,39 +10,9 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::kv_memory::KvPolicy;
 
-/// How a scheduled instance forms its steps (`--batch-policy`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum BatchPolicy {
-    /// Whole prompts whenever one can be admitted, decode otherwise (vLLM v0; the reference's
-    /// default).
-    #[default]
-    PrefillPriority,
-    /// Admit prompts only when the running batch has drained (request-level batching).
-    DecodePriority,
-    /// Sarathi-Serve stall-free batching: decode rows plus prompt chunks up to the token budget.
-    Chunked,
-}
-
-impl BatchPolicy {
-    /// The names, in the reference's order.
-    pub const NAMES: [&'static str; 3] = ["prefill-priority", "decode-priority", "chunked"];
-
-    /// The policy named `s`.
-    pub fn parse(s: &str) -> Result<Self, Error> {
-        match s {
-            "prefill-priority" => Ok(BatchPolicy::PrefillPriority),
-            "decode-priority" => Ok(BatchPolicy::DecodePriority),
-            "chunked" => Ok(BatchPolicy::Chunked),
-            other => Err(Error::unknown("--batch-policy", other, Self::NAMES)),
-        }
-    }
-
-    /// Its name.
-    pub fn as_str(self) -> &'static str {
-        Self::NAMES[self as usize]
-    }
-}
+/// How a scheduled instance forms its steps (`--batch-policy`): one batch scheduler per policy,
+/// listed in the registry of [`crate::sched::batch`].
+pub use crate::sched::batch::BatchPolicy;
 
 /// What a paged instance does with a victim when it runs out of blocks (`--preemption`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -28,6 +28,7 @@ pub mod metrics;
 pub mod model_json;
 pub mod observer;
 pub mod options;
+mod plain;
 pub mod prefix_cache;
 pub mod presets;
 pub mod pyrand;

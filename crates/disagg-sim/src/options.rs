@@ -348,7 +348,7 @@ pub const CUSTOM_LINK: &str = "Custom link (overrides the --link preset)";
 pub const CUSTOM_DEVICE: &str = "Custom device (overrides the device preset)";
 
 macro_rules! options {
-    ($( $key:ident : $ty:ty, $flag:literal, $heading:expr, $vn:expr, $def:expr, $help:literal; )*) => {
+    ($( $key:ident : $ty:ty, $flag:literal, $heading:expr, $vn:expr, $def:expr, $help:expr; )*) => {
         /// Every scenario option, in the order the CLI lists them.
         pub const OPTIONS: &[Opt] = &[$(Opt {
             key: stringify!($key),
@@ -452,9 +452,7 @@ options! {
          reference) or decode (after the KV lands, llm-d/Dynamo: the hand-off shows in TTFT)";
     batch_policy: BatchPolicy, "--batch-policy", LEVERS, Some("POLICY"),
         Some("prefill-priority"),
-        "How a step is formed: prefill-priority (whole prompts first, the reference), \
-         decode-priority (prompts only when the running batch has drained) or chunked (decode \
-         rows plus prompt chunks up to the token budget, Sarathi-Serve)";
+        BatchPolicy::HELP;
     max_num_batched_tokens: Option<u64>, "--max-num-batched-tokens", LEVERS, Some("TOKENS"),
         Some("8192"),
         "Token budget of one step, tokens (given, even 8192, it switches the scheduled \

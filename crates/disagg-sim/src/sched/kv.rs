@@ -15,7 +15,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
     pub(super) fn ensure_target(&mut self, rid: u32) -> u64 {
         let s = &mut self.rs[rid as usize];
         if s.tgt == 0 {
-            s.tgt = self.reqs[rid as usize].prompt as u64;
+            s.tgt = self.core.reqs[rid as usize].prompt as u64;
         }
         s.tgt
     }
@@ -70,7 +70,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
 
     /// `release(r)`: frees `rid`'s private units and unpins its segments, root first.
     pub(super) fn release(&mut self, i: usize, rid: u32) {
-        let now = self.q.now();
+        let now = self.core.q.now();
         let s = &mut self.rs[rid as usize];
         self.insts[i].give_back(&mut s.alloc, &mut s.nodes, now);
         s.cov = 0;
@@ -86,7 +86,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
         u: u64,
         parent: Option<crate::prefix_cache::NodeId>,
     ) -> crate::prefix_cache::NodeId {
-        let now = self.q.now();
+        let now = self.core.q.now();
         let inst = &mut self.insts[i];
         let n = inst
             .cache
@@ -101,7 +101,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
     /// the blocks of its target whatever the policy).
     fn admit_need(&self, i: usize, rid: u32, h: u64) -> u64 {
         let kv = &self.insts[i].kv;
-        let r = &self.reqs[rid as usize];
+        let r = &self.core.reqs[rid as usize];
         let tgt = self.rs[rid as usize].tgt;
         if self.insts[i].kind == Kind::Prefill {
             kv.units(tgt - h)
@@ -114,7 +114,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
     /// watermark) can be found. A failed attempt still refreshes its segments' LRU times and may
     /// have evicted others (§16.2).
     pub(super) fn try_admit(&mut self, i: usize) -> bool {
-        let now = self.q.now();
+        let now = self.core.q.now();
         let rid = *self.insts[i].queue.front().expect("a queued request");
         let tgt = self.ensure_target(rid);
         let (nodes, h) = self.lookup(i, rid, tgt);
@@ -133,7 +133,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
             }
             return false;
         }
-        let p = self.reqs[rid as usize].prompt as u64;
+        let p = self.core.reqs[rid as usize].prompt as u64;
         let inst = &mut self.insts[i];
         inst.queue.pop_front();
         inst.queued_tokens -= p;
@@ -145,7 +145,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
         let s = &mut self.rs[rid as usize];
         s.dp = h;
         s.base = s.n;
-        let r = &mut self.reqs[rid as usize];
+        let r = &mut self.core.reqs[rid as usize];
         if r.prefill_start.is_nan() {
             r.prefill_start = now;
             let acc = &mut self.insts[i].acc;
@@ -164,8 +164,8 @@ impl<'a, O: Observer> SchedSim<'a, O> {
     }
 
     fn sorted_pos(&self, list: &[u32], rid: u32) -> usize {
-        let a = self.reqs[rid as usize].arrival;
-        let reqs = &self.reqs;
+        let a = self.core.reqs[rid as usize].arrival;
+        let reqs = &self.core.reqs;
         list.partition_point(|&x| {
             let ax = reqs[x as usize].arrival;
             ax < a || (ax == a && x < rid)
@@ -189,7 +189,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
         while k < self.insts[i].running.len() {
             let rid = self.insts[i].running[k];
             let (p, o) = {
-                let r = &self.reqs[rid as usize];
+                let r = &self.core.reqs[rid as usize];
                 (r.prompt as u64, r.output as u64)
             };
             let s = &self.rs[rid as usize];
@@ -239,7 +239,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
 
     /// The units a decoding row's next step needs on instance `i`.
     fn growth_need(&self, i: usize, rid: u32) -> u64 {
-        let r = &self.reqs[rid as usize];
+        let r = &self.core.reqs[rid as usize];
         let toks = self.growth_tokens(rid, r.prompt as u64, r.output as u64);
         self.insts[i].kv.units(toks)
     }
@@ -275,7 +275,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
             self.insts[i].swapped.insert(pos, v);
         } else {
             self.release(i, v);
-            let p = self.reqs[v as usize].prompt as u64;
+            let p = self.core.reqs[v as usize].prompt as u64;
             let s = &mut self.rs[v as usize];
             s.tgt = p + s.n;
             s.dp = 0;
@@ -340,7 +340,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
         let Some(chains) = self.chains else {
             return;
         };
-        let now = self.q.now();
+        let now = self.core.q.now();
         let segs = &chains.chains[rid as usize].segments;
         let held = self.rs[rid as usize].nodes.len();
         let mut parent = self.rs[rid as usize].nodes.last().copied();
@@ -392,7 +392,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
         if s.nodes.len() != chain.segments.len() {
             return;
         }
-        let r = &self.reqs[rid as usize];
+        let r = &self.core.reqs[rid as usize];
         let tokens = r.prompt as u64 - s.cov + r.output as u64;
         let u = self.insts[i].kv.units(tokens);
         if self.insts[i]
@@ -446,9 +446,9 @@ impl<'a, O: Observer> SchedSim<'a, O> {
                 break;
             };
             self.handoff_wait.pop_front();
-            self.reqs[rid as usize].kv_mem = self.q.now();
+            self.core.reqs[rid as usize].kv_mem = self.core.q.now();
             self.rs[rid as usize].dst = d as u32;
-            self.reqs[rid as usize].dtarget = (d - self.n_prefill) as u32;
+            self.core.reqs[rid as usize].dtarget = (d - self.n_prefill) as u32;
             let need = self.admit_need(d, rid, 0);
             self.reserve_decode(d, rid, need);
             self.insts[d].inflight += 1;
@@ -495,7 +495,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
 
     /// `free_held` (§9.1): `rid`'s transfer landed; prefill instance `p` frees what it held.
     pub(super) fn free_held(&mut self, p: usize, rid: u32) {
-        let now = self.q.now();
+        let now = self.core.q.now();
         let s = &mut self.rs[rid as usize];
         self.insts[p].give_back(&mut s.held_units, &mut s.held_nodes, now);
         self.wake(p);

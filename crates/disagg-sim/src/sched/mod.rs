@@ -21,216 +21,52 @@
 
 use std::collections::VecDeque;
 
-use disagg_model::{transfer, CostModel, SendMode, StepCost};
+use disagg_model::{transfer, CostModel, SendMode};
 
-use crate::engine::EventQueue;
-use crate::kv_memory::{KvPolicy, KvUnits};
-use crate::levers::{BatchPolicy, Levers, PrefixChains};
-use crate::link::{LayerPlan, LinkModel, Note, Sharing, XferSpec};
-use crate::observer::{InstanceInfo, InstanceSample, Observer, Sample, TransferEvent};
-use crate::prefix_cache::{NodeId, PrefixCache};
+use crate::engine::books::{InstanceStats, LinkStats, OnReject, NO_COST};
+use crate::engine::event::Ev;
+use crate::engine::request::{Req, NO_INST, UNSET};
+use crate::engine::result::{instance_name, link_name, LinkResult, RunResult};
+use crate::engine::run::{self, instance_result, Core, Roles};
+use crate::kv_memory::KvUnits;
+use crate::levers::{Levers, PrefixChains};
+use crate::link::{LayerPlan, LinkEv, LinkModel, Sharing, XferSpec};
+use crate::observer::{InstanceInfo, InstanceSample, Observer};
+use crate::prefix_cache::PrefixCache;
 use crate::pyrand::GenRequest;
 use crate::scenario::{Mode, ReserveKvOn, Role, SimConfig};
-use crate::serving::{
-    finish, Books, Ev, InstanceResult, InstanceStats, LinkResult, LinkStats, Req, RunResult,
-    NO_INST, NO_SUCC, UNSET,
-};
 use crate::workload::ClosedLoop;
 
-mod batch;
+pub(crate) mod batch;
+mod inst;
 mod kv;
 mod prefix_ho;
 pub mod report;
+pub(crate) mod result;
+mod steps;
 
+use inst::{Inst, Kind, RState, SchedStats, Spec};
 pub use report::SchedulerSummary;
-
-/// A request's scheduler fields (§1.1) and the record of its tokens.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct RState {
-    /// Prompt tokens this (re)prefill computes up to (0: not yet admitted).
-    pub tgt: u64,
-    /// Tokens of `tgt` in the KV cache.
-    pub dp: u64,
-    /// Tokens emitted at the latest (re)admission or landing.
-    pub base: u64,
-    /// Private KV units held on the current instance.
-    pub alloc: u64,
-    /// Tokens covered by `nodes`.
-    pub cov: u64,
-    /// Units parked in host memory while swapped out.
-    pub swapped_units: u64,
-    /// Tokens emitted so far, the first included.
-    pub n: u64,
-    /// Time of the latest token.
-    pub last_token: f64,
-    /// Speculative acceptance generator state (`None` until first used).
-    pub rng: Option<u32>,
-    /// Prefix-cache segments it pins, root first.
-    pub nodes: Vec<NodeId>,
-    /// Disaggregated: units and segments its prefill instance holds until the hand-off lands.
-    pub held_units: u64,
-    pub held_nodes: Vec<NodeId>,
-    /// Disaggregated: its prefill instance and the decode instance chosen at hand-off.
-    pub src: u32,
-    pub dst: u32,
-    /// Tokens after the first, as runs `(first, last)` of consecutive step indices of instance
-    /// `tok_inst`; `zeros` more arrived with zero gaps (speculative verify passes).
-    pub runs: Vec<(u32, u32)>,
-    pub zeros: u32,
-    pub tok_inst: u32,
-    /// Times it was preempted, and prompt tokens its first admission found cached.
-    pub preemptions: u32,
-    pub hit_tokens: u64,
-    /// Chunk-wise streaming (`--send layerwise`): its prompt's chunks on the prefill instance as
-    /// `(step start, step duration, tokens)` (cached tokens first, as a step of length 0), ...
-    pub xf_chunks: Vec<(f64, f64, u64)>,
-    /// ... when its last byte sent so far is through the link (`NaN` until its transfer is granted),
-    pub xf_sent: f64,
-    /// ... its open transfer's link slot, and whether its last chunk has started.
-    pub xf_slot: u32,
-    pub xf_done: bool,
-    /// Units a decode instance reserved for it while it was still prefilling (streamed); they
-    /// become its `alloc` when its prompt is done.
-    pub xf_dalloc: u64,
-    /// `--prefix-handoff`: prompt tokens its decode instance held when it pulled the hand-off
-    /// (their KV is not sent; 0 otherwise).
-    pub ho_hit: u64,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
-    Coloc,
-    Prefill,
-    Decode,
-}
-
-/// Scheduler statistics of one instance (§5.6, §6, §8.3, §10.4, §11.1).
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct SchedStats {
-    /// `∫ len(running) dt` over steps, s.
-    pub run_area: f64,
-    /// `∫ tokens held dt`, token-s.
-    pub tok_area: f64,
-    /// `∫ allocated tokens dt`, token-s.
-    pub alloc_area: f64,
-    /// Prompt tokens computed (re-prefills included, hits excluded).
-    pub computed_tokens: u64,
-    /// Tokens of re-prefill chunks.
-    pub recompute_tokens: u64,
-    /// Preemptions.
-    pub preemptions: u64,
-    /// Bytes swapped out / in over the host link.
-    pub swap_out_bytes: f64,
-    pub swap_in_bytes: f64,
-    /// Host-link transfer time, s.
-    pub swap_s: f64,
-    /// Host-link energy, J.
-    pub swap_j: f64,
-    /// Prompt tokens at first admissions, and those covered by prefix hits.
-    pub prompt_tokens: u64,
-    pub hit_tokens: u64,
-    /// Speculative verify rows and the tokens they produced.
-    pub spec_rows: u64,
-    pub spec_tokens: u64,
-    /// Time of the draft model's passes, s.
-    pub draft_s: f64,
-    /// `--prefix-handoff`, decode instances: prompt tokens of the hand-offs pulled, and those the
-    /// instance's prefix cache held (not sent).
-    pub ho_prompt_tokens: u64,
-    pub ho_hit_tokens: u64,
-    /// `--prefix-handoff`, decode instances: hand-offs pulled, and those with a hit.
-    pub ho_pulls: u64,
-    pub ho_hit_pulls: u64,
-}
-
-/// One scheduled instance.
-struct Inst {
-    kind: Kind,
-    /// Its pool in `cfg.pools`.
-    pool: usize,
-    kv: KvUnits,
-    tau: u64,
-    cap: usize,
-    policy: BatchPolicy,
-    cache: Option<PrefixCache<u32>>,
-    queue: VecDeque<u32>,
-    /// Prompt tokens in `queue` (a prefill instance's load).
-    queued_tokens: u64,
-    /// Sorted by `(arrival, rid)`.
-    running: Vec<u32>,
-    swapped: Vec<u32>,
-    used: u64,
-    /// Swap time owed to the next step, s.
-    swap_t: f64,
-    busy: bool,
-    wake_pending: bool,
-    // decode instance
-    inbox: VecDeque<u32>,
-    landed: VecDeque<u32>,
-    inflight: u32,
-    // the step in flight
-    cur: StepCost,
-    dt: f64,
-    cur_draft: f64,
-    step_start: f64,
-    rows: Vec<u32>,
-    part: Vec<(u32, u64)>,
-    // accounting
-    idle_w: f64,
-    stats: InstanceStats,
-    acc: SchedStats,
-    step_end: Vec<f64>,
-}
-
-impl Inst {
-    /// Frees `units` (set to 0) and unpins `nodes` (emptied) in order at `now`.
-    fn give_back(&mut self, units: &mut u64, nodes: &mut Vec<NodeId>, now: f64) {
-        self.used -= *units;
-        *units = 0;
-        if let Some(cache) = self.cache.as_mut() {
-            for &n in nodes.iter() {
-                cache.unpin(n, now);
-            }
-        }
-        nodes.clear();
-    }
-}
-
-/// Speculative decoding as the scheduler uses it.
-#[derive(Clone, Copy, Debug)]
-struct Spec {
-    gamma: u64,
-    alpha: f64,
-    seed: u64,
-}
+pub use result::{KvEnd, LeverRecord};
 
 /// A scheduled run.
 pub(crate) struct SchedSim<'a, O: Observer> {
+    /// Requests, events, books, arrivals, samples, link notes and totals.
+    core: Core<'a, O>,
     cfg: &'a SimConfig,
     lv: &'a Levers,
-    q: EventQueue<Ev>,
-    reqs: Vec<Req>,
     rs: Vec<RState>,
     /// Prefix chains, read only with prefix caching on.
     chains: Option<&'a PrefixChains>,
-    open: Vec<u32>,
-    open_pos: usize,
     insts: Vec<Inst>,
     /// Number of prefill instances (the first decode instance's index), 0 in colocated mode.
     n_prefill: usize,
     link: LinkModel,
-    link_stats: LinkStats,
-    notes: Vec<Note>,
-    books: Books,
-    obs: &'a mut O,
     spec: Option<Spec>,
     /// KV bytes per token, the draft's included (swap and hand-off bytes).
     kv_tok_bytes: f64,
     /// The draft's KV bytes per token (0 without speculative decoding).
     draft_kv: f64,
-    sampling: bool,
-    sample_every_interval: bool,
-    samples: Vec<InstanceSample>,
     /// Scratch: the chunk list of the step being costed.
     chunk_buf: Vec<disagg_model::Chunk>,
     /// `--reserve-kv-on transfer`: hand-offs reserve decode memory and pick their decode instance
@@ -253,11 +89,87 @@ pub(crate) fn run<O: Observer>(
 ) -> Result<RunResult, disagg_model::Error> {
     let lv = cfg.levers.as_ref().expect("a scheduled run has levers");
     let mut sim = SchedSim::new(cfg, lv, workload, chains, obs);
-    if let Some(c) = closed {
-        sim.open = sim.books.close_loop(c);
-    }
-    sim.run()?;
+    sim.core.close_loop(closed);
+    run::run(&mut sim)?;
     Ok(sim.finish_run())
+}
+
+impl<'a, O: Observer + 'a> Roles<'a, O> for SchedSim<'a, O> {
+    const ON_REJECT: OnReject = OnReject::RejectSession;
+
+    #[inline(always)]
+    fn core(&mut self) -> &mut Core<'a, O> {
+        &mut self.core
+    }
+
+    fn instance_infos(&self) -> Vec<InstanceInfo> {
+        (0..self.insts.len())
+            .map(|i| {
+                let p = &self.cfg.pools[self.insts[i].pool];
+                InstanceInfo {
+                    name: self.instance_name(i),
+                    role: p.role,
+                    kv_capacity_tokens: p.kv_capacity_tokens,
+                }
+            })
+            .collect()
+    }
+
+    #[inline]
+    fn rejects(&self, rid: u32) -> bool {
+        SchedSim::rejects(self, rid)
+    }
+
+    #[inline]
+    fn route(&mut self, rid: u32) {
+        SchedSim::route(self, rid)
+    }
+
+    #[inline]
+    fn on_wake(&mut self, g: u32) {
+        self.insts[g as usize].wake_pending = false;
+        self.pass(g as usize);
+    }
+
+    #[inline]
+    fn on_step_end(&mut self, g: u32) {
+        self.step_end(g as usize)
+    }
+
+    /// Never scheduled here (the macro-steps are the plain decode instances' fast path).
+    #[inline]
+    fn on_macro_end(&mut self, _g: u32, _epoch: u32) {}
+
+    /// The first slice of request `rid`'s first chunk is ready.
+    #[inline]
+    fn on_first_slice(&mut self, rid: u32) {
+        self.start_hand_off(rid)
+    }
+
+    #[inline]
+    fn on_link(&mut self, l: u32, e: LinkEv) {
+        self.link
+            .on_event(l, e, &mut self.core.q, &mut self.core.notes);
+    }
+
+    #[inline]
+    fn on_kv_start(&mut self, rid: u32) {
+        let asked = self.core.reqs[rid as usize].kv_req;
+        self.core.kv_started(rid, asked);
+        if self.layers.is_some() {
+            self.stream_granted(rid);
+        }
+    }
+
+    #[inline]
+    fn on_kv_landed(&mut self, rid: u32, start: f64, busy_s: f64, dur_s: f64) {
+        self.on_landed(rid, start, busy_s, dur_s)
+    }
+
+    #[inline]
+    fn take_sample(&mut self) {
+        SchedSim::take_sample(self)
+    }
 }
 
 impl<'a, O: Observer> SchedSim<'a, O> {
@@ -316,11 +228,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
                     } else {
                         cfg.max_decode_batch
                     },
-                    policy: if prefill && lv.batch_policy == BatchPolicy::DecodePriority {
-                        BatchPolicy::PrefillPriority
-                    } else {
-                        lv.batch_policy
-                    },
+                    policy: lv.batch_policy,
                     cache: (lv.prefix_caching && (kind != Kind::Decode || lv.prefix_handoff))
                         .then(PrefixCache::new),
                     queue: VecDeque::new(),
@@ -334,7 +242,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
                     inbox: VecDeque::new(),
                     landed: VecDeque::new(),
                     inflight: 0,
-                    cur: crate::serving::NO_COST,
+                    cur: NO_COST,
                     dt: 0.0,
                     cur_draft: 0.0,
                     step_start: 0.0,
@@ -358,27 +266,19 @@ impl<'a, O: Observer> SchedSim<'a, O> {
             seed: s.seed,
         });
         let n_inst = insts.len();
-        let sampling = obs.wants_samples();
-        let sample_every_interval = obs.every_sample_interval();
+        let link_stats = LinkStats {
+            handoff_bytes_saved: lv.prefix_handoff.then_some(0.0),
+            ..LinkStats::default()
+        };
         SchedSim {
+            core: Core::new(cfg, reqs, n_inst, link_stats, obs),
             cfg,
             lv,
-            q: EventQueue::new(),
-            books: Books::new(reqs.len()),
-            reqs,
             rs,
             chains: chains.filter(|_| lv.prefix_caching),
-            open: Vec::new(),
-            open_pos: 0,
             insts,
             n_prefill,
             link: LinkModel::new(Sharing::Fifo, cfg.link.channels),
-            link_stats: LinkStats {
-                handoff_bytes_saved: lv.prefix_handoff.then_some(0.0),
-                ..LinkStats::default()
-            },
-            notes: Vec::new(),
-            obs,
             spec,
             kv_tok_bytes: if cfg.model.arch.is_some() {
                 cfg.model.cache_unit_bytes() + draft_kv
@@ -386,9 +286,6 @@ impl<'a, O: Observer> SchedSim<'a, O> {
                 cfg.model.kv_bytes_per_token() + draft_kv
             },
             draft_kv,
-            sampling,
-            sample_every_interval,
-            samples: vec![InstanceSample::default(); n_inst],
             chunk_buf: Vec::new(),
             reserve_on_transfer: cfg.mode == Mode::Disagg
                 && cfg.handoff.reserve_kv_on == ReserveKvOn::Transfer,
@@ -410,114 +307,35 @@ impl<'a, O: Observer> SchedSim<'a, O> {
     }
 
     fn instance_name(&self, i: usize) -> String {
-        match self.insts[i].kind {
-            Kind::Prefill => format!("prefill-{i}"),
-            Kind::Decode => format!("decode-{}", i - self.n_prefill),
-            Kind::Coloc => format!("colocated-{i}"),
-        }
-    }
-
-    /// The event loop; `Error::Cancelled` if the observer stopped it.
-    fn run(&mut self) -> Result<(), disagg_model::Error> {
-        let infos: Vec<InstanceInfo> = (0..self.insts.len())
-            .map(|i| {
-                let p = &self.cfg.pools[self.insts[i].pool];
-                InstanceInfo {
-                    name: self.instance_name(i),
-                    role: p.role,
-                    kv_capacity_tokens: p.kv_capacity_tokens,
-                }
-            })
-            .collect();
-        self.obs.begin(&infos);
-        if self.reqs.is_empty() {
-            self.obs.end(0.0);
-            return Ok(());
-        }
-        crate::serving::first_arrival(&mut self.q, &self.reqs, &self.open);
-        if self.sampling {
-            self.take_sample();
-            self.q.schedule_in(self.cfg.sample_dt_s, Ev::Sample);
-        }
-        let mut events = 0u64;
-        while let Some((_, ev)) = self.q.pop() {
-            if crate::observer::should_stop(&mut events, &mut *self.obs) {
-                return Err(disagg_model::Error::Cancelled);
-            }
-            match ev {
-                Ev::Arrival(i) => self.on_arrival(i),
-                Ev::Release(i) => {
-                    self.reqs[i as usize].arrival = self.q.now();
-                    self.admit_arrival(i);
-                }
-                Ev::Wake(g) => {
-                    self.insts[g as usize].wake_pending = false;
-                    self.pass(g as usize);
-                }
-                Ev::StepEnd(g) => self.step_end(g as usize),
-                Ev::Link(l, e) => {
-                    self.link.on_event(l, e, &mut self.q, &mut self.notes);
-                    self.take_notes();
-                }
-                Ev::Sample => {
-                    self.take_sample();
-                    let t = crate::serving::next_sample_time(
-                        &self.q,
-                        self.cfg.sample_dt_s,
-                        self.sample_every_interval,
-                    );
-                    self.q.schedule_at(t, Ev::Sample);
-                }
-                Ev::Done => break,
-                // Scheduled runs: the first slice of request `rid`'s first chunk is ready.
-                Ev::FirstSlice(rid) => self.start_hand_off(rid),
-                Ev::MacroEnd(..) => unreachable!("plain-instance event in a scheduled run"),
-            }
-        }
-        let now = self.q.now();
-        self.books.population(now, 0);
-        self.obs.end(now);
-        Ok(())
+        let inst = &self.insts[i];
+        let k = if inst.kind == Kind::Decode {
+            i - self.n_prefill
+        } else {
+            i
+        };
+        instance_name(self.cfg.pools[inst.pool].role, k)
     }
 
     fn take_sample(&mut self) {
         for (k, inst) in self.insts.iter().enumerate() {
             let blk = inst.kv.block_tokens;
-            self.samples[k] = InstanceSample {
+            self.core.samples[k] = InstanceSample {
                 queue: inst.queue.len() + inst.inbox.len(),
                 running: inst.running.len(),
                 kv_used: inst.used * blk,
                 kv_cap: inst.kv.capacity * blk,
             };
         }
-        let now = self.q.now();
-        let s = Sample {
-            t: now,
-            in_system: self.books.in_system,
-            link_queue: self.link.waiting(),
-            link_busy: self.link.in_flight(),
-            link_bytes_in_flight: self.link.bytes_in_flight(now),
-            decode_mem_wait: self.insts.iter().map(|d| d.inbox.len()).sum::<usize>()
-                + self.handoff_wait.len(),
-            instances: &self.samples,
-        };
-        self.obs.sample(&s);
+        let now = self.core.q.now();
+        self.core.emit_sample(
+            self.link.waiting(),
+            self.link.in_flight(),
+            self.link.bytes_in_flight(now),
+            self.insts.iter().map(|d| d.inbox.len()).sum::<usize>() + self.handoff_wait.len(),
+        );
     }
 
     // ── arrivals, rejection and routing (§4) ─────────────────────────────
-
-    fn on_arrival(&mut self, i: u32) {
-        let now = self.q.now();
-        self.admit_arrival(i);
-        crate::serving::next_arrival(
-            &mut self.q,
-            &self.reqs,
-            &self.open,
-            &mut self.open_pos,
-            i,
-            now,
-        );
-    }
 
     /// `load()` of instance `i` (§4).
     fn load(&self, i: usize) -> u64 {
@@ -559,39 +377,25 @@ impl<'a, O: Observer> SchedSim<'a, O> {
         best
     }
 
-    fn admit_arrival(&mut self, rid: u32) {
-        let now = self.q.now();
-        self.books.population(now, 1);
-        self.obs.arrival(rid as usize, now);
+    /// A request is rejected at arrival if its full need exceeds a decode-side instance's
+    /// capacity, or (disaggregated) its prompt a prefill instance's (§4).
+    fn rejects(&self, rid: u32) -> bool {
         let (p, o) = {
-            let r = &self.reqs[rid as usize];
+            let r = &self.core.reqs[rid as usize];
             (r.prompt as u64, r.output as u64)
         };
-        let reject = match self.cfg.mode {
+        match self.cfg.mode {
             Mode::Colocated => self.insts[0].kv.full_need(p, o) > self.insts[0].kv.capacity,
             Mode::Disagg => {
                 let d0 = &self.insts[self.n_prefill].kv;
                 let p0 = &self.insts[0].kv;
                 d0.full_need(p, o) > d0.capacity || p0.units(p) > p0.capacity
             }
-        };
-        if reject {
-            self.books.population(now, -1);
-            // It and every later turn of its session (never released).
-            let mut r = rid;
-            loop {
-                self.books.n_rejected += 1;
-                self.obs.rejected(r as usize, now);
-                match self.books.succ.get(r as usize) {
-                    Some(&s) if s != NO_SUCC => r = s,
-                    _ => break,
-                }
-            }
-            if self.books.n_done + self.books.n_rejected == self.books.n_total {
-                self.q.schedule_at(now, Ev::Done);
-            }
-            return;
         }
+    }
+
+    /// Routes an admitted request to the least-loaded instance that takes prompts (§4).
+    fn route(&mut self, rid: u32) {
         let target = match self.cfg.mode {
             Mode::Colocated => self.least_loaded(0..self.insts.len()),
             Mode::Disagg => self.least_loaded(0..self.n_prefill),
@@ -601,7 +405,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
 
     /// Appends `rid` to instance `i`'s queue and wakes it if idle.
     fn submit(&mut self, i: usize, rid: u32) {
-        let p = self.reqs[rid as usize].prompt as u64;
+        let p = self.core.reqs[rid as usize].prompt as u64;
         let inst = &mut self.insts[i];
         inst.queue.push_back(rid);
         inst.queued_tokens += p;
@@ -613,21 +417,14 @@ impl<'a, O: Observer> SchedSim<'a, O> {
         let inst = &mut self.insts[i];
         if !inst.busy && !inst.wake_pending {
             inst.wake_pending = true;
-            self.q.schedule_in(0.0, Ev::Wake(i as u32));
+            self.core.q.schedule_in(0.0, Ev::Wake(i as u32));
         }
     }
 
     /// Finishes `rid` now (population, completion, closed-loop successor, end of run).
     fn finish_now(&mut self, rid: u32) {
-        let now = self.q.now();
-        finish(
-            &mut self.reqs,
-            &mut self.books,
-            &mut self.q,
-            &mut *self.obs,
-            rid,
-            now,
-        );
+        let now = self.core.q.now();
+        self.core.finish(rid, now);
     }
 
     // ── the KV transfer of the scheduled pools (§9.3) ────────────────────
@@ -639,14 +436,15 @@ impl<'a, O: Observer> SchedSim<'a, O> {
             return;
         }
         let spec = {
-            let p = self.reqs[rid as usize].prompt as u64;
+            let p = self.core.reqs[rid as usize].prompt as u64;
             XferSpec::of(
                 rid,
                 &self.transfer_of(p - self.rs[rid as usize].ho_hit),
                 None,
             )
         };
-        self.link.submit(0, spec, &mut self.q, &mut self.notes);
+        self.link
+            .submit(0, spec, &mut self.core.q, &mut self.core.notes);
         self.take_notes();
     }
 
@@ -666,7 +464,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
 
     /// The link work of `c` of `rid`'s prompt tokens: their share of its transfer's stream time.
     fn chunk_work(&self, rid: u32, c: u64) -> f64 {
-        let p = self.reqs[rid as usize].prompt as u64;
+        let p = self.core.reqs[rid as usize].prompt as u64;
         self.transfer_of(p).stream_s * c as f64 / p as f64
     }
 
@@ -679,18 +477,20 @@ impl<'a, O: Observer> SchedSim<'a, O> {
         let Some(layers) = self.layers else {
             return;
         };
-        let now = self.q.now();
+        let now = self.core.q.now();
         let plan = LayerPlan::new(now, dt, layers);
         for k in 0..self.insts[i].part.len() {
             let (rid, c) = self.insts[i].part[k];
-            if self.reqs[rid as usize].output <= 1 {
+            if self.core.reqs[rid as usize].output <= 1 {
                 continue;
             }
             let s = &mut self.rs[rid as usize];
             if s.xf_chunks.is_empty() {
                 // Its prefix-cached tokens (none: no work), ready from the start.
                 s.xf_chunks.push((now, 0.0, s.dp));
-                self.q.schedule_in(dt / layers as f64, Ev::FirstSlice(rid));
+                self.core
+                    .q
+                    .schedule_in(dt / layers as f64, Ev::FirstSlice(rid));
             }
             let s = &mut self.rs[rid as usize];
             s.xf_chunks.push((now, dt, c));
@@ -709,16 +509,16 @@ impl<'a, O: Observer> SchedSim<'a, O> {
     /// Submits `rid`'s transfer as an open one: it holds its channel from the grant until it is
     /// closed.
     fn start_stream(&mut self, rid: u32) {
-        let p = self.reqs[rid as usize].prompt as u64;
+        let p = self.core.reqs[rid as usize].prompt as u64;
         let spec = XferSpec::of(rid, &self.transfer_of(p), None);
-        self.rs[rid as usize].xf_slot = self.link.submit_open(0, spec, &mut self.q);
+        self.rs[rid as usize].xf_slot = self.link.submit_open(0, spec, &mut self.core.q);
     }
 
     /// `rid`'s transfer was granted now: it sends what its chunks have produced so far, and is
     /// closed at once if its last chunk has started.
     fn stream_granted(&mut self, rid: u32) {
         let layers = self.layers.expect("layer-wise");
-        let mut f = self.q.now();
+        let mut f = self.core.q.now();
         for k in 0..self.rs[rid as usize].xf_chunks.len() {
             let (start, dt, c) = self.rs[rid as usize].xf_chunks[k];
             let w = self.chunk_work(rid, c);
@@ -733,55 +533,19 @@ impl<'a, O: Observer> SchedSim<'a, O> {
 
     /// `rid`'s last byte is through at `xf_sent`: its KV lands `fixed` later.
     fn close_stream(&mut self, rid: u32) {
-        let p = self.reqs[rid as usize].prompt as u64;
+        let p = self.core.reqs[rid as usize].prompt as u64;
         let fixed = self.transfer_of(p).fixed_s;
         let s = &self.rs[rid as usize];
         let at = s.xf_sent + fixed;
-        self.link.close(0, s.xf_slot, at, &mut self.q);
-    }
-
-    fn take_notes(&mut self) {
-        if self.notes.is_empty() {
-            return;
-        }
-        let mut notes = std::mem::take(&mut self.notes);
-        for n in notes.drain(..) {
-            match n {
-                Note::Started { rid } => {
-                    let now = self.q.now();
-                    let r = &mut self.reqs[rid as usize];
-                    r.kv_start = now;
-                    self.link_stats.wait_s += now - r.kv_req;
-                    if self.layers.is_some() {
-                        self.stream_granted(rid);
-                    }
-                }
-                Note::Landed {
-                    rid,
-                    start,
-                    busy_s,
-                    dur_s,
-                } => self.on_landed(rid, start, busy_s, dur_s),
-            }
-        }
-        self.notes = notes;
+        self.link.close(0, s.xf_slot, at, &mut self.core.q);
     }
 
     fn on_landed(&mut self, rid: u32, start: f64, busy_s: f64, dur_s: f64) {
-        let now = self.q.now();
-        let p = self.reqs[rid as usize].prompt as u64;
+        let p = self.core.reqs[rid as usize].prompt as u64;
         let x = self.transfer_of(p - self.rs[rid as usize].ho_hit);
         self.count_saved(p, x.kv_bytes);
-        self.link_stats
-            .land(busy_s, &x, self.cfg.kv_transit.is_some());
-        self.reqs[rid as usize].kv_ready = now;
-        self.obs.transfer(&TransferEvent {
-            rid: rid as usize,
-            start,
-            dur: dur_s,
-            wire_bytes: x.wire_bytes,
-            kv_bytes: x.kv_bytes,
-        });
+        let transit = self.cfg.kv_transit.is_some();
+        self.core.landed(rid, (start, busy_s, dur_s), &x, transit);
         let (src, dst) = {
             let s = &self.rs[rid as usize];
             (s.src as usize, s.dst as usize)
@@ -797,20 +561,16 @@ impl<'a, O: Observer> SchedSim<'a, O> {
     // ── the result ───────────────────────────────────────────────────────
 
     fn finish_run(self) -> RunResult {
-        let horizon = if self.reqs.is_empty() {
-            0.0
-        } else {
-            self.q.now()
-        };
         let cfg = self.cfg;
         let mut instances = Vec::with_capacity(self.insts.len());
         for (i, inst) in self.insts.iter().enumerate() {
-            instances.push(InstanceResult {
-                name: self.instance_name(i),
-                role: cfg.pools[inst.pool].role,
-                pool: inst.pool,
-                stats: inst.stats,
-            });
+            let role = cfg.pools[inst.pool].role;
+            let k = if inst.kind == Kind::Decode {
+                i - self.n_prefill
+            } else {
+                i
+            };
+            instances.push(instance_result(role, k, inst.pool, inst.stats));
         }
         let report = report::scheduler_summary(self.lv, &self.insts, self.n_prefill, self.spec);
         let swap_j = report.swap.as_ref().map(|_| {
@@ -820,7 +580,6 @@ impl<'a, O: Observer> SchedSim<'a, O> {
             }
             s
         });
-        let closed_turns = self.books.succ.iter().filter(|&&x| x != NO_SUCC).count() as u64;
         let zeros = self.rs.iter().map(|s| s.zeros).collect();
         let per_request = self
             .rs
@@ -839,7 +598,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
                 queued: i.queue.len() + i.inbox.len() + i.landed.len(),
             })
             .collect();
-        let sched = SchedResult {
+        let sched = result::SchedResult {
             kv_end,
             step_ends: self.insts.into_iter().map(|i| i.step_end).collect(),
             runs: self.rs.into_iter().map(|s| s.runs).collect(),
@@ -850,126 +609,14 @@ impl<'a, O: Observer> SchedSim<'a, O> {
             swap_j,
         };
         let t = self.link.totals();
-        RunResult {
-            cfg: cfg.clone(),
-            reqs: self.reqs,
-            step_ends: Vec::new(),
-            instances,
-            link: self.link_stats,
-            links: vec![LinkResult {
-                name: crate::serving::link_name(cfg, 0),
-                busy_s: t.busy_s,
-                bytes: t.bytes,
-                transfers: t.transfers,
-            }],
-            horizon,
-            area: self.books.area,
-            rejected: self.books.n_rejected,
-            events: self.q.processed(),
-            closed_turns,
-            clipped_prompts: 0,
-            sched: Some(Box::new(sched)),
-        }
-    }
-}
-
-/// What the scheduling levers measured of one request.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct LeverRecord {
-    /// `prefill_start - arrival`, s (NaN if it never started).
-    pub sched_delay_s: f64,
-    /// Times it was preempted (paged KV).
-    pub preemptions: u32,
-    /// Prompt tokens its first admission found in the prefix cache.
-    pub prefix_hit_tokens: u64,
-    /// Its inter-token latencies: how many, the largest, and how many were exactly 0
-    /// (speculative verify passes).
-    pub n_itl: u64,
-    pub itl_max_s: Option<f64>,
-    pub n_itl_zero: u64,
-    /// `--prefix-handoff` only: prompt tokens its decode instance already held when it pulled
-    /// the hand-off (their KV was not sent); `None` without the option.
-    pub handoff_hit_tokens: Option<u64>,
-}
-
-/// One scheduled instance's KV memory when the run ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct KvEnd {
-    /// Units in use (private allocations, cached segments, reservations).
-    pub used_units: u64,
-    /// Units held by cached prefix segments.
-    pub cached_units: u64,
-    /// Capacity, units.
-    pub capacity_units: u64,
-    /// Rows still swapped out.
-    pub swapped: usize,
-    /// Requests still waiting (queue, decode inbox, landed).
-    pub queued: usize,
-}
-
-/// What a scheduled run leaves besides the stamps: every instance's step ends, each request's
-/// token record (for its inter-token latencies) and the scheduler block.
-#[derive(Clone, Debug)]
-pub(crate) struct SchedResult {
-    /// Per instance (instance order), the end time of every step.
-    pub step_ends: Vec<Vec<f64>>,
-    /// Per request, its tokens after the first as runs of consecutive step indices.
-    pub runs: Vec<Vec<(u32, u32)>>,
-    /// Per request, tokens that arrived with a zero gap.
-    pub zeros: Vec<u32>,
-    /// Per request, the instance whose steps `runs` index.
-    pub tok_inst: Vec<u32>,
-    /// Per request, its preemptions, prefix-hit tokens and (`--prefix-handoff`) prompt tokens
-    /// its decode instance held.
-    pub per_request: Vec<(u32, u64, u64)>,
-    /// Per instance, its KV memory at the end.
-    pub kv_end: Vec<KvEnd>,
-    /// The summary's scheduler block.
-    pub report: SchedulerSummary,
-    /// Swap energy over every instance, J (paged + swap only).
-    pub swap_j: Option<f64>,
-}
-
-impl SchedResult {
-    /// Request `rid`'s inter-token latencies, the first measured from `first_s` (in emission
-    /// order, except that the zero gaps of speculative verify passes come last).
-    pub fn itls(&self, rid: usize, first_s: f64) -> Vec<f64> {
-        let mut v = Vec::new();
-        self.each_itl(rid, first_s, |x, c| {
-            for _ in 0..c {
-                v.push(x)
-            }
-        });
-        v
-    }
-
-    /// Calls `f(value, count)` for request `rid`'s inter-token latencies: the gap before each run
-    /// of steps, each step-to-step gap inside a run, then the zero gaps (counted, not in order).
-    pub fn each_itl(&self, rid: usize, first_s: f64, mut f: impl FnMut(f64, u64)) {
-        let runs = &self.runs[rid];
-        if runs.is_empty() {
-            return;
-        }
-        let e = &self.step_ends[self.tok_inst[rid] as usize];
-        let mut prev = first_s;
-        let zeros = self.zeros[rid] as u64;
-        for &(a, b) in runs {
-            f(e[a as usize] - prev, 1);
-            for j in a as usize + 1..=b as usize {
-                f(e[j] - e[j - 1], 1);
-            }
-            prev = e[b as usize];
-        }
-        if zeros > 0 {
-            f(0.0, zeros);
-        }
-    }
-}
-
-impl KvPolicy {
-    /// Whether the policy grows allocations and preempts (paged).
-    fn is_paged(self) -> bool {
-        self == KvPolicy::Paged
+        let links = vec![LinkResult {
+            name: link_name(cfg, 0),
+            busy_s: t.busy_s,
+            bytes: t.bytes,
+            transfers: t.transfers,
+        }];
+        self.core
+            .into_result(instances, Vec::new(), links, Some(Box::new(sched)))
     }
 }
 

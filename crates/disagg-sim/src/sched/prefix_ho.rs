@@ -37,7 +37,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
         match self.lv.decode_router {
             DecodeRouter::LeastLoaded => self.least_loaded(range),
             DecodeRouter::Prefix => {
-                let p = self.reqs[rid as usize].prompt as u64;
+                let p = self.core.reqs[rid as usize].prompt as u64;
                 let mut best = range.start;
                 let mut best_key = (0u64, u64::MAX);
                 for k in range {
@@ -60,13 +60,13 @@ impl<'a, O: Observer> SchedSim<'a, O> {
         if self.insts[d].cache.is_none() {
             return (Vec::new(), 0);
         }
-        let p = self.reqs[rid as usize].prompt as u64;
+        let p = self.core.reqs[rid as usize].prompt as u64;
         self.lookup(d, rid, p)
     }
 
     /// Pins `nodes` in instance `i`'s cache now.
     pub(super) fn pin_all(&mut self, i: usize, nodes: &[NodeId]) {
-        let now = self.q.now();
+        let now = self.core.q.now();
         if let Some(cache) = self.insts[i].cache.as_mut() {
             for &n in nodes {
                 cache.pin(n, now);
@@ -76,7 +76,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
 
     /// Unpins `nodes` in instance `i`'s cache now.
     pub(super) fn unpin_all(&mut self, i: usize, nodes: &[NodeId]) {
-        let now = self.q.now();
+        let now = self.core.q.now();
         if let Some(cache) = self.insts[i].cache.as_mut() {
             for &n in nodes {
                 cache.unpin(n, now);
@@ -90,7 +90,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
         if self.insts[d].cache.is_none() {
             return;
         }
-        let p = self.reqs[rid as usize].prompt as u64;
+        let p = self.core.reqs[rid as usize].prompt as u64;
         let acc = &mut self.insts[d].acc;
         acc.ho_pulls += 1;
         acc.ho_prompt_tokens += p;
@@ -105,11 +105,11 @@ impl<'a, O: Observer> SchedSim<'a, O> {
     /// With `--prefix-handoff`, adds the KV bytes a `p`-token hand-off did not send (it sent
     /// `sent_kv` uncompressed bytes) to the link's saved bytes; nothing otherwise.
     pub(super) fn count_saved(&mut self, p: u64, sent_kv: f64) {
-        if self.link_stats.handoff_bytes_saved.is_none() {
+        if self.core.link_stats.handoff_bytes_saved.is_none() {
             return;
         }
         let full = self.transfer_of(p).kv_bytes;
-        if let Some(saved) = self.link_stats.handoff_bytes_saved.as_mut() {
+        if let Some(saved) = self.core.link_stats.handoff_bytes_saved.as_mut() {
             *saved += full - sent_kv;
         }
     }
@@ -125,7 +125,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
         let Some(chains) = self.chains else {
             return;
         };
-        let now = self.q.now();
+        let now = self.core.q.now();
         {
             let s = &mut self.rs[rid as usize];
             self.insts[d].used -= s.alloc;
@@ -149,7 +149,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
         if self.rs[rid as usize].nodes.len() != chain.segments.len() {
             return;
         }
-        let r = &self.reqs[rid as usize];
+        let r = &self.core.reqs[rid as usize];
         let tokens = r.prompt as u64 - self.rs[rid as usize].cov + r.output as u64;
         let cache = self.insts[d].cache.as_ref().expect("a cache");
         if cache.get(&key).is_some() {

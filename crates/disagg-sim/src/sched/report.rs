@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use super::{Inst, Kind, Spec};
+use super::inst::{Inst, Kind, Spec};
 use crate::levers::{KvPolicy, Levers, Preemption};
 
 /// Swap traffic over the host link (paged + swap).

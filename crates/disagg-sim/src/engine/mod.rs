@@ -1,4 +1,14 @@
-//! The event kernel: a clock and a priority queue of timed events. It knows nothing about LLMs.
+//! The engine core: the event kernel (a clock and a priority queue of timed events, which knows
+//! nothing about LLMs, in this file) and what every run shares whatever its instances:
+//!
+//! * [`request`]: a request's stamps and what it reserves;
+//! * [`event`]: the events;
+//! * [`books`]: population and completion counts, step accounting, link totals, and the
+//!   rejection rule ([`books::OnReject`]);
+//! * [`run`]: the shared state of a run ([`run::Core`]: requests, arrivals, samples, link notes,
+//!   landing) and the one event loop over a set of instances ([`run::Roles`]);
+//! * [`result`]: the result of a run ([`RunResult`]);
+//! * [`itl`]: the inter-token latencies, reconstructed from step ends.
 //!
 //! # Ordering
 //!
@@ -11,6 +21,16 @@
 //!
 //! Every scheduled time is computed by the caller as `now + delay` in double precision, as SimPy
 //! does; the queue never rounds or re-bases times. Popping an event sets the clock to its time.
+
+pub(crate) mod books;
+pub(crate) mod event;
+pub(crate) mod itl;
+pub(crate) mod request;
+pub mod result;
+pub(crate) mod run;
+
+pub use books::{InstanceStats, LinkStats};
+pub use result::{InstanceResult, LinkResult, RequestRecord, RunResult};
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;

@@ -1,26 +1,22 @@
 //! The scheduling loop of a scheduled instance and its steps (levers-scheduling.md §5, §7, §9.1,
-//! §9.2, §10): which policy forms which step, what the step costs, and what its end does.
-//!
-//! * prefill-priority: a batch of whole prompts whenever the head of the queue can be admitted,
-//!   else a decode step (§5.3);
-//! * decode-priority: decode while anything runs; prompts only when the batch has drained;
-//! * chunked: every step carries the decode rows plus prompt chunks up to the token budget
-//!   (§5.4).
+//! §9.2, §10): the pass, the steps a batch policy ([`super::batch`]) forms, what a step costs,
+//! and what its end does.
 //!
 //! A step's cost is the mixed step of §7.1 (or the speculative step of §10.3); a step may carry the
 //! swap debt of §6 (§5.6).
 
 use disagg_model::{spec_cost, Chunk, StepCost};
 
+use super::batch::{Formed, StepForm};
 use super::{Kind, SchedSim};
-use crate::levers::BatchPolicy;
+use crate::engine::event::Ev;
 use crate::observer::{Observer, StepEvent, StepKind};
-use crate::serving::Ev;
 
 impl<'a, O: Observer> SchedSim<'a, O> {
     /// One pass of instance `i`'s loop at the current time (§5.1): ends by starting a step or by
     /// going idle.
     pub(super) fn pass(&mut self, i: usize) {
+        let (policy, prefill) = (self.insts[i].policy, self.insts[i].kind == Kind::Prefill);
         loop {
             if self.insts[i].kind == Kind::Decode {
                 self.boundary_hook(i);
@@ -28,30 +24,13 @@ impl<'a, O: Observer> SchedSim<'a, O> {
             if !self.insts[i].swapped.is_empty() {
                 self.swap_in(i);
             }
-            match self.insts[i].policy {
-                BatchPolicy::Chunked => {
-                    if !self.chunked_step(i) {
-                        self.insts[i].busy = false;
-                    }
+            match policy.form_step(self, i, prefill) {
+                Formed::Started => return,
+                Formed::Idle => {
+                    self.insts[i].busy = false;
                     return;
                 }
-                BatchPolicy::DecodePriority if !self.insts[i].running.is_empty() => {
-                    if self.decode_step(i) {
-                        return;
-                    }
-                }
-                _ => {
-                    if self.prefill_step(i) {
-                        return;
-                    }
-                    if self.insts[i].running.is_empty() {
-                        self.insts[i].busy = false;
-                        return;
-                    }
-                    if self.decode_step(i) {
-                        return;
-                    }
-                }
+                Formed::Again => {}
             }
         }
     }
@@ -63,14 +42,14 @@ impl<'a, O: Observer> SchedSim<'a, O> {
         } else {
             self.pull(d);
         }
-        let now = self.q.now();
+        let now = self.core.q.now();
         while self.insts[d].running.len() < self.insts[d].cap {
             let Some(rid) = self.insts[d].landed.pop_front() else {
                 break;
             };
-            self.reqs[rid as usize].decode_start = now;
+            self.core.reqs[rid as usize].decode_start = now;
             let s = &mut self.rs[rid as usize];
-            s.dp = self.reqs[rid as usize].prompt as u64;
+            s.dp = self.core.reqs[rid as usize].prompt as u64;
             s.base = s.n;
             self.insert_running(d, rid);
         }
@@ -123,7 +102,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
         }
         let mut ctx = 0u64;
         for &r in &self.insts[i].running {
-            ctx += self.reqs[r as usize].prompt as u64 + self.rs[r as usize].n;
+            ctx += self.core.reqs[r as usize].prompt as u64 + self.rs[r as usize].n;
         }
         let inst = &mut self.insts[i];
         inst.rows.clear();
@@ -133,66 +112,10 @@ impl<'a, O: Observer> SchedSim<'a, O> {
         true
     }
 
-    /// A chunked step (§5.4). False if there is no work (the instance goes idle).
-    fn chunked_step(&mut self, i: usize) -> bool {
-        self.grow(i);
-        let per_row = self.spec.map_or(1, |s| s.gamma + 1);
-        let mut rows = std::mem::take(&mut self.insts[i].rows);
-        let mut part = std::mem::take(&mut self.insts[i].part);
-        rows.clear();
-        part.clear();
-        let mut ctx = 0u64;
-        let mut nt = 0u64;
-        let tau = self.insts[i].tau;
-        for &r in &self.insts[i].running {
-            let s = &self.rs[r as usize];
-            if s.dp >= s.tgt {
-                rows.push(r);
-                ctx += self.reqs[r as usize].prompt as u64 + s.n;
-                nt += per_row;
-            }
-        }
-        for &r in &self.insts[i].running {
-            let s = &self.rs[r as usize];
-            if s.dp < s.tgt && nt < tau {
-                let c = (s.tgt - s.dp).min(tau - nt);
-                part.push((r, c));
-                nt += c;
-            }
-        }
-        loop {
-            let inst = &self.insts[i];
-            if nt >= tau || inst.running.len() >= inst.cap || !inst.swapped.is_empty() {
-                break;
-            }
-            let Some(&rid) = inst.queue.front() else {
-                break;
-            };
-            if !self.try_admit(i) {
-                break;
-            }
-            let s = &self.rs[rid as usize];
-            let c = (s.tgt - s.dp).min(tau - nt);
-            part.push((rid, c));
-            nt += c;
-        }
-        debug_assert!(
-            part.is_empty() || nt <= tau,
-            "a chunked step of {nt} > {tau} tokens"
-        );
-        let work = !rows.is_empty() || !part.is_empty();
-        self.insts[i].rows = rows;
-        self.insts[i].part = part;
-        if work {
-            self.start_step(i, ctx);
-        }
-        work
-    }
-
     /// Costs and starts the step formed in `rows` (decode rows, context `ctx`) and `part`
     /// (prompt chunks) (§5.6).
     fn start_step(&mut self, i: usize, ctx: u64) {
-        let now = self.q.now();
+        let now = self.core.q.now();
         // One buffer for every step's chunk list (no allocation per step).
         let mut chunks: Vec<Chunk> = std::mem::take(&mut self.chunk_buf);
         chunks.clear();
@@ -216,7 +139,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
         let (mut cost, draft_s) = match (self.spec, self.draft_cost(i)) {
             (Some(sp), Some(dcm)) => spec_cost(cm, dcm, sp.gamma, ctx, b, &chunks),
             _ if cm.needs_rows() => {
-                let (reqs, rs) = (&self.reqs, &self.rs);
+                let (reqs, rs) = (&self.core.reqs, &self.rs);
                 let mut rows = inst
                     .rows
                     .iter()
@@ -232,7 +155,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
                 .as_ref()
                 .filter(|t| t.at == disagg_model::CompressAt::Endpoint)
             {
-                let reqs = &self.reqs;
+                let reqs = &self.core.reqs;
                 let handed = inst
                     .part
                     .iter()
@@ -280,13 +203,14 @@ impl<'a, O: Observer> SchedSim<'a, O> {
         if inst.kind == Kind::Prefill {
             self.stream_chunks(i, dt);
         }
-        self.q.schedule_in(dt, Ev::StepEnd(i as u32));
+        self.core.q.schedule_in(dt, Ev::StepEnd(i as u32));
     }
 
     /// The end of instance `i`'s step: accounting (§5.6), the decode rows' tokens, the chunks'
     /// progress and the prompts they complete, then the next pass.
+    #[inline]
     pub(super) fn step_end(&mut self, i: usize) {
-        let now = self.q.now();
+        let now = self.core.q.now();
         let rows = std::mem::take(&mut self.insts[i].rows);
         let part = std::mem::take(&mut self.insts[i].part);
         {
@@ -308,7 +232,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
             inst.acc.draft_s += inst.cur_draft;
             inst.step_end.push(now);
             let prompt_tokens: u64 = part.iter().map(|&(_, c)| c).sum();
-            self.obs.step(&StepEvent {
+            self.core.obs.step(&StepEvent {
                 instance: i,
                 kind: if rows.is_empty() {
                     StepKind::Prefill
@@ -353,9 +277,9 @@ impl<'a, O: Observer> SchedSim<'a, O> {
 
     /// `after_decode` (§5.5), or speculative acceptance (§10.4), over `rows` in order.
     fn after_decode(&mut self, i: usize, rows: &[u32]) {
-        let now = self.q.now();
+        let now = self.core.q.now();
         for &r in rows {
-            let o = self.reqs[r as usize].output as u64;
+            let o = self.core.reqs[r as usize].output as u64;
             let m = match self.spec {
                 None => 1,
                 Some(sp) => {
@@ -386,14 +310,14 @@ impl<'a, O: Observer> SchedSim<'a, O> {
 
     /// A (re)prefill completed on instance `i` (§5.5, §9.1).
     fn prefill_done(&mut self, i: usize, rid: u32) {
-        let now = self.q.now();
+        let now = self.core.q.now();
         self.insert_chain(i, rid);
-        let o = self.reqs[rid as usize].output as u64;
+        let o = self.core.reqs[rid as usize].output as u64;
         if self.insts[i].kind == Kind::Prefill {
             let s = &mut self.rs[rid as usize];
             s.n = 1;
             s.last_token = now;
-            self.reqs[rid as usize].first_token = now;
+            self.core.reqs[rid as usize].first_token = now;
             self.remove_running(i, rid);
             if o <= 1 {
                 self.release(i, rid);
@@ -412,9 +336,9 @@ impl<'a, O: Observer> SchedSim<'a, O> {
         } else {
             s.n = 1;
             s.last_token = now;
-            self.reqs[rid as usize].first_token = now;
+            self.core.reqs[rid as usize].first_token = now;
         }
-        let r = &mut self.reqs[rid as usize];
+        let r = &mut self.core.reqs[rid as usize];
         if r.decode_start.is_nan() && o > 1 {
             r.decode_start = now;
         }
@@ -445,8 +369,8 @@ impl<'a, O: Observer> SchedSim<'a, O> {
     /// for decode memory. Streamed (`--send layerwise`), when its first chunk's first layer is
     /// ready; otherwise when its prompt is done.
     pub(super) fn start_hand_off(&mut self, rid: u32) {
-        let now = self.q.now();
-        self.reqs[rid as usize].kv_req = now;
+        let now = self.core.q.now();
+        self.core.reqs[rid as usize].kv_req = now;
         if self.reserve_on_transfer {
             self.handoff_wait.push_back(rid);
             self.serve_handoffs();
@@ -454,7 +378,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
         }
         let d = self.route_handoff(rid);
         self.rs[rid as usize].dst = d as u32;
-        self.reqs[rid as usize].dtarget = (d - self.n_prefill) as u32;
+        self.core.reqs[rid as usize].dtarget = (d - self.n_prefill) as u32;
         self.insts[d].inbox.push_back(rid);
         self.pull(d);
     }
@@ -470,5 +394,82 @@ impl<'a, O: Observer> SchedSim<'a, O> {
         }
         self.release(i, rid);
         self.finish_now(rid);
+    }
+}
+
+impl<O: Observer> SchedSim<'_, O> {
+    /// A chunked step (§5.4). False if there is no work (the instance goes idle).
+    fn chunked_step(&mut self, i: usize) -> bool {
+        self.grow(i);
+        let per_row = self.spec.map_or(1, |s| s.gamma + 1);
+        let mut rows = std::mem::take(&mut self.insts[i].rows);
+        let mut part = std::mem::take(&mut self.insts[i].part);
+        rows.clear();
+        part.clear();
+        let mut ctx = 0u64;
+        let mut nt = 0u64;
+        let tau = self.insts[i].tau;
+        for &r in &self.insts[i].running {
+            let s = &self.rs[r as usize];
+            if s.dp >= s.tgt {
+                rows.push(r);
+                ctx += self.core.reqs[r as usize].prompt as u64 + s.n;
+                nt += per_row;
+            }
+        }
+        for &r in &self.insts[i].running {
+            let s = &self.rs[r as usize];
+            if s.dp < s.tgt && nt < tau {
+                let c = (s.tgt - s.dp).min(tau - nt);
+                part.push((r, c));
+                nt += c;
+            }
+        }
+        loop {
+            let inst = &self.insts[i];
+            if nt >= tau || inst.running.len() >= inst.cap || !inst.swapped.is_empty() {
+                break;
+            }
+            let Some(&rid) = inst.queue.front() else {
+                break;
+            };
+            if !self.try_admit(i) {
+                break;
+            }
+            let s = &self.rs[rid as usize];
+            let c = (s.tgt - s.dp).min(tau - nt);
+            part.push((rid, c));
+            nt += c;
+        }
+        debug_assert!(
+            part.is_empty() || nt <= tau,
+            "a chunked step of {nt} > {tau} tokens"
+        );
+        let work = !rows.is_empty() || !part.is_empty();
+        self.insts[i].rows = rows;
+        self.insts[i].part = part;
+        if work {
+            self.start_step(i, ctx);
+        }
+        work
+    }
+}
+
+impl<O: Observer> StepForm for SchedSim<'_, O> {
+    #[inline]
+    fn prefill_step(&mut self, i: usize) -> bool {
+        SchedSim::prefill_step(self, i)
+    }
+    #[inline]
+    fn decode_step(&mut self, i: usize) -> bool {
+        SchedSim::decode_step(self, i)
+    }
+    #[inline]
+    fn chunked_step(&mut self, i: usize) -> bool {
+        SchedSim::chunked_step(self, i)
+    }
+    #[inline]
+    fn is_running_empty(&self, i: usize) -> bool {
+        self.insts[i].running.is_empty()
     }
 }
