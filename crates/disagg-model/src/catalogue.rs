@@ -16,32 +16,14 @@ pub const GB: f64 = 1e9;
 /// 1e12: terabytes / tera-FLOPs.
 pub const TB: f64 = 1e12;
 
-/// Where the LM head runs during prefill.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum LmHead {
-    /// On every prompt token (the reference default).
-    #[default]
-    All,
-    /// On the last token of each prompt only.
-    Last,
-}
-
-impl LmHead {
-    /// Parses `all` or `last`.
-    pub fn parse(s: &str) -> Result<Self, Error> {
-        match s {
-            "all" => Ok(LmHead::All),
-            "last" => Ok(LmHead::Last),
-            _ => Err(Error::unknown("prefill LM head", s, ["all", "last"])),
-        }
-    }
-    /// The name as the CLI spells it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LmHead::All => "all",
-            LmHead::Last => "last",
-        }
+crate::named_enum! {
+    /// Where the LM head runs during prefill.
+    pub enum LmHead: "prefill LM head" {
+        /// On every prompt token (the reference default).
+        #[default]
+        All = "all",
+        /// On the last token of each prompt only.
+        Last = "last",
     }
 }
 
@@ -735,35 +717,14 @@ impl KvCompression {
     }
 }
 
-/// Where the KV cache is compressed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum CompressAt {
-    /// A stage inside the link compresses at line rate (the reference's `transit`, the default).
-    #[default]
-    Transit,
-    /// The prefill GPU compresses before sending (the reference's `endpoint`).
-    Endpoint,
-}
-
-impl CompressAt {
-    /// Accepted names: `transit` or `link`; `endpoint` or `gpu`.
-    pub const NAMES: [&'static str; 4] = ["transit", "link", "endpoint", "gpu"];
-
-    /// Parses a placement name.
-    pub fn parse(s: &str) -> Result<Self, Error> {
-        match s {
-            "transit" | "link" => Ok(CompressAt::Transit),
-            "endpoint" | "gpu" => Ok(CompressAt::Endpoint),
-            _ => Err(Error::unknown("compression placement", s, Self::NAMES)),
-        }
-    }
-    /// The reference's name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CompressAt::Transit => "transit",
-            CompressAt::Endpoint => "endpoint",
-        }
+crate::named_enum! {
+    /// Where the KV cache is compressed.
+    pub enum CompressAt: "compression placement" {
+        /// A stage inside the link compresses at line rate (the reference's `transit`, the default).
+        #[default]
+        Transit = "transit" | "link",
+        /// The prefill GPU compresses before sending (the reference's `endpoint`).
+        Endpoint = "endpoint" | "gpu",
     }
 }
 

@@ -61,14 +61,8 @@ use std::collections::{BinaryHeap, VecDeque};
 
 use crate::engine::EventQueue;
 
-/// How transfers share a link.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Sharing {
-    /// C independent FIFO channels (the reference).
-    Fifo,
-    /// Processor sharing of C channels' bandwidth.
-    Fair,
-}
+/// How transfers share a link: the one enum of the link disciplines (`--link-sharing`).
+pub use disagg_model::Sharing;
 
 /// When the slices of a layer-wise transfer are ready: the prefill step that produces them.
 #[derive(Clone, Copy, Debug, PartialEq)]
