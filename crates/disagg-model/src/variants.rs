@@ -69,7 +69,7 @@ macro_rules! named_enum {
             /// What the parser's error calls the value.
             pub const WHAT: &'static str = $what;
             /// The names an error lists: each canonical name, then its listed aliases.
-            pub const NAMES: &'static [&'static str] = &[$($s $(, $la)*),+];
+            pub const NAMES: [&'static str; [$($s $(, $la)*),+].len()] = [$($s $(, $la)*),+];
             /// Every variant, in order.
             pub const ALL: &'static [Self] = &[$($name::$v),+];
 
@@ -91,7 +91,7 @@ macro_rules! named_enum {
 
         impl $crate::variants::Named for $name {
             const WHAT: &'static str = $what;
-            const NAMES: &'static [&'static str] = $name::NAMES;
+            const NAMES: &'static [&'static str] = &$name::NAMES;
             fn parse(s: &str) -> Result<Self, $crate::Error> {
                 $name::parse(s)
             }

@@ -351,6 +351,39 @@ mod tests {
         assert_eq!(c.eviction(), PrefixEviction::Lfu);
     }
 
+    /// A run with reuse (multi-turn chat on 50 shared system prompts, a cache too small for all):
+    /// `--prefix-eviction lfu` keeps the hot system prompts and hits more than `lru`, while an
+    /// explicit `lru` is the default, echo included.
+    #[test]
+    fn a_run_with_reuse_differs_under_lfu_and_lru_is_the_default() {
+        let cat = disagg_model::Catalogue::builtin();
+        let base = crate::presets::find("prefix-multiturn-long-on")
+            .unwrap()
+            .scenario;
+        let run = |eviction: Option<&str>| {
+            let mut sc = base.clone();
+            sc.set("system_prompts", "50").unwrap();
+            sc.set("system_len", "1500").unwrap();
+            if let Some(e) = eviction {
+                sc.set("prefix_eviction", e).unwrap();
+            }
+            let cfg = sc.build(&cat).unwrap();
+            let s = crate::simulate_config(&cfg).unwrap().summary();
+            let json = serde_json::to_string(&s).unwrap();
+            let pc = s.scheduler.as_ref().unwrap().prefix_cache.clone().unwrap();
+            (json, sc.echo_value(), pc.hit_tokens)
+        };
+        let (default, default_echo, default_hits) = run(None);
+        let (lru, lru_echo, _) = run(Some("lru"));
+        assert_eq!(lru, default);
+        assert_eq!(lru_echo, default_echo);
+        assert!(default_echo.get("prefix_eviction").is_none());
+        let (lfu, lfu_echo, lfu_hits) = run(Some("lfu"));
+        assert_ne!(lfu, default);
+        assert!(lfu_hits > default_hits, "{lfu_hits} <= {default_hits}");
+        assert_eq!(lfu_echo["prefix_eviction"], "lfu");
+    }
+
     #[test]
     fn lookup_takes_whole_segments_and_leaves_the_last_prompt_token() {
         let mut c = PrefixCache::new();

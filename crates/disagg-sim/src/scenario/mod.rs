@@ -75,6 +75,7 @@ pub(crate) const POWER_CAP_FLAG: &str = "--power-cap";
 #[cfg(test)]
 mod tests {
     use super::*;
+    use disagg_model::Catalogue;
 
     /// Every name is checked whether or not it is used: an unknown scale-up link is an error
     /// without a layout too (only a pool's layout checked it), naming the flag and the valid
