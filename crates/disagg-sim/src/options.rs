@@ -323,6 +323,19 @@ fn read_name_as<T: OptValue, E: serde::de::Error>(flag: &'static str, name: &str
     })
 }
 
+/// [`by_name`] for a choice left out of the scenario's JSON at its default: `null` (how a sweep
+/// fills an absent key) reads as the default.
+pub fn by_name_or_default<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Choice + Default,
+{
+    match <Option<String> as serde::Deserialize>::deserialize(d)? {
+        None => Ok(T::default()),
+        Some(name) => read_name(&name),
+    }
+}
+
 /// [`by_name`] for an optional field (`null` leaves it unset).
 pub fn by_name_opt<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
 where

@@ -160,7 +160,7 @@ pub struct Scenario {
     /// reference), `lfu` or `fifo`. Left out of every echo at `lru`.
     #[serde(
         skip_serializing_if = "is_default",
-        deserialize_with = "crate::options::by_name"
+        deserialize_with = "crate::options::by_name_or_default"
     )]
     pub prefix_eviction: PrefixEviction,
     /// `--speculative`: speculative decoding with draft `mtp` or a catalogue model key.
