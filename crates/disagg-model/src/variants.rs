@@ -14,6 +14,8 @@ pub trait Named: Sized + Copy + 'static {
     const WHAT: &'static str;
     /// The names an error lists as valid: each variant's canonical name, then its listed aliases.
     const NAMES: &'static [&'static str];
+    /// The canonical names, one per variant, in order (what a menu offers).
+    const CANONICAL: &'static [&'static str];
     /// The variant named `s` (a canonical name or an alias); the error is the one-line
     /// `unknown <WHAT> '<s>'; valid: <NAMES>`.
     fn parse(s: &str) -> Result<Self, Error>;
@@ -26,7 +28,7 @@ pub trait Named: Sized + Copy + 'static {
 /// optional quiet aliases (`(also "alias", "another")`: accepted, not listed). It derives `Clone`,
 /// `Copy`, `Debug`, `Default` (mark one variant `#[default]`), `PartialEq`, `Eq`, `Hash` and serde
 /// by canonical name, and implements [`Named`] (also as inherent `NAMES`, `WHAT`, `parse`,
-/// `as_str`), with an inherent `ALL` (every variant, in order).
+/// `as_str`, `CANONICAL`), with an inherent `ALL` (every variant, in order).
 ///
 /// ```
 /// disagg_model::named_enum! {
@@ -70,6 +72,8 @@ macro_rules! named_enum {
             pub const WHAT: &'static str = $what;
             /// The names an error lists: each canonical name, then its listed aliases.
             pub const NAMES: [&'static str; [$($s $(, $la)*),+].len()] = [$($s $(, $la)*),+];
+            /// The canonical names, one per variant, in order.
+            pub const CANONICAL: [&'static str; [$($s),+].len()] = [$($s),+];
             /// Every variant, in order.
             pub const ALL: &'static [Self] = &[$($name::$v),+];
 
@@ -92,6 +96,7 @@ macro_rules! named_enum {
         impl $crate::variants::Named for $name {
             const WHAT: &'static str = $what;
             const NAMES: &'static [&'static str] = &$name::NAMES;
+            const CANONICAL: &'static [&'static str] = &$name::CANONICAL;
             fn parse(s: &str) -> Result<Self, $crate::Error> {
                 $name::parse(s)
             }

@@ -54,6 +54,9 @@ pub struct Opt {
     pub flag: &'static str,
     /// Its kind of value.
     pub kind: Kind,
+    /// A choice's canonical names, one per value (what a menu offers; [`Kind::Choice`] also
+    /// lists the aliases errors name); empty for other kinds.
+    pub choices: &'static [&'static str],
     /// Whether it may be left unset (an `Option` field).
     pub optional: bool,
     /// One line of help, without the default.
@@ -85,6 +88,41 @@ impl Opt {
     pub fn range(&self) -> Option<&'static NumRange> {
         crate::ranges::for_key(self.key)
     }
+
+    /// The row as the web page reads it (`/api/catalogue`'s `options`): key, flag, kind, whether
+    /// it may be unset, its page group (`null`: not on the page's form), the default help shows,
+    /// and a choice's canonical names or a number's bounds and unit.
+    pub fn describe(&self) -> serde_json::Value {
+        let kind = match self.kind {
+            Kind::Name => "name",
+            Kind::Choice(_) => "choice",
+            Kind::U32 | Kind::U64 => "integer",
+            Kind::F64 => "number",
+            Kind::Switch => "switch",
+        };
+        let mut v = serde_json::json!({
+            "key": self.key,
+            "flag": self.flag,
+            "kind": kind,
+            "optional": self.optional,
+            "group": self.page,
+            "default": self.shown_default,
+        });
+        let o = v.as_object_mut().expect("object");
+        if let Kind::Choice(_) = self.kind {
+            o.insert("choices".into(), serde_json::json!(self.choices));
+        }
+        if let Some(r) = self.range() {
+            o.insert("bounds".into(), serde_json::json!(r.bounds));
+            o.insert("unit".into(), serde_json::json!(r.unit));
+        }
+        v
+    }
+}
+
+/// Every option as the web page reads it ([`Opt::describe`]), in table order.
+pub fn describe_all() -> Vec<serde_json::Value> {
+    OPTIONS.iter().map(Opt::describe).collect()
 }
 
 /// The keys outputs leave out while they hold their defaults (the "quiet at default" column).
@@ -109,6 +147,9 @@ pub trait OptValue: Sized {
     const KIND: Kind;
     /// Whether it may be unset.
     const OPTIONAL: bool = false;
+    /// A choice's canonical names, one per value, in order (what a menu offers); empty for
+    /// other kinds.
+    const CHOICES: &'static [&'static str] = &[];
     /// Reads `raw` as given to `flag` (errors name the flag).
     fn from_raw(flag: &'static str, raw: &str) -> Result<Self, Error>;
     /// The value as a number (`None` for a non-number or an unset option).
@@ -179,6 +220,7 @@ impl OptValue for f64 {
 impl<T: OptValue> OptValue for Option<T> {
     const KIND: Kind = T::KIND;
     const OPTIONAL: bool = true;
+    const CHOICES: &'static [&'static str] = T::CHOICES;
     fn from_raw(flag: &'static str, raw: &str) -> Result<Self, Error> {
         T::from_raw(flag, raw).map(Some)
     }
@@ -199,6 +241,7 @@ macro_rules! choices {
     ($($t:ty => $flag:literal),+ $(,)?) => {$(
         impl OptValue for $t {
             const KIND: Kind = Kind::Choice(<$t as Named>::NAMES);
+            const CHOICES: &'static [&'static str] = <$t as Named>::CANONICAL;
             fn from_raw(flag: &'static str, raw: &str) -> Result<Self, Error> {
                 <$t as Named>::parse(raw)
                     .map_err(|_| Error::unknown(flag, raw, <$t as Named>::NAMES.iter().copied()))
@@ -217,6 +260,7 @@ macro_rules! named_by_hand {
         impl Named for $t {
             const WHAT: &'static str = $what;
             const NAMES: &'static [&'static str] = &<$t>::NAMES;
+            const CANONICAL: &'static [&'static str] = &<$t>::NAMES;
             fn parse(s: &str) -> Result<Self, Error> {
                 <$t>::parse(s)
             }
@@ -255,8 +299,13 @@ choices! {
     PrefixEviction => "--prefix-eviction",
 }
 
+/// The trace formats' names, in [`TraceFormat::ALL`]'s order (the trace reader's own parser reads
+/// them; a unit test checks the two agree).
+const TRACE_FORMATS: &[&str] = &["azure", "mooncake", "burstgpt", "reference"];
+
 impl OptValue for TraceFormat {
-    const KIND: Kind = Kind::Choice(&["azure", "mooncake", "burstgpt", "reference"]);
+    const KIND: Kind = Kind::Choice(TRACE_FORMATS);
+    const CHOICES: &'static [&'static str] = TRACE_FORMATS;
     fn from_raw(flag: &'static str, raw: &str) -> Result<Self, Error> {
         // The trace reader's own message (it quotes the name safely and lists the formats).
         TraceFormat::parse(raw).map_err(|e| Error::invalid(flag, e.to_string()))
@@ -403,6 +452,7 @@ macro_rules! options {
             key: stringify!($key),
             flag: $flag,
             kind: <$ty as OptValue>::KIND,
+            choices: <$ty as OptValue>::CHOICES,
             optional: <$ty as OptValue>::OPTIONAL,
             help: $help,
             heading: $heading,
@@ -943,6 +993,39 @@ mod tests {
             json.unwrap_err().to_string(),
             "unknown --prefill-lm-head 'first'; valid: all, last"
         );
+    }
+
+    #[test]
+    fn the_trace_formats_are_the_readers() {
+        let names: Vec<&str> = TraceFormat::ALL.iter().map(|f| f.as_str()).collect();
+        assert_eq!(names, TRACE_FORMATS);
+    }
+
+    #[test]
+    fn describe_gives_each_choice_its_menu_and_each_number_its_bounds() {
+        let all = describe_all();
+        assert_eq!(all.len(), OPTIONS.len());
+        let find = |k: &str| all.iter().find(|v| v["key"] == k).unwrap().clone();
+        let at = find("kv_compress_at");
+        assert_eq!(at["choices"], json!(["transit", "endpoint"]));
+        assert_eq!(at["group"], json!("Link"));
+        assert_eq!(
+            find("prefix_eviction")["choices"],
+            json!(["lru", "lfu", "fifo"])
+        );
+        assert_eq!(find("rate")["bounds"]["type"], json!("float"));
+        assert_eq!(find("layers")["group"], Value::Null);
+        for v in &all {
+            let o = for_key(v["key"].as_str().unwrap()).unwrap();
+            assert_eq!(
+                v.get("choices").is_some(),
+                matches!(o.kind, Kind::Choice(_))
+            );
+            assert_eq!(v.get("bounds").is_some(), o.kind.is_numeric(), "{}", o.key);
+            if let Some(g) = o.page {
+                assert!(PAGE_GROUPS.contains(&g));
+            }
+        }
     }
 
     #[test]
