@@ -45,7 +45,7 @@ use crate::observer::{
     InstanceInfo, InstanceSample, Observer, Sample, StepEvent, StepKind, TransferEvent,
 };
 use crate::pyrand::GenRequest;
-use crate::scenario::{LinkSharing, LinkTopology, Mode, ReserveKvOn, Role, SimConfig};
+use crate::scenario::{LinkTopology, Mode, ReserveKvOn, Role, SimConfig};
 use crate::workload::{ClosedLoop, Workload};
 
 /// The decode instance of a CED model with the replay on decode (levers-cost.md §8.3).
@@ -1164,10 +1164,8 @@ impl<'a, O: Observer> Sim<'a, O> {
         let sampling = obs.wants_samples();
         let sample_every_interval = obs.every_sample_interval();
         let ho = cfg.handoff;
-        let sharing = match ho.link_sharing {
-            LinkSharing::Fifo => Sharing::Fifo,
-            LinkSharing::Fair => Sharing::Fair,
-        };
+        // `--link-sharing` is the link's discipline (one enum: `disagg_model::Sharing`).
+        let sharing: Sharing = ho.link_sharing;
         Sim {
             cfg,
             q: EventQueue::new(),
