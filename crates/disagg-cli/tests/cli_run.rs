@@ -457,7 +457,7 @@ fn echo_restored(text: &str, keys: &[(&str, &str, &str)]) -> String {
     for (k, new, default) in keys {
         let from = format!("    \"{k}\": {new},\n");
         assert_eq!(t.matches(&from).count(), 1, "{from}");
-        let to = if disagg_sim::scenario::QUIET_DEFAULT_KEYS.contains(k) {
+        let to = if disagg_sim::options::quiet_default_keys().any(|q| q == *k) {
             String::new()
         } else {
             format!("    \"{k}\": {default},\n")

@@ -32,32 +32,18 @@ use crate::error::Error;
 use crate::pymath::int_div;
 use crate::pymath::ipow;
 
-/// How long a sliding-window or chunked layer keeps a token (`--kv-retention`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Retention {
-    /// What the last token attended to: `min(n, W)`, `((n - 1) mod C) + 1` (the default).
-    #[default]
-    Window,
-    /// What the next token will attend to: `min(n, W - 1)`, `n mod C` (vLLM's freeing rule).
-    Strict,
+crate::named_enum! {
+    /// How long a sliding-window or chunked layer keeps a token (`--kv-retention`).
+    pub enum Retention: "--kv-retention" {
+        /// What the last token attended to: `min(n, W)`, `((n - 1) mod C) + 1` (the default).
+        #[default]
+        Window = "window",
+        /// What the next token will attend to: `min(n, W - 1)`, `n mod C` (vLLM's freeing rule).
+        Strict = "strict",
+    }
 }
 
 impl Retention {
-    /// The names.
-    pub const NAMES: [&'static str; 2] = ["window", "strict"];
-    /// Parses `window` or `strict`.
-    pub fn parse(s: &str) -> Result<Self, Error> {
-        match s {
-            "window" => Ok(Retention::Window),
-            "strict" => Ok(Retention::Strict),
-            _ => Err(Error::unknown("--kv-retention", s, Self::NAMES)),
-        }
-    }
-    /// Its name.
-    pub fn as_str(self) -> &'static str {
-        Self::NAMES[self as usize]
-    }
     fn is_default(&self) -> bool {
         *self == Retention::Window
     }

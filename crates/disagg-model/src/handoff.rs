@@ -2,40 +2,19 @@
 //! chapter's layer-wise closed form. The link model of the simulator asks [`transfer`] for every
 //! hand-off; the calculator (`disagg handoff`) asks [`handoff`].
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::catalogue::{CompressAt, KvTransit, Link, ModelSpec};
 use crate::cost::CostModel;
-use crate::error::Error;
 
-/// How the KV cache leaves the prefill instance.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum SendMode {
-    /// After the whole prefill step (the reference).
-    #[default]
-    Whole,
-    /// Layer by layer, each layer's slice as soon as that layer's prefill ends.
-    Layerwise,
-}
-
-impl SendMode {
-    /// Accepted names.
-    pub const NAMES: [&'static str; 2] = ["whole", "layerwise"];
-    /// Parses `whole` or `layerwise`.
-    pub fn parse(s: &str) -> Result<Self, Error> {
-        match s {
-            "whole" => Ok(SendMode::Whole),
-            "layerwise" | "layer-wise" | "layer" => Ok(SendMode::Layerwise),
-            _ => Err(Error::unknown("send mode", s, Self::NAMES)),
-        }
-    }
-    /// The canonical name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SendMode::Whole => "whole",
-            SendMode::Layerwise => "layerwise",
-        }
+crate::named_enum! {
+    /// How the KV cache leaves the prefill instance.
+    pub enum SendMode: "send mode" {
+        /// After the whole prefill step (the reference).
+        #[default]
+        Whole = "whole",
+        /// Layer by layer, each layer's slice as soon as that layer's prefill ends.
+        Layerwise = "layerwise" (also "layer-wise", "layer"),
     }
 }
 
@@ -306,34 +285,14 @@ pub fn handoff_draft(
     }
 }
 
-/// How concurrent hand-offs share a link in the calculator (the simulator's `--link-sharing`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum Sharing {
-    /// Independent FIFO channels, first come first served (the reference).
-    #[default]
-    Fifo,
-    /// Processor sharing: the active transfers split the bandwidth equally.
-    Fair,
-}
-
-impl Sharing {
-    /// Accepted names.
-    pub const NAMES: [&'static str; 2] = ["fifo", "fair"];
-    /// Parses `fifo` or `fair`.
-    pub fn parse(s: &str) -> Result<Self, Error> {
-        match s {
-            "fifo" => Ok(Sharing::Fifo),
-            "fair" => Ok(Sharing::Fair),
-            _ => Err(Error::unknown("link sharing", s, Self::NAMES)),
-        }
-    }
-    /// The canonical name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Sharing::Fifo => "fifo",
-            Sharing::Fair => "fair",
-        }
+crate::named_enum! {
+    /// How concurrent hand-offs share a link in the calculator (the simulator's `--link-sharing`).
+    pub enum Sharing: "link sharing" {
+        /// Independent FIFO channels, first come first served (the reference).
+        #[default]
+        Fifo = "fifo",
+        /// Processor sharing: the active transfers split the bandwidth equally.
+        Fair = "fair",
     }
 }
 

@@ -10,44 +10,24 @@ use serde::{Deserialize, Serialize};
 use crate::catalogue::{Device, ModelSpec};
 use crate::error::Error;
 
-/// A number format of weights, KV cache or compute (`QUANT_FORMATS`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default, Hash)]
-#[serde(rename_all = "lowercase")]
-pub enum QuantFormat {
-    /// BF16, 2 bytes (the default: no quantisation).
-    #[default]
-    Bf16,
-    /// FP8 (E4M3), 1 byte.
-    Fp8,
-    /// INT8, 1 byte.
-    Int8,
-    /// INT4 with an FP16 scale per 128 values: 0.5 + 2/128 bytes.
-    Int4,
-    /// MXFP4: 4-bit values with an 8-bit scale per 32: 0.5 + 1/32 bytes.
-    Fp4,
+crate::named_enum! {
+    /// A number format of weights, KV cache or compute (`QUANT_FORMATS`).
+    pub enum QuantFormat: "format" {
+        /// BF16, 2 bytes (the default: no quantisation).
+        #[default]
+        Bf16 = "bf16",
+        /// FP8 (E4M3), 1 byte.
+        Fp8 = "fp8",
+        /// INT8, 1 byte.
+        Int8 = "int8",
+        /// INT4 with an FP16 scale per 128 values: 0.5 + 2/128 bytes.
+        Int4 = "int4",
+        /// MXFP4: 4-bit values with an 8-bit scale per 32: 0.5 + 1/32 bytes.
+        Fp4 = "fp4",
+    }
 }
 
 impl QuantFormat {
-    /// Every name, in the reference's order.
-    pub const NAMES: [&'static str; 5] = ["bf16", "fp8", "int8", "int4", "fp4"];
-
-    /// Parses a format name.
-    pub fn parse(s: &str) -> Result<Self, Error> {
-        match s {
-            "bf16" => Ok(QuantFormat::Bf16),
-            "fp8" => Ok(QuantFormat::Fp8),
-            "int8" => Ok(QuantFormat::Int8),
-            "int4" => Ok(QuantFormat::Int4),
-            "fp4" => Ok(QuantFormat::Fp4),
-            _ => Err(Error::unknown("format", s, Self::NAMES)),
-        }
-    }
-
-    /// The name.
-    pub fn as_str(self) -> &'static str {
-        Self::NAMES[self as usize]
-    }
-
     /// Bytes per value, block scales included (levers-cost.md §6.1): 2.0, 1.0, 1.0,
     /// `0.5 + 2/128`, `0.5 + 1/32`.
     pub fn bytes(self) -> f64 {

@@ -396,34 +396,14 @@ impl Kinds {
     }
 }
 
-/// The optional on-GPU gather pass on each decode rank (`--kv-relayout-cost`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum Relayout {
-    /// No cost (the default).
-    #[default]
-    Off,
-    /// Read and write the rank's KV once at the decode device's effective HBM bandwidth.
-    Hbm,
-}
-
-impl Relayout {
-    /// Accepted names.
-    pub const NAMES: [&'static str; 2] = ["off", "hbm"];
-    /// Parses `off` or `hbm`.
-    pub fn parse(s: &str) -> Result<Self, Error> {
-        match s {
-            "off" => Ok(Relayout::Off),
-            "hbm" => Ok(Relayout::Hbm),
-            _ => Err(Error::unknown("KV relayout cost", s, Self::NAMES)),
-        }
-    }
-    /// The canonical name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Relayout::Off => "off",
-            Relayout::Hbm => "hbm",
-        }
+crate::named_enum! {
+    /// The optional on-GPU gather pass on each decode rank (`--kv-relayout-cost`).
+    pub enum Relayout: "KV relayout cost" {
+        /// No cost (the default).
+        #[default]
+        Off = "off",
+        /// Read and write the rank's KV once at the decode device's effective HBM bandwidth.
+        Hbm = "hbm",
     }
 }
 

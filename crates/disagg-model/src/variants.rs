@@ -7,63 +7,141 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
 
+/// A choice among fixed names, as every named enum of the workspace declares it
+/// ([`named_enum!`](crate::named_enum)): its names, its parser and its name.
+pub trait Named: Sized + Copy + 'static {
+    /// What the parser's error calls the value (`--mode`, `format`).
+    const WHAT: &'static str;
+    /// The names an error lists as valid: each variant's canonical name, then its listed aliases.
+    const NAMES: &'static [&'static str];
+    /// The canonical names, one per variant, in order (what a menu offers).
+    const CANONICAL: &'static [&'static str];
+    /// The variant named `s` (a canonical name or an alias); the error is the one-line
+    /// `unknown <WHAT> '<s>'; valid: <NAMES>`.
+    fn parse(s: &str) -> Result<Self, Error>;
+    /// The canonical name.
+    fn as_str(self) -> &'static str;
+}
+
+/// Declares a named choice: an enum whose variants each have a canonical name (what it prints
+/// and serialises as), optional listed aliases (`| "alias"`: accepted and listed in errors) and
+/// optional quiet aliases (`(also "alias", "another")`: accepted, not listed). It derives `Clone`,
+/// `Copy`, `Debug`, `Default` (mark one variant `#[default]`), `PartialEq`, `Eq`, `Hash` and serde
+/// by canonical name, and implements [`Named`] (also as inherent `NAMES`, `WHAT`, `parse`,
+/// `as_str`, `CANONICAL`), with an inherent `ALL` (every variant, in order).
+///
+/// ```
+/// disagg_model::named_enum! {
+///     /// How a thing is done.
+///     pub enum Style: "--style" {
+///         /// The usual way.
+///         #[default]
+///         Plain = "plain",
+///         /// The other way.
+///         Fancy = "fancy" | "posh" (also "fancy-pants"),
+///     }
+/// }
+/// assert_eq!(Style::parse("fancy-pants").unwrap(), Style::Fancy);
+/// assert_eq!(Style::Fancy.as_str(), "fancy");
+/// assert_eq!(
+///     Style::parse("odd").unwrap_err().to_string(),
+///     "unknown --style 'odd'; valid: plain, fancy, posh"
+/// );
+/// ```
+#[macro_export]
 macro_rules! named_enum {
-    ($(#[$m:meta])* $name:ident, $what:literal, { $($(#[$vm:meta])* $v:ident => $s:literal),+ $(,)? }) => {
+    (
+        $(#[$m:meta])*
+        $vis:vis enum $name:ident : $what:literal {
+            $(
+                $(#[$vm:meta])*
+                $v:ident = $s:literal $(| $la:literal)* $((also $($qa:literal),+))?
+            ),+ $(,)?
+        }
+    ) => {
         $(#[$m])*
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
-        #[serde(rename_all = "lowercase")]
-        pub enum $name { #[default] $($(#[$vm])* $v),+ }
+        #[derive(
+            Clone, Copy, Debug, Default, PartialEq, Eq, Hash, ::serde::Serialize, ::serde::Deserialize,
+        )]
+        $vis enum $name {
+            $($(#[$vm])* #[serde(rename = $s)] $v),+
+        }
 
         impl $name {
-            /// Every name, in order.
-            pub const NAMES: &'static [&'static str] = &[$($s),+];
-            /// Parses a name.
-            pub fn parse(s: &str) -> Result<Self, Error> {
+            /// What the parser's error calls the value.
+            pub const WHAT: &'static str = $what;
+            /// The names an error lists: each canonical name, then its listed aliases.
+            pub const NAMES: [&'static str; [$($s $(, $la)*),+].len()] = [$($s $(, $la)*),+];
+            /// The canonical names, one per variant, in order.
+            pub const CANONICAL: [&'static str; [$($s),+].len()] = [$($s),+];
+            /// Every variant, in order.
+            pub const ALL: &'static [Self] = &[$($name::$v),+];
+
+            /// The variant named `s` (a canonical name or an alias).
+            pub fn parse(s: &str) -> Result<Self, $crate::Error> {
                 match s {
-                    $($s => Ok($name::$v),)+
-                    _ => Err(Error::unknown($what, s, Self::NAMES.iter().copied())),
+                    $($s $(| $la)* $($(| $qa)+)? => Ok($name::$v),)+
+                    other => Err($crate::Error::unknown($what, other, Self::NAMES.iter().copied())),
                 }
             }
-            /// The name.
+
+            /// The canonical name.
             pub fn as_str(self) -> &'static str {
-                match self { $($name::$v => $s),+ }
+                match self {
+                    $($name::$v => $s),+
+                }
+            }
+        }
+
+        impl $crate::variants::Named for $name {
+            const WHAT: &'static str = $what;
+            const NAMES: &'static [&'static str] = &$name::NAMES;
+            const CANONICAL: &'static [&'static str] = &$name::CANONICAL;
+            fn parse(s: &str) -> Result<Self, $crate::Error> {
+                $name::parse(s)
+            }
+            fn as_str(self) -> &'static str {
+                $name::as_str(self)
             }
         }
     };
 }
 
-named_enum!(
+named_enum! {
     /// The sequence mixer of an FFT-mixing model (`mixer`; `attention` is a model without
     /// [`FftMixing`]).
-    Mixer, "mixer", {
+    pub enum Mixer: "mixer" {
         /// Every layer a Hyena operator.
-        Hyena => "hyena",
+        #[default]
+        Hyena = "hyena",
         /// Layer i is attention iff `i % attn_every == 0`, the others Hyena.
-        Hybrid => "hybrid",
+        Hybrid = "hybrid",
     }
-);
+}
 
-named_enum!(
+named_enum! {
     /// How a Hyena model decodes (`decode_style`).
-    DecodeStyle, "decode style", {
+    pub enum DecodeStyle: "decode style" {
         /// Cache the N projection inputs of every token (a KV-like cache).
-        Direct => "direct",
+        #[default]
+        Direct = "direct",
         /// A fixed recurrent state per sequence (`distill_state` complex values per channel).
-        Distilled => "distilled",
+        Distilled = "distilled",
     }
-);
+}
 
-named_enum!(
+named_enum! {
     /// The format the optical engine's output must match (`act_format`).
-    ActFormat, "act_format", {
+    pub enum ActFormat: "act_format" {
         /// 11 effective bits.
-        Bf16 => "bf16",
+        #[default]
+        Bf16 = "bf16",
         /// 8 effective bits.
-        Int8 => "int8",
+        Int8 = "int8",
         /// 7 effective bits.
-        Fp8 => "fp8",
+        Fp8 = "fp8",
     }
-);
+}
 
 impl ActFormat {
     /// Effective bits the engine's conversion must deliver (`ENOB_REQUIRED`, levers-cost.md §10.1).
@@ -76,15 +154,16 @@ impl ActFormat {
     }
 }
 
-named_enum!(
+named_enum! {
     /// Where a CED model replays the prompt's last tokens through the decoder (`ced_replay_on`).
-    ReplayOn, "ced_replay_on", {
+    pub enum ReplayOn: "ced_replay_on" {
         /// On the prefill instance, which emits the first token (the ordinary flow).
-        Prefill => "prefill",
+        #[default]
+        Prefill = "prefill",
         /// On the decode instance: the prefill pool runs the encoder only.
-        Decode => "decode",
+        Decode = "decode",
     }
-);
+}
 
 /// An FFT-mixing model's extra shape (levers-cost.md §3.1, §9.1).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -251,15 +330,16 @@ impl Ced {
     }
 }
 
-named_enum!(
+named_enum! {
     /// How the optical engine detects its output (`detection`).
-    Detection, "detection", {
+    pub enum Detection: "detection" {
         /// Coherent detection: one pass per conversion.
-        Coherent => "coherent",
+        #[default]
+        Coherent = "coherent",
         /// Intensity detection: twice the passes.
-        Intensity => "intensity",
+        Intensity = "intensity",
     }
-);
+}
 
 /// The optical Fourier-transform engine of the `optical-fft` devices (`TransformEngine`,
 /// levers-cost.md §10.1).

@@ -4,42 +4,18 @@
 //! Issue 12 groundwork: the policies and the per-instance constants, pinned by the spec's values.
 //! The instances that use them (admission, growth, preemption) come with the scheduling levers.
 
-use disagg_model::Error;
-use serde::{Deserialize, Serialize};
-
-/// How a scheduled instance reserves KV memory (`--kv-policy`). Serde names are the CLI names.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum KvPolicy {
-    /// The whole `prompt + output`, known in advance (the reference's default).
-    #[default]
-    Oracle,
-    /// The prompt plus the output rounded up to a power of two.
-    Pow2,
-    /// At least `max_seq_len` tokens.
-    Max,
-    /// Blocks of `kv_block_size` tokens, allocated as the sequence grows, with preemption.
-    Paged,
-}
-
-impl KvPolicy {
-    /// The names, in the reference's order.
-    pub const NAMES: [&'static str; 4] = ["oracle", "pow2", "max", "paged"];
-
-    /// The policy named `s`.
-    pub fn parse(s: &str) -> Result<Self, Error> {
-        match s {
-            "oracle" => Ok(KvPolicy::Oracle),
-            "pow2" => Ok(KvPolicy::Pow2),
-            "max" => Ok(KvPolicy::Max),
-            "paged" => Ok(KvPolicy::Paged),
-            other => Err(Error::unknown("--kv-policy", other, Self::NAMES)),
-        }
-    }
-
-    /// Its name.
-    pub fn as_str(self) -> &'static str {
-        Self::NAMES[self as usize]
+disagg_model::named_enum! {
+    /// How a scheduled instance reserves KV memory (`--kv-policy`). Serde names are the CLI names.
+    pub enum KvPolicy: "--kv-policy" {
+        /// The whole `prompt + output`, known in advance (the reference's default).
+        #[default]
+        Oracle = "oracle",
+        /// The prompt plus the output rounded up to a power of two.
+        Pow2 = "pow2",
+        /// At least `max_seq_len` tokens.
+        Max = "max",
+        /// Blocks of `kv_block_size` tokens, allocated as the sequence grows, with preemption.
+        Paged = "paged",
     }
 }
 

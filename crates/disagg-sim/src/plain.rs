@@ -46,7 +46,7 @@ use crate::engine::EventQueue;
 use crate::link::{LayerPlan, LinkEv, LinkModel, Sharing, XferSpec};
 use crate::observer::{InstanceInfo, InstanceSample, Observer, StepEvent, StepKind};
 use crate::pyrand::GenRequest;
-use crate::scenario::{LinkSharing, LinkTopology, Mode, ReserveKvOn, Role, SimConfig};
+use crate::scenario::{LinkTopology, Mode, ReserveKvOn, Role, SimConfig};
 use crate::workload::ClosedLoop;
 
 /// The decode instance of a CED model with the replay on decode (levers-cost.md §8.3).
@@ -440,10 +440,8 @@ impl<'a, O: Observer> Sim<'a, O> {
         let endpoint = transit.filter(|t| t.at == CompressAt::Endpoint);
         let n_inst = n_p + n_d + n_c;
         let ho = cfg.handoff;
-        let sharing = match ho.link_sharing {
-            LinkSharing::Fifo => Sharing::Fifo,
-            LinkSharing::Fair => Sharing::Fair,
-        };
+        // `--link-sharing` is the link's discipline (one enum: `disagg_model::Sharing`).
+        let sharing: Sharing = ho.link_sharing;
         Sim {
             core: Core::new(cfg, reqs, n_inst, LinkStats::default(), obs),
             cfg,

@@ -7,8 +7,41 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::pyrand::GenRequest;
+use crate::pyrand::{poisson_workload, GenRequest, LengthDist};
 use crate::sessions::{chat_sessions, SessionShape};
+
+/// The workload a configuration generates (`poisson_workload`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct WorkloadSpec {
+    /// Arrival rate, requests/s.
+    pub rate: f64,
+    /// Number of requests.
+    pub requests: u64,
+    /// Prompt lengths.
+    pub prompt: LengthDist,
+    /// Output lengths.
+    pub output: LengthDist,
+    /// RNG seed.
+    pub seed: u64,
+}
+
+impl WorkloadSpec {
+    /// Generates the requests (CPython-identical).
+    pub fn generate(&self) -> Vec<GenRequest> {
+        poisson_workload(
+            self.rate,
+            self.requests as usize,
+            &self.prompt,
+            &self.output,
+            self.seed,
+        )
+    }
+
+    /// The same workload at another rate (same lengths, gaps scaled).
+    pub fn at_rate(&self, rate: f64) -> WorkloadSpec {
+        WorkloadSpec { rate, ..*self }
+    }
+}
 
 /// Closed-loop turns: request `i` is released `think_s[i]` seconds after `after[i]` finishes
 /// (`None`: an open-loop arrival at its stored time).
@@ -131,7 +164,7 @@ fn is_zero(n: &u64) -> bool {
 
 impl Source {
     /// The requests this source gives for `spec`'s rate, lengths, count and seed.
-    pub fn workload(&self, spec: &crate::scenario::WorkloadSpec) -> Workload {
+    pub fn workload(&self, spec: &WorkloadSpec) -> Workload {
         match self {
             Source::Poisson => plain(spec),
             Source::Sessions { shape, name } if shape.is_plain() => {
@@ -215,7 +248,7 @@ impl Source {
 }
 
 /// `poisson_workload`'s requests, counting the prompts at the length cap.
-fn plain(spec: &crate::scenario::WorkloadSpec) -> Workload {
+fn plain(spec: &WorkloadSpec) -> Workload {
     let requests = spec.generate();
     let hi = spec.prompt.hi;
     let clipped_prompts = requests

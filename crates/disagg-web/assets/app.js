@@ -133,20 +133,42 @@
     return b;
   };
 
+  // The scenario options as the catalogue describes them (`options`: each one's page group, a
+  // choice's names, a number's bounds): the selects below take their names from there, so a name
+  // added to the engine shows up here by itself. LABELS only words some names for the page.
+  const opt = (k) => (cat.options || []).find((o) => o.key === k);
+  const LABELS = {
+    send: { whole: 'after the prefill', layerwise: 'layer by layer' },
+    link_sharing: { fifo: 'FIFO', fair: 'fair share' },
+    link_topology: { shared: 'one shared link', 'per-prefill': 'one per prefill instance', 'per-pair': 'one per prefill-decode pair' },
+    reserve_kv_on: { arrival: 'at arrival', transfer: 'before the transfer' },
+    first_token: { prefill: 'prefill token', decode: 'first decode step' },
+    mode: { disagg: 'disaggregated' },
+    kv_compress_at: { transit: 'in the link', endpoint: 'on the prefill GPU' },
+    batch_policy: { chunked: 'chunked prefill' },
+    preemption: { swap: 'swap to host' },
+    swap_in: { 'own-blocks': 'when its own blocks fit', 'next-step': 'when its next step fits' },
+    decode_router: { prefix: 'longest cached prefix' },
+    prefix_eviction: { lru: 'least recently used', lfu: 'fewest hits first', fifo: 'oldest first' },
+  };
+  // A choice option's select: `first` (an unset entry, say), then its names from the catalogue.
+  const choices = (k, first = []) => () => first.concat(((opt(k) || {}).choices || []).map((n) => [n, (LABELS[k] || {})[n] || n]));
+
   // Options the engine may or may not have yet: shown always, disabled when the server does not know them.
   const OPTIONAL = {
-    send: { label: 'Send KV', options: [['whole', 'after the prefill'], ['layerwise', 'layer by layer']] },
-    link_sharing: { label: 'Link sharing', options: [['fifo', 'FIFO'], ['fair', 'fair share']] },
-    link_topology: { label: 'Links', options: [['shared', 'one shared link'], ['per-prefill', 'one per prefill instance'], ['per-pair', 'one per prefill-decode pair']] },
-    reserve_kv_on: { label: 'Reserve decode KV', options: [['arrival', 'at arrival'], ['transfer', 'before the transfer']] },
-    first_token: { label: 'TTFT until', options: [['prefill', 'prefill token'], ['decode', 'first decode step']] },
+    send: { label: 'Send KV' },
+    link_sharing: { label: 'Link sharing' },
+    link_topology: { label: 'Links' },
+    reserve_kv_on: { label: 'Reserve decode KV' },
+    first_token: { label: 'TTFT until' },
   };
 
   const devices = () => cat.devices.map((d) => [d.key, d.name]);
   // Weight, KV-cache and compute formats (levers-cost.md §6), from the catalogue.
-  const formats = () => (cat.formats || ['bf16']).map((f) => [f, f]);
+  const formats = choices('weight_format');
+  // The page's fields, in the page's order; each goes in its option's page group (the catalogue's
+  // `options`), the groups in the catalogue's `page_groups` order.
   const FIELDS = [
-    { group: 'Workload' },
     { k: 'model', label: 'Model', select: modelOptions },
     { k: 'rate', label: 'Rate (req/s)', num: { min: 0.01, step: 'any' } },
     { k: 'requests', label: 'Requests', num: { min: 1, step: 1 } },
@@ -154,55 +176,51 @@
     { k: 'prompt_max', label: 'Longest prompt (tokens)', num: { min: 1, step: 1 } },
     { k: 'output_min', label: 'Shortest output (tokens)', num: { min: 1, step: 1 } },
     { k: 'output_max', label: 'Longest output (tokens)', num: { min: 1, step: 1 } },
-    { group: 'Pools' },
     { k: 'prefill', label: 'Prefill instances', num: { min: 1, step: 1 } },
     { k: 'prefill_device', label: 'Prefill device', select: devices, get: (sc) => sc.prefill_device ?? sc.device },
     { k: 'devices_per_instance', label: 'GPUs per instance', num: { min: 1, step: 1 } },
     { k: 'decode', label: 'Decode instances', num: { min: 1, step: 1 } },
     { k: 'decode_device', label: 'Decode device', select: devices, get: (sc) => sc.decode_device ?? sc.device },
-    { k: 'mode', label: 'Mode', select: () => [['disagg', 'disaggregated'], ['colocated', 'colocated']] },
-    { group: 'Link' },
+    { k: 'mode', label: 'Mode', select: choices('mode') },
     { k: 'link', label: 'Link', select: () => cat.links.map((l) => [l.key, l.name.replace(' (one direction)', '')]) },
     { k: 'link_channels', label: 'Link channels', num: { min: 1, step: 1 } },
     { k: 'kv_compress', label: 'Compression', select: () => [['', 'off']].concat(cat.compression.filter((c) => c.key !== 'none').map((c) => [c.key, c.key])) },
-    { k: 'kv_compress_at', label: 'Compress', select: () => [['transit', 'in the link'], ['endpoint', 'on the prefill GPU']] },
+    { k: 'kv_compress_at', label: 'Compress', select: choices('kv_compress_at') },
     { k: 'link_topology', optional: true },
     { k: 'send', optional: true },
     { k: 'link_sharing', optional: true },
     { k: 'reserve_kv_on', optional: true },
-    { group: 'Scheduling and KV memory' },
     // The fast decode path is the plain engine's: off for the scheduling and cost levers.
     { k: 'fast', label: 'Fast decode path', select: () => [['true', 'on (plain runs)'], ['false', 'off']], bool: true },
-    { k: 'batch_policy', label: 'Batch policy', select: () => [['prefill-priority', 'prefill-priority'], ['decode-priority', 'decode-priority'], ['chunked', 'chunked prefill']] },
+    { k: 'batch_policy', label: 'Batch policy', select: choices('batch_policy') },
     { k: 'max_num_batched_tokens', label: 'Token budget (tokens)', num: { min: 1, step: 1 }, blank: true },
-    { k: 'kv_policy', label: 'KV policy', select: () => [['oracle', 'oracle'], ['pow2', 'pow2'], ['max', 'max'], ['paged', 'paged']] },
+    { k: 'kv_policy', label: 'KV policy', select: choices('kv_policy') },
     { k: 'kv_block_size', label: 'KV block (tokens)', num: { min: 1, step: 1 } },
     { k: 'max_seq_len', label: 'Max seq len (tokens)', num: { min: 0, step: 1 } },
     { k: 'max_decode_batch', label: 'Max decode batch', num: { min: 1, step: 1 } },
-    { k: 'preemption', label: 'Preemption', select: () => [['recompute', 'recompute'], ['swap', 'swap to host']] },
-    { k: 'swap_in', label: 'Swap in', select: () => [['own-blocks', 'when its own blocks fit'], ['next-step', 'when its next step fits']] },
+    { k: 'preemption', label: 'Preemption', select: choices('preemption') },
+    { k: 'swap_in', label: 'Swap in', select: choices('swap_in') },
     { k: 'host_link', label: 'Host link', select: () => cat.links.map((l) => [l.key, l.name.replace(' (one direction)', '')]) },
     { k: 'prefix_caching', label: 'Prefix caching', select: () => [['false', 'off'], ['true', 'on']], bool: true },
+    // Left out of the scenario's JSON at its default: the select shows the default then.
+    { k: 'prefix_eviction', label: 'Prefix eviction', select: choices('prefix_eviction'), get: (sc) => sc.prefix_eviction ?? opt('prefix_eviction').default },
     { k: 'speculative', label: 'Speculative draft', select: () => [['', 'off'], ['mtp', 'MTP head']].concat(modelOptions()) },
     { k: 'gamma', label: 'Drafted tokens (gamma)', num: { min: 1, step: 1 } },
     { k: 'alpha', label: 'Acceptance (alpha)', num: { min: 0, step: 'any' } },
     { k: 'spec_seed', label: 'Acceptance seed', num: { min: 0, step: 1 } },
     { k: 'prefix_handoff', label: 'Prefix-aware hand-off', select: () => [['false', 'off'], ['true', 'on']], bool: true },
-    { k: 'decode_router', label: 'Decode router', select: () => [['least-loaded', 'least-loaded'], ['prefix', 'longest cached prefix']] },
-    { group: 'Parallelism and formats' },
+    { k: 'decode_router', label: 'Decode router', select: choices('decode_router') },
     { k: 'tp', label: 'Tensor parallel (tp)', num: { min: 1, step: 1 }, blank: true },
     { k: 'pp', label: 'Pipeline stages (pp)', num: { min: 1, step: 1 }, blank: true },
     { k: 'weight_format', label: 'Weight format', select: formats },
     { k: 'kv_format', label: 'KV cache format', select: formats },
     { k: 'compute_format', label: 'Compute format', select: formats },
-    { group: 'Models and engines' },
     { k: 'ppa', label: 'Area and cost (PPA)', select: () => [['false', 'off'], ['true', 'on']], bool: true },
     { k: 'fft_efficiency', label: 'FFT efficiency', num: { min: 0, step: 'any' }, blank: true },
     { k: 'ft_enob', label: 'Optical engine ENOB (bits)', num: { min: 1, step: 1 }, blank: true },
     { k: 'ft_mask_rate', label: 'Mask rewrites (Hz)', num: { min: 0, step: 'any' }, blank: true },
     { k: 'ft_overlap', label: 'Optical and GPU overlap', select: () => [['false', 'off'], ['true', 'on']], bool: true },
-    { k: 'ced_replay_on', label: 'CED replay on', select: () => [['', 'unset'], ['prefill', 'prefill'], ['decode', 'decode']] },
-    { group: 'SLOs' },
+    { k: 'ced_replay_on', label: 'CED replay on', select: choices('ced_replay_on', [['', 'unset']]) },
     { k: 'ttft_slo', label: 'TTFT SLO (ms)', num: { min: 1, step: 'any' }, scale: 1000 },
     { k: 'tpot_slo', label: 'TPOT SLO (ms)', num: { min: 0.1, step: 'any' }, scale: 1000 },
     { k: 'first_token', optional: true },
@@ -447,8 +465,8 @@
     const menus = {
       link: cat.links.map((l) => l.key),
       compression: cat.compression.map((c) => c.key),
-      compress_at: ['link', 'gpu'],
-      send: ['whole', 'layerwise'],
+      compress_at: cat.compress_at.map((a) => a.alias),
+      send: opt('send').choices,
       model: cat.models.map((m) => m.key),
       prefill_device: cat.devices.map((d) => d.key),
     };
@@ -898,17 +916,11 @@
     form.setAttribute('novalidate', '');
     form.setAttribute('aria-labelledby', `cfg-${id}-h`);
     let body = '';
-    let open = false;
-    for (const f of FIELDS) {
-      if (f.group) {
-        if (open) body += '</div>';
-        body += `<div class="group-label" aria-hidden="true">${esc(f.group)}</div><div class="grid3" role="group" aria-label="${esc(f.group)}">`;
-        open = true;
-      } else {
-        body += fieldHtml(id, f);
-      }
+    for (const g of cat.page_groups) {
+      body += `<div class="group-label" aria-hidden="true">${esc(g)}</div><div class="grid3" role="group" aria-label="${esc(g)}">`;
+      for (const f of FIELDS) if ((opt(f.k) || {}).group === g) body += fieldHtml(id, f);
+      body += '</div>';
     }
-    if (open) body += '</div>';
     const toggle = id === 'b'
       ? `<label class="toggle"><input type="checkbox" id="b-on" checked> compare</label>` : '';
     form.innerHTML = `
@@ -935,7 +947,7 @@
       if (!f.k) continue;
       const el = $(`#${id}-${f.k}`);
       if (f.optional) {
-        fillSelect(el, OPTIONAL[f.k].options);
+        fillSelect(el, OPTIONAL[f.k].options || choices(f.k)());
       } else if (f.select) {
         fillSelect(el, f.select());
       }
@@ -1363,7 +1375,7 @@
     }
     cat = c.body;
     presets = p.body;
-    for (const k of Object.keys(OPTIONAL)) supported[k] = k in cat.scenario_defaults;
+    for (const k of Object.keys(OPTIONAL)) supported[k] = opt(k) !== undefined;
     buildCalc();
     buildConfig('a');
     buildConfig('b');

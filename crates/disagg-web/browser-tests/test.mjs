@@ -324,8 +324,8 @@ test('the scheduling group: a lever preset fills its fields, a refused combinati
   const group = await page.$eval('#cfg-a [role="group"][aria-label="Scheduling and KV memory"]',
     (g) => [...g.querySelectorAll('[data-k]')].map((el) => el.dataset.k));
   assert.deepEqual(group, ['fast', 'batch_policy', 'max_num_batched_tokens', 'kv_policy', 'kv_block_size', 'max_seq_len',
-    'max_decode_batch', 'preemption', 'swap_in', 'host_link', 'prefix_caching', 'speculative', 'gamma', 'alpha',
-    'spec_seed', 'prefix_handoff', 'decode_router']);
+    'max_decode_batch', 'preemption', 'swap_in', 'host_link', 'prefix_caching', 'prefix_eviction', 'speculative', 'gamma',
+    'alpha', 'spec_seed', 'prefix_handoff', 'decode_router']);
   // The reference's defaults before any lever is chosen.
   const val = (k) => page.$eval(`#a-${k}`, (el) => el.value);
   assert.equal(await val('fast'), 'true');
@@ -334,6 +334,8 @@ test('the scheduling group: a lever preset fills its fields, a refused combinati
   assert.equal(await val('kv_policy'), 'oracle');
   assert.equal(await val('host_link'), 'pcie5');
   assert.equal(await val('prefix_caching'), 'false');
+  // Left out of the presets' JSON at its default: the select shows the default.
+  assert.equal(await val('prefix_eviction'), 'lru');
   assert.equal(await val('speculative'), '');
   // A §20 preset fills the group.
   await page.selectOption('#a-preset', 'kv-paged-swap');

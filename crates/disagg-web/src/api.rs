@@ -215,6 +215,8 @@ impl Api {
             "formats": disagg_model::QuantFormat::NAMES,
             "scenario_defaults": Scenario::default(),
             "option_help": option_help(),
+            "options": disagg_sim::options::describe_all(),
+            "page_groups": disagg_sim::options::PAGE_GROUPS,
             "handoff_defaults": HandoffSpec::default(),
             "limits": {
                 "max_requests": l.max_requests,

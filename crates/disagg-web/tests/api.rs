@@ -784,7 +784,20 @@ fn the_scheduling_levers_are_checked_like_the_cli() {
     }
     // The page has the group and a field for each option.
     let js = handle("GET", "/assets/app.js", b"").text();
-    assert!(js.contains("{ group: 'Scheduling and KV memory' }"));
+    // The page takes its groups from the catalogue's option table.
+    let cat = ok("GET", "/api/catalogue", Value::Null);
+    assert!(cat["page_groups"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("Scheduling and KV memory")));
+    let group_of = |k: &str| {
+        cat["options"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|o| o["key"] == k)
+            .map(|o| o["group"].clone())
+    };
     for k in [
         "batch_policy",
         "max_num_batched_tokens",
@@ -800,6 +813,7 @@ fn the_scheduling_levers_are_checked_like_the_cli() {
         "spec_seed",
     ] {
         assert!(js.contains(&format!("{{ k: '{k}', ")), "{k}");
+        assert_eq!(group_of(k), Some(json!("Scheduling and KV memory")), "{k}");
     }
     // The defaults the page starts from are the reference's.
     let c = ok("GET", "/api/catalogue", Value::Null);
@@ -1104,7 +1118,20 @@ fn bad_parallel_and_format_values_name_the_key() {
 #[test]
 fn the_page_has_the_parallel_and_format_fields() {
     let js = handle("GET", "/assets/app.js", b"").text();
-    assert!(js.contains("{ group: 'Parallelism and formats' }"));
+    // The page takes its groups from the catalogue's option table.
+    let cat = ok("GET", "/api/catalogue", Value::Null);
+    assert!(cat["page_groups"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("Parallelism and formats")));
+    let group_of = |k: &str| {
+        cat["options"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|o| o["key"] == k)
+            .map(|o| o["group"].clone())
+    };
     for k in [
         "tp",
         "pp",
@@ -1114,6 +1141,9 @@ fn the_page_has_the_parallel_and_format_fields() {
         "fast",
     ] {
         assert!(js.contains(&format!("{{ k: '{k}', ")), "{k}");
+        if k != "fast" {
+            assert_eq!(group_of(k), Some(json!("Parallelism and formats")), "{k}");
+        }
     }
     // The results card the parallel and formats blocks are drawn in.
     let html = handle("GET", "/", b"").text();

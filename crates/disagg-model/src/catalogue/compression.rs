@@ -3,7 +3,6 @@
 use serde::{Deserialize, Serialize};
 
 use super::model::ModelSpec;
-use crate::error::Error;
 
 /// A KV hand-off compression format (`KVCompression`, cost-model.md §2.5).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -44,35 +43,14 @@ impl KvCompression {
     }
 }
 
-/// Where the KV cache is compressed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum CompressAt {
-    /// A stage inside the link compresses at line rate (the reference's `transit`, the default).
-    #[default]
-    Transit,
-    /// The prefill GPU compresses before sending (the reference's `endpoint`).
-    Endpoint,
-}
-
-impl CompressAt {
-    /// Accepted names: `transit` or `link`; `endpoint` or `gpu`.
-    pub const NAMES: [&'static str; 4] = ["transit", "link", "endpoint", "gpu"];
-
-    /// Parses a placement name.
-    pub fn parse(s: &str) -> Result<Self, Error> {
-        match s {
-            "transit" | "link" => Ok(CompressAt::Transit),
-            "endpoint" | "gpu" => Ok(CompressAt::Endpoint),
-            _ => Err(Error::unknown("compression placement", s, Self::NAMES)),
-        }
-    }
-    /// The reference's name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CompressAt::Transit => "transit",
-            CompressAt::Endpoint => "endpoint",
-        }
+crate::named_enum! {
+    /// Where the KV cache is compressed.
+    pub enum CompressAt: "compression placement" {
+        /// A stage inside the link compresses at line rate (the reference's `transit`, the default).
+        #[default]
+        Transit = "transit" | "link",
+        /// The prefill GPU compresses before sending (the reference's `endpoint`).
+        Endpoint = "endpoint" | "gpu",
     }
 }
 

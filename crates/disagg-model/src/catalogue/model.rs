@@ -8,32 +8,14 @@ use crate::error::Error;
 use crate::pymath::{int_div, ipow};
 use crate::variants::{Ced, FftMixing};
 
-/// Where the LM head runs during prefill.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum LmHead {
-    /// On every prompt token (the reference default).
-    #[default]
-    All,
-    /// On the last token of each prompt only.
-    Last,
-}
-
-impl LmHead {
-    /// Parses `all` or `last`.
-    pub fn parse(s: &str) -> Result<Self, Error> {
-        match s {
-            "all" => Ok(LmHead::All),
-            "last" => Ok(LmHead::Last),
-            _ => Err(Error::unknown("prefill LM head", s, ["all", "last"])),
-        }
-    }
-    /// The name as the CLI spells it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LmHead::All => "all",
-            LmHead::Last => "last",
-        }
+crate::named_enum! {
+    /// Where the LM head runs during prefill.
+    pub enum LmHead: "prefill LM head" {
+        /// On every prompt token (the reference default).
+        #[default]
+        All = "all",
+        /// On the last token of each prompt only.
+        Last = "last",
     }
 }
 

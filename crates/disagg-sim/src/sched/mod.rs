@@ -230,7 +230,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
                     },
                     policy: lv.batch_policy,
                     cache: (lv.prefix_caching && (kind != Kind::Decode || lv.prefix_handoff))
-                        .then(PrefixCache::new),
+                        .then(|| PrefixCache::with_eviction(cfg.scenario.prefix_eviction)),
                     queue: VecDeque::new(),
                     queued_tokens: 0,
                     running: Vec::new(),

@@ -1,6 +1,7 @@
 //! The prefix cache of one scheduled instance (levers-scheduling.md §8.1–§8.2): a tree of cached
-//! prompt segments, keyed by segment key, with pin counts and least-recently-used eviction of
-//! unpinned leaves.
+//! prompt segments, keyed by segment key, with pin counts and eviction of unpinned leaves in an
+//! [`eviction`] order (least recently used, the reference's, unless `--prefix-eviction` says
+//! otherwise).
 //!
 //! Issue 12 groundwork: the data structure alone, pinned by the spec's API-level test and by the
 //! cache operations of its worked trace (§13.2). The scheduled instances that drive it (admission,
@@ -8,10 +9,16 @@
 //!
 //! Nodes live in a slab and are named by [`NodeId`] handles, so the cache is `Send` and a request
 //! holds plain indices. The eviction candidates (unpinned leaves) are kept exactly, ordered by
-//! `(last, seq)`: the reference's lazy heap with stale entries gives the same order (§8.2).
+//! the eviction order's key and then the insertion counter `seq`; for LRU that is `(last, seq)`:
+//! the reference's lazy heap with stale entries gives the same order (§8.2).
 
 use std::collections::{BTreeSet, HashMap};
 use std::hash::Hash;
+
+pub mod eviction;
+
+pub use eviction::PrefixEviction;
+use eviction::Usage;
 
 /// A handle on a cached segment. Valid while the segment is cached; a segment pinned by a request
 /// is never evicted, so the handles a request holds stay valid until it unpins them.
@@ -27,6 +34,7 @@ struct Node<K> {
     children: u32,
     refs: u32,
     last_s: f64,
+    hits: u64,
     cached: bool,
 }
 
@@ -35,12 +43,15 @@ impl<K> Node<K> {
         self.cached && self.refs == 0 && self.children == 0
     }
 
-    /// Its place in the eviction order: `(last, seq)`, where the spec's insertion counter `seq`
-    /// is the node's handle (the slab never reuses a slot). Times are non-negative, so their bits
-    /// order as the numbers do (`+ 0.0` makes a -0.0 the same time as 0.0, as in Python).
-    fn order(&self, id: NodeId) -> (u64, NodeId) {
-        debug_assert!(self.last_s >= 0.0, "negative cache time {}", self.last_s);
-        ((self.last_s + 0.0).to_bits(), id)
+    /// Its place in eviction order `e`: the order's key, then the spec's insertion counter
+    /// `seq`, which is the node's handle (the slab never reuses a slot).
+    #[inline]
+    fn order(&self, e: PrefixEviction, id: NodeId) -> (u64, u64, NodeId) {
+        let (a, b) = e.key(&Usage {
+            last_s: self.last_s,
+            hits: self.hits,
+        });
+        (a, b, id)
     }
 }
 
@@ -50,7 +61,8 @@ impl<K> Node<K> {
 pub struct PrefixCache<K> {
     nodes: Vec<Node<K>>,
     by_key: HashMap<K, NodeId>,
-    candidates: BTreeSet<(u64, NodeId)>,
+    candidates: BTreeSet<(u64, u64, NodeId)>,
+    eviction: PrefixEviction,
     cached_tokens: u64,
     cached_units: u64,
     evicted_tokens: u64,
@@ -64,12 +76,18 @@ impl<K: Eq + Hash + Clone> Default for PrefixCache<K> {
 }
 
 impl<K: Eq + Hash + Clone> PrefixCache<K> {
-    /// An empty cache (insertion counter at 0).
+    /// An empty cache (insertion counter at 0) evicting least recently used first.
     pub fn new() -> Self {
+        Self::with_eviction(PrefixEviction::Lru)
+    }
+
+    /// An empty cache evicting in order `eviction`.
+    pub fn with_eviction(eviction: PrefixEviction) -> Self {
         PrefixCache {
             nodes: Vec::new(),
             by_key: HashMap::new(),
             candidates: BTreeSet::new(),
+            eviction,
             cached_tokens: 0,
             cached_units: 0,
             evicted_tokens: 0,
@@ -85,13 +103,14 @@ impl<K: Eq + Hash + Clone> PrefixCache<K> {
 
     /// Applies `f` to node `id`, keeping the candidate set exact.
     fn update(&mut self, id: NodeId, f: impl FnOnce(&mut Node<K>)) {
+        let e = self.eviction;
         let n = &mut self.nodes[id.0 as usize];
         if n.is_candidate() {
-            self.candidates.remove(&n.order(id));
+            self.candidates.remove(&n.order(e, id));
         }
         f(n);
         if n.is_candidate() {
-            self.candidates.insert(n.order(id));
+            self.candidates.insert(n.order(e, id));
         }
     }
 
@@ -122,10 +141,11 @@ impl<K: Eq + Hash + Clone> PrefixCache<K> {
         (nodes, hit)
     }
 
-    /// `ref`: pins segment `id` at time `now_s`.
+    /// `ref`: pins segment `id` at time `now_s` (a hit, for the orders that count them).
     pub fn pin(&mut self, id: NodeId, now_s: f64) {
         self.update(id, |n| {
             n.refs += 1;
+            n.hits += 1;
             n.last_s = now_s;
         });
     }
@@ -163,6 +183,7 @@ impl<K: Eq + Hash + Clone> PrefixCache<K> {
             children: 0,
             refs: 1,
             last_s: now_s,
+            hits: 0,
             cached: true,
         });
         self.by_key.insert(key, id);
@@ -171,14 +192,14 @@ impl<K: Eq + Hash + Clone> PrefixCache<K> {
         id
     }
 
-    /// `evict(want)`: removes unpinned leaves, least recently used first (smallest
+    /// `evict(want)`: removes unpinned leaves in the cache's eviction order (LRU: smallest
     /// `(last, seq)`), until at least `want` units are freed or none is left; a parent left
     /// without children and unpinned is a candidate in the same call. Returns the units freed
     /// (whole segments: it may exceed `want`).
     pub fn evict(&mut self, want: u64) -> u64 {
         let mut freed = 0;
         while freed < want {
-            let Some(&(_, id)) = self.candidates.first() else {
+            let Some(&(_, _, id)) = self.candidates.first() else {
                 break;
             };
             self.update(id, |n| n.cached = false);
@@ -195,6 +216,16 @@ impl<K: Eq + Hash + Clone> PrefixCache<K> {
             }
         }
         freed
+    }
+
+    /// The eviction order.
+    pub fn eviction(&self) -> PrefixEviction {
+        self.eviction
+    }
+
+    /// How many times segment `id` was pinned after its insertion (its hits).
+    pub fn hits(&self, id: NodeId) -> u64 {
+        self.node(id).hits
     }
 
     /// The tokens of segment `id`.
@@ -281,6 +312,76 @@ mod tests {
         assert_eq!(c.evicted_tokens(), 60);
         assert_eq!(c.evicted_units(), 60);
         assert_eq!(c.cached_tokens(), 0);
+    }
+
+    /// Two unpinned roots: `hot` (inserted first, hit twice, last used at 2.0) and `cold` (never
+    /// hit, last used at 3.0). LRU evicts `hot` (older), LFU `cold` (fewer hits), FIFO `hot`
+    /// (inserted first).
+    fn hot_and_cold(e: PrefixEviction) -> PrefixCache<&'static str> {
+        let mut c = PrefixCache::with_eviction(e);
+        let hot = c.insert("hot", 10, 10, None, 0.0);
+        let cold = c.insert("cold", 20, 20, None, 0.5);
+        c.unpin(hot, 0.5);
+        c.pin(hot, 1.0);
+        c.unpin(hot, 1.5);
+        c.pin(hot, 1.8);
+        c.unpin(hot, 2.0);
+        c.unpin(cold, 3.0);
+        assert_eq!((c.hits(hot), c.hits(cold)), (2, 0));
+        c
+    }
+
+    #[test]
+    fn lfu_evicts_the_least_hit_leaf_first() {
+        let mut c = hot_and_cold(PrefixEviction::Lfu);
+        assert_eq!(c.evict(1), 20, "cold: no hits");
+        assert_eq!(c.get(&"cold"), None);
+        let mut c = hot_and_cold(PrefixEviction::Lru);
+        assert_eq!(c.evict(1), 10, "hot: least recently used");
+        assert_eq!(c.get(&"hot"), None);
+        let mut c = hot_and_cold(PrefixEviction::Fifo);
+        assert_eq!(c.evict(1), 10, "hot: inserted first");
+        // LFU ties by the LRU order: equal hits, the older last use goes first.
+        let mut c = PrefixCache::with_eviction(PrefixEviction::Lfu);
+        let a = c.insert("a", 1, 1, None, 0.0);
+        let b = c.insert("b", 1, 2, None, 0.0);
+        c.unpin(b, 1.0);
+        c.unpin(a, 2.0);
+        assert_eq!(c.evict(1), 2, "b: same hits, used before a");
+        assert_eq!(c.eviction(), PrefixEviction::Lfu);
+    }
+
+    /// A run with reuse (multi-turn chat on 50 shared system prompts, a cache too small for all):
+    /// `--prefix-eviction lfu` keeps the hot system prompts and hits more than `lru`, while an
+    /// explicit `lru` is the default, echo included.
+    #[test]
+    fn a_run_with_reuse_differs_under_lfu_and_lru_is_the_default() {
+        let cat = disagg_model::Catalogue::builtin();
+        let base = crate::presets::find("prefix-multiturn-long-on")
+            .unwrap()
+            .scenario;
+        let run = |eviction: Option<&str>| {
+            let mut sc = base.clone();
+            sc.set("system_prompts", "50").unwrap();
+            sc.set("system_len", "1500").unwrap();
+            if let Some(e) = eviction {
+                sc.set("prefix_eviction", e).unwrap();
+            }
+            let cfg = sc.build(&cat).unwrap();
+            let s = crate::simulate_config(&cfg).unwrap().summary();
+            let json = serde_json::to_string(&s).unwrap();
+            let pc = s.scheduler.as_ref().unwrap().prefix_cache.clone().unwrap();
+            (json, sc.echo_value(), pc.hit_tokens)
+        };
+        let (default, default_echo, default_hits) = run(None);
+        let (lru, lru_echo, _) = run(Some("lru"));
+        assert_eq!(lru, default);
+        assert_eq!(lru_echo, default_echo);
+        assert!(default_echo.get("prefix_eviction").is_none());
+        let (lfu, lfu_echo, lfu_hits) = run(Some("lfu"));
+        assert_ne!(lfu, default);
+        assert!(lfu_hits > default_hits, "{lfu_hits} <= {default_hits}");
+        assert_eq!(lfu_echo["prefix_eviction"], "lfu");
     }
 
     #[test]

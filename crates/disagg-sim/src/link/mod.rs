@@ -55,360 +55,102 @@
 //! With `d = 0` (an idle link) the bracket is the chapter's closed form
 //! [`disagg_model::layerwise_exposed`] evaluated with its own operation order, so
 //! `kv_ready == first_token + layerwise_exposed(fixed, stream, T, L)` bit for bit.
+//!
+//! The disciplines (`--link-sharing`) are one file each ([`fifo`], [`fair`]), implementing
+//! [`Discipline`]; the registry below maps each [`Sharing`] name to its file.
 
-use std::cmp::{Ordering, Reverse};
-use std::collections::{BinaryHeap, VecDeque};
+mod common;
+
+pub use self::common::{Discipline, LayerPlan, LinkEv, LinkTotals, Note, Tagged, XferSpec};
 
 use crate::engine::EventQueue;
 
-/// How transfers share a link.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Sharing {
-    /// C independent FIFO channels (the reference).
-    Fifo,
-    /// Processor sharing of C channels' bandwidth.
-    Fair,
-}
+/// How transfers share a link: the one enum of the link disciplines (`--link-sharing`).
+pub use disagg_model::Sharing;
 
-/// When the slices of a layer-wise transfer are ready: the prefill step that produces them.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct LayerPlan {
-    /// Step start, s.
-    pub start: f64,
-    /// Step duration `T`, s.
-    pub step_s: f64,
-    /// Step end as the engine computes it (`start + T`), s: the first-token time.
-    pub end: f64,
-    /// Layers `L` (at least 1).
-    pub layers: u32,
-}
+/// The registry: `Variant => file::Type`, each a [`Sharing`] name and the file of its
+/// [`Discipline`]. It declares the files and dispatches [`LinkModel`]'s calls to them.
+macro_rules! disciplines {
+    ($($v:ident => $file:ident :: $t:ident),+ $(,)?) => {
+        $(mod $file;)+
 
-impl LayerPlan {
-    /// The plan of a step starting at `start` that lasts `step_s`.
-    pub fn new(start: f64, step_s: f64, layers: u32) -> Self {
-        LayerPlan {
-            start,
-            step_s,
-            end: start + step_s,
-            layers: layers.max(1),
+        /// A link's discipline and its state.
+        #[derive(Clone, Debug)]
+        enum Kind {
+            $($v($file::$t)),+
         }
-    }
 
-    /// When slice `k` (1-based) is ready: `start + (k * T) / L`, the last one at `end`.
-    #[inline]
-    pub fn slice_ready(&self, k: u32) -> f64 {
-        if k >= self.layers {
-            self.end
-        } else {
-            self.start + (k as f64 * self.step_s) / self.layers as f64
-        }
-    }
-
-    /// When the first slice is ready (`start + T / L`; the step end if `L = 1`).
-    #[inline]
-    pub fn first_ready(&self) -> f64 {
-        self.slice_ready(1)
-    }
-
-    /// Number of slices ready at `t`.
-    pub fn ready_at(&self, t: f64) -> u32 {
-        let l = self.layers;
-        let est = ((t - self.start) * l as f64 / self.step_s).floor();
-        let mut k = if est.is_nan() || est < 0.0 {
-            0
-        } else if est >= l as f64 {
-            l
-        } else {
-            est as u32
-        };
-        while k < l && self.slice_ready(k + 1) <= t {
-            k += 1;
-        }
-        while k > 0 && self.slice_ready(k) > t {
-            k -= 1;
-        }
-        k
-    }
-
-    /// Time from the step's end to the landing of a `stream_s` + `fixed_s` transfer that has a
-    /// channel (or the whole link) to itself from `g`:
-    /// `fixed + max(stream / L, (stream + (g - r1)) - (T * (L - 1)) / L)`.
-    #[inline]
-    pub fn solo_exposed(&self, fixed_s: f64, stream_s: f64, g: f64) -> f64 {
-        fixed_s + self.solo_tail(stream_s, g)
-    }
-
-    /// Chunk-wise streaming (scheduled pools): a sender that has its channel to itself and is
-    /// through with everything before this step at `f0` sends this step's `work` (its `L` equal
-    /// slices, in order, each as soon as it is ready and the previous one is through); returns
-    /// when its last byte is through: `max(max(f0, r1) + work, end + work / L)` (the slices are
-    /// equal and equally spaced, so the latest of `r_j + (L - j + 1) * work / L` is at the first
-    /// slice or at the last).
-    #[inline]
-    pub fn stream_through(&self, f0: f64, work: f64) -> f64 {
-        let a = f0.max(self.first_ready()) + work;
-        a.max(self.end + work / self.layers as f64)
-    }
-
-    /// The last byte's time after the step's end (the bracket of [`LayerPlan::solo_exposed`]).
-    #[inline]
-    pub fn solo_tail(&self, stream_s: f64, g: f64) -> f64 {
-        let d = g - self.first_ready();
-        let d = if d > 0.0 { d } else { 0.0 };
-        disagg_model::layerwise_tail(stream_s, self.step_s, self.layers as u64, d)
-    }
-}
-
-/// One transfer, as the serving model hands it to a link.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct XferSpec {
-    /// Request id (echoed in the notes).
-    pub rid: u32,
-    /// Latency added once, s (link latency plus any in-link stage latency).
-    pub fixed_s: f64,
-    /// Work at one channel's full rate, s.
-    pub stream_s: f64,
-    /// `fixed_s + stream_s` as the cost model computes it (the reference's transfer time).
-    pub time_s: f64,
-    /// Bytes on the wire.
-    pub wire_bytes: f64,
-    /// Layer-wise: the prefill step that produces the slices. `None`: the whole cache is ready.
-    pub plan: Option<LayerPlan>,
-}
-
-impl XferSpec {
-    /// The link's view of transfer `x` of request `rid` (`plan`: layer-wise slices, if any).
-    #[inline]
-    pub fn of(rid: u32, x: &disagg_model::Transfer, plan: Option<LayerPlan>) -> Self {
-        XferSpec {
-            rid,
-            fixed_s: x.fixed_s,
-            stream_s: x.stream_s,
-            time_s: x.time_s,
-            wire_bytes: x.wire_bytes,
-            plan,
-        }
-    }
-}
-
-/// A link's own events (scheduled on the engine's queue wrapped in the caller's event type).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LinkEv {
-    /// FIFO: a channel is granted to slot.
-    Grant(u32),
-    /// FIFO: slot's KV has landed; its channel is released.
-    End(u32),
-    /// FIFO: examine the queue head after a release.
-    Release,
-    /// Fair: the next completion or slice arrival (stale if the epoch moved on).
-    Wake(u32),
-    /// Fair: slot's KV has landed (its last byte plus the latency).
-    Land(u32),
-}
-
-/// What a link tells the serving model.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Note {
-    /// The transfer of `rid` started (channel granted, or joined the sharing set) now.
-    Started {
-        /// Request id.
-        rid: u32,
-    },
-    /// The KV of `rid` has landed now.
-    Landed {
-        /// Request id.
-        rid: u32,
-        /// When it started, s.
-        start: f64,
-        /// Channel-seconds it used (FIFO: holding time; fair: its stream work).
-        busy_s: f64,
-        /// Transfer duration to report, s (FIFO whole-cache: the reference's transfer time;
-        /// otherwise landing minus start).
-        dur_s: f64,
-    },
-}
-
-/// Totals of one link.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct LinkTotals {
-    /// Channel-seconds used, s.
-    pub busy_s: f64,
-    /// Bytes on the wire of landed transfers.
-    pub bytes: f64,
-    /// Transfers landed.
-    pub transfers: u64,
-}
-
-/// A fixed-size record store with reuse.
-#[derive(Clone, Debug)]
-struct Slab<T> {
-    items: Vec<T>,
-    free: Vec<u32>,
-}
-
-impl<T> Slab<T> {
-    fn new() -> Self {
-        Slab {
-            items: Vec::new(),
-            free: Vec::new(),
-        }
-    }
-    #[inline]
-    fn alloc(&mut self, x: T) -> u32 {
-        match self.free.pop() {
-            Some(i) => {
-                self.items[i as usize] = x;
-                i
+        impl Kind {
+            fn new(sharing: Sharing, channels: u32) -> Self {
+                match sharing {
+                    $(Sharing::$v => Kind::$v(<$file::$t as Discipline>::new(channels))),+
+                }
             }
-            None => {
-                self.items.push(x);
-                (self.items.len() - 1) as u32
+            fn waiting(&self) -> usize {
+                match self { $(Kind::$v(d) => d.waiting()),+ }
+            }
+            fn in_flight(&self) -> u32 {
+                match self { $(Kind::$v(d) => d.in_flight()),+ }
+            }
+            fn total_rate(&self) -> f64 {
+                match self { $(Kind::$v(d) => d.total_rate()),+ }
+            }
+            fn bytes_in_flight(&self, now: f64) -> f64 {
+                match self { $(Kind::$v(d) => d.bytes_in_flight(now)),+ }
+            }
+            #[inline]
+            fn submit<E: From<Tagged>>(
+                &mut self,
+                l: u32,
+                spec: XferSpec,
+                q: &mut EventQueue<E>,
+                notes: &mut Vec<Note>,
+            ) {
+                match self { $(Kind::$v(d) => d.submit(l, spec, q, notes)),+ }
+            }
+            fn submit_open<E: From<Tagged>>(
+                &mut self,
+                l: u32,
+                spec: XferSpec,
+                q: &mut EventQueue<E>,
+            ) -> u32 {
+                match self { $(Kind::$v(d) => d.submit_open(l, spec, q)),+ }
+            }
+            fn close<E: From<Tagged>>(&mut self, l: u32, slot: u32, at: f64, q: &mut EventQueue<E>) {
+                match self { $(Kind::$v(d) => d.close(l, slot, at, q)),+ }
+            }
+            #[inline]
+            fn on_event<E: From<Tagged>>(
+                &mut self,
+                l: u32,
+                ev: LinkEv,
+                q: &mut EventQueue<E>,
+                notes: &mut Vec<Note>,
+                totals: &mut LinkTotals,
+            ) {
+                match self { $(Kind::$v(d) => d.on_event(l, ev, q, notes, totals)),+ }
             }
         }
-    }
-    #[inline]
-    fn release(&mut self, i: u32) {
-        self.free.push(i);
-    }
+    };
 }
 
-#[derive(Clone, Copy, Debug)]
-struct FifoSlot {
-    spec: XferSpec,
-    start: f64,
-    live: bool,
-    /// Submitted with [`LinkModel::submit_open`]: its landing time is given later
-    /// ([`LinkModel::close`]), not computed at the grant.
-    open: bool,
+disciplines! {
+    Fifo => fifo::Fifo,
+    Fair => fair::Fair,
 }
 
-/// C FIFO channels.
-#[derive(Clone, Debug)]
-struct Fifo {
-    channels: u32,
-    in_use: u32,
-    queue: VecDeque<u32>,
-    slots: Slab<FifoSlot>,
-}
-
-/// A heap key: `(value, version, slot)` ordered by value, then version (deterministic).
-#[derive(Clone, Copy, Debug)]
-struct Key {
-    x: f64,
-    ver: u64,
-    slot: u32,
-}
-impl PartialEq for Key {
-    fn eq(&self, o: &Self) -> bool {
-        self.cmp(o) == Ordering::Equal
-    }
-}
-impl Eq for Key {}
-impl PartialOrd for Key {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Key {
-    fn cmp(&self, o: &Self) -> Ordering {
-        self.x
-            .total_cmp(&o.x)
-            .then(self.ver.cmp(&o.ver))
-            .then(self.slot.cmp(&o.slot))
-    }
-}
-
-#[derive(Clone, Copy, Debug)]
-struct FairSlot {
-    spec: XferSpec,
-    /// Join time.
-    start: f64,
-    /// Slices counted as ready (whole cache: 1 of 1).
-    k: u32,
-    /// Slices in all.
-    n_slices: u32,
-    /// Work per slice.
-    w: f64,
-    /// Virtual finish time of its ready bytes (valid while `active`).
-    f: f64,
-    /// Version of its live heap entry.
-    ver: u64,
-    /// In the sharing set (has ready bytes).
-    active: bool,
-    /// Bytes through, waiting for the latency to land.
-    landing: bool,
-    live: bool,
-}
-
-/// Processor sharing of C channels.
-#[derive(Clone, Debug)]
-struct Fair {
-    cap: f64,
-    /// Virtual time: service received by each active transfer since the origin.
-    v: f64,
-    t_last: f64,
-    /// Active transfers (ready bytes), solo excluded.
-    n: u32,
-    /// Transfers with bytes still to send (solo included).
-    flows: u32,
-    solo: Option<u32>,
-    solo_done: f64,
-    solo_land: f64,
-    heap: BinaryHeap<Reverse<Key>>,
-    pend: BinaryHeap<Reverse<Key>>,
-    epoch: u32,
-    wake_ps: bool,
-    wake_f: f64,
-    ver: u64,
-    slots: Slab<FairSlot>,
-}
-
-#[derive(Clone, Debug)]
-enum Kind {
-    Fifo(Fifo),
-    Fair(Fair),
-}
-
-/// One link: C channels of one catalogue link, shared FIFO or fair.
+/// One link: C channels of one catalogue link, shared as its [`Sharing`] discipline says.
 #[derive(Clone, Debug)]
 pub struct LinkModel {
     kind: Kind,
     totals: LinkTotals,
 }
 
-/// The caller's event type must carry `(link index, LinkEv)`.
-pub type Tagged = (u32, LinkEv);
-
 impl LinkModel {
     /// A link of `channels` channels.
     pub fn new(sharing: Sharing, channels: u32) -> Self {
-        let kind = match sharing {
-            Sharing::Fifo => Kind::Fifo(Fifo {
-                channels,
-                in_use: 0,
-                queue: VecDeque::new(),
-                slots: Slab::new(),
-            }),
-            Sharing::Fair => Kind::Fair(Fair {
-                cap: channels as f64,
-                v: 0.0,
-                t_last: 0.0,
-                n: 0,
-                flows: 0,
-                solo: None,
-                solo_done: 0.0,
-                solo_land: 0.0,
-                heap: BinaryHeap::new(),
-                pend: BinaryHeap::new(),
-                epoch: 0,
-                wake_ps: false,
-                wake_f: 0.0,
-                ver: 0,
-                slots: Slab::new(),
-            }),
-        };
         LinkModel {
-            kind,
+            kind: Kind::new(sharing, channels),
             totals: LinkTotals::default(),
         }
     }
@@ -420,75 +162,23 @@ impl LinkModel {
 
     /// Transfers waiting for a channel (fair: 0).
     pub fn waiting(&self) -> usize {
-        match &self.kind {
-            Kind::Fifo(f) => f.queue.len(),
-            Kind::Fair(_) => 0,
-        }
+        self.kind.waiting()
     }
 
     /// Transfers moving bytes now (FIFO: channels in use; fair: transfers with ready bytes).
     pub fn in_flight(&self) -> u32 {
-        match &self.kind {
-            Kind::Fifo(f) => f.in_use,
-            Kind::Fair(f) => f.n + f.solo.is_some() as u32,
-        }
+        self.kind.in_flight()
     }
 
     /// Total rate now, in channel rates (never above the channel count).
     pub fn total_rate(&self) -> f64 {
-        match &self.kind {
-            Kind::Fifo(f) => f.in_use as f64,
-            Kind::Fair(f) => {
-                if f.solo.is_some() {
-                    1.0
-                } else {
-                    f.n as f64 * f.rate()
-                }
-            }
-        }
+        self.kind.total_rate()
     }
 
     /// Wire bytes of started transfers not yet through the link at `now` (FIFO: the whole of every
     /// transfer holding a channel; fair: what each has left to send).
     pub fn bytes_in_flight(&self, now: f64) -> f64 {
-        match &self.kind {
-            Kind::Fifo(f) => f
-                .slots
-                .items
-                .iter()
-                .filter(|s| s.live && !s.start.is_nan())
-                .map(|s| s.spec.wire_bytes)
-                .sum(),
-            Kind::Fair(f) => {
-                let mut total = 0.0;
-                for (i, s) in f.slots.items.iter().enumerate() {
-                    if !s.live || s.landing {
-                        continue;
-                    }
-                    let done = if f.solo == Some(i as u32) {
-                        solo_progress(s, now).1
-                    } else {
-                        let v = if f.n > 0 {
-                            f.v + (now - f.t_last) * f.rate()
-                        } else {
-                            f.v
-                        };
-                        let ready = s.k as f64 * s.w;
-                        if s.active {
-                            ready - (s.f - v).max(0.0)
-                        } else {
-                            ready
-                        }
-                    };
-                    let total_w = s.n_slices as f64 * s.w;
-                    let left = (total_w - done).max(0.0);
-                    if total_w > 0.0 {
-                        total += s.spec.wire_bytes * (left / total_w);
-                    }
-                }
-                total
-            }
-        }
+        self.kind.bytes_in_flight(now)
     }
 
     /// Submits a transfer now (`q.now()`); `l` is this link's index (echoed in its events).
@@ -499,19 +189,7 @@ impl LinkModel {
         q: &mut EventQueue<E>,
         notes: &mut Vec<Note>,
     ) {
-        match &mut self.kind {
-            Kind::Fifo(f) => {
-                let s = f.slots.alloc(FifoSlot {
-                    spec,
-                    start: f64::NAN,
-                    live: true,
-                    open: false,
-                });
-                f.queue.push_back(s);
-                f.try_grant(l, q);
-            }
-            Kind::Fair(f) => f.submit(l, spec, q, notes),
-        }
+        self.kind.submit(l, spec, q, notes)
     }
 
     /// FIFO only: submits a transfer whose bytes are produced over steps not all known yet
@@ -524,36 +202,13 @@ impl LinkModel {
         spec: XferSpec,
         q: &mut EventQueue<E>,
     ) -> u32 {
-        match &mut self.kind {
-            Kind::Fifo(f) => {
-                let s = f.slots.alloc(FifoSlot {
-                    spec,
-                    start: f64::NAN,
-                    live: true,
-                    open: true,
-                });
-                f.queue.push_back(s);
-                f.try_grant(l, q);
-                s
-            }
-            Kind::Fair(_) => panic!("open transfers are FIFO only"),
-        }
+        self.kind.submit_open(l, spec, q)
     }
 
     /// FIFO only: the open transfer in `slot` (granted already) lands at `at` (not before now):
     /// its channel is busy from the grant to `at`.
     pub fn close<E: From<Tagged>>(&mut self, l: u32, slot: u32, at: f64, q: &mut EventQueue<E>) {
-        match &mut self.kind {
-            Kind::Fifo(f) => {
-                let sl = &f.slots.items[slot as usize];
-                assert!(
-                    sl.live && sl.open && !sl.start.is_nan(),
-                    "close an open transfer after its grant"
-                );
-                q.schedule_at(at, E::from((l, LinkEv::End(slot))));
-            }
-            Kind::Fair(_) => panic!("open transfers are FIFO only"),
-        }
+        self.kind.close(l, slot, at, q)
     }
 
     /// Handles one of this link's events.
@@ -564,393 +219,17 @@ impl LinkModel {
         q: &mut EventQueue<E>,
         notes: &mut Vec<Note>,
     ) {
-        let totals = &mut self.totals;
-        match &mut self.kind {
-            Kind::Fifo(f) => f.on_event(l, ev, q, notes, totals),
-            Kind::Fair(f) => f.on_event(l, ev, q, notes, totals),
-        }
-    }
-}
-
-impl Fifo {
-    /// SimPy's `_trigger_put`: examine the queue head once; grant it if a channel is free.
-    #[inline]
-    fn try_grant<E: From<Tagged>>(&mut self, l: u32, q: &mut EventQueue<E>) {
-        if self.in_use < self.channels {
-            if let Some(s) = self.queue.pop_front() {
-                self.in_use += 1;
-                q.schedule_in(0.0, E::from((l, LinkEv::Grant(s))));
-            }
-        }
-    }
-
-    fn on_event<E: From<Tagged>>(
-        &mut self,
-        l: u32,
-        ev: LinkEv,
-        q: &mut EventQueue<E>,
-        notes: &mut Vec<Note>,
-        totals: &mut LinkTotals,
-    ) {
-        match ev {
-            LinkEv::Grant(s) => {
-                let now = q.now();
-                let slot = &mut self.slots.items[s as usize];
-                slot.start = now;
-                notes.push(Note::Started { rid: slot.spec.rid });
-                let sp = slot.spec;
-                if slot.open {
-                    return;
-                }
-                match sp.plan {
-                    None => q.schedule_in(sp.time_s, E::from((l, LinkEv::End(s)))),
-                    Some(p) => {
-                        let end = p.end + p.solo_exposed(sp.fixed_s, sp.stream_s, now);
-                        q.schedule_at(end, E::from((l, LinkEv::End(s))));
-                    }
-                }
-            }
-            LinkEv::End(s) => {
-                let now = q.now();
-                // Release the channel (the Release event grants the next head at this same time).
-                self.in_use -= 1;
-                q.schedule_in(0.0, E::from((l, LinkEv::Release)));
-                let slot = &mut self.slots.items[s as usize];
-                slot.live = false;
-                let sp = slot.spec;
-                let busy = match sp.plan {
-                    None if !slot.open => sp.time_s,
-                    _ => now - slot.start,
-                };
-                totals.busy_s += busy;
-                totals.bytes += sp.wire_bytes;
-                totals.transfers += 1;
-                notes.push(Note::Landed {
-                    rid: sp.rid,
-                    start: slot.start,
-                    busy_s: busy,
-                    dur_s: busy,
-                });
-                self.slots.release(s);
-            }
-            LinkEv::Release => self.try_grant(l, q),
-            LinkEv::Wake(_) | LinkEv::Land(_) => unreachable!("fair-link event on a FIFO link"),
-        }
-    }
-}
-
-/// Progress of a solo transfer (alone on the link at full rate since it joined) at `now`:
-/// `(slices ready, work sent)`, by walking its slices (used once, when another transfer joins).
-fn solo_progress(s: &FairSlot, now: f64) -> (u32, f64) {
-    let Some(p) = s.spec.plan else {
-        let sent = (now - s.start).clamp(0.0, s.w);
-        return (1, sent);
-    };
-    let l = s.n_slices;
-    let mut k = p.ready_at(s.start).max(1);
-    let mut t = s.start;
-    let mut sent = 0.0;
-    loop {
-        let ready = k as f64 * s.w;
-        let next = if k < l {
-            p.slice_ready(k + 1)
-        } else {
-            f64::INFINITY
-        };
-        let drain = t + (ready - sent);
-        if drain <= next && drain <= now {
-            sent = ready;
-            if next <= now {
-                t = next;
-                k += 1;
-            } else {
-                break;
-            }
-        } else if next <= now {
-            sent += next - t;
-            t = next;
-            k += 1;
-        } else {
-            sent += now - t;
-            break;
-        }
-    }
-    (k, sent.min(k as f64 * s.w))
-}
-
-impl Fair {
-    #[inline]
-    fn rate(&self) -> f64 {
-        let n = self.n as f64;
-        if n <= self.cap {
-            1.0
-        } else {
-            self.cap / n
-        }
-    }
-
-    #[inline]
-    fn advance(&mut self, now: f64) {
-        if self.n > 0 {
-            self.v += (now - self.t_last) * self.rate();
-        }
-        self.t_last = now;
-    }
-
-    #[inline]
-    fn next_ver(&mut self) -> u64 {
-        self.ver += 1;
-        self.ver
-    }
-
-    fn push_active(&mut self, s: u32) {
-        let ver = self.next_ver();
-        let slot = &mut self.slots.items[s as usize];
-        slot.ver = ver;
-        let f = slot.f;
-        self.heap.push(Reverse(Key { x: f, ver, slot: s }));
-    }
-
-    fn push_pend(&mut self, s: u32) {
-        let slot = &self.slots.items[s as usize];
-        if slot.k < slot.n_slices {
-            let p = slot.spec.plan.expect("a multi-slice transfer has a plan");
-            let t = p.slice_ready(slot.k + 1);
-            let ver = slot.k as u64 + 1;
-            self.pend.push(Reverse(Key { x: t, ver, slot: s }));
-        }
-    }
-
-    fn submit<E: From<Tagged>>(
-        &mut self,
-        l: u32,
-        spec: XferSpec,
-        q: &mut EventQueue<E>,
-        notes: &mut Vec<Note>,
-    ) {
-        let now = q.now();
-        let (n_slices, w) = match spec.plan {
-            Some(p) => (p.layers, spec.stream_s / p.layers as f64),
-            None => (1, spec.stream_s),
-        };
-        let s = self.slots.alloc(FairSlot {
-            spec,
-            start: now,
-            k: 0,
-            n_slices,
-            w,
-            f: 0.0,
-            ver: 0,
-            active: false,
-            landing: false,
-            live: true,
-        });
-        notes.push(Note::Started { rid: spec.rid });
-        if let Some(s0) = self.solo {
-            if now >= self.solo_done {
-                // Its last byte is through at this very time (its wake is still queued).
-                self.retire_solo(l, s0, now, q);
-            }
-        }
-        if self.flows == 0 {
-            // Alone: closed form.
-            self.flows = 1;
-            self.solo = Some(s);
-            let (done, land) = match spec.plan {
-                None => (now + spec.stream_s, now + spec.time_s),
-                Some(p) => {
-                    let tail = p.solo_tail(spec.stream_s, now);
-                    (p.end + tail, p.end + (spec.fixed_s + tail))
-                }
-            };
-            self.solo_done = done;
-            self.solo_land = land;
-            self.epoch = self.epoch.wrapping_add(1);
-            self.wake_ps = false;
-            q.schedule_at(done, E::from((l, LinkEv::Wake(self.epoch))));
-            return;
-        }
-        self.advance(now);
-        if let Some(s0) = self.solo.take() {
-            self.unsolo(l, s0, now, q);
-        }
-        let k0 = match spec.plan {
-            Some(p) => p.ready_at(now).max(1),
-            None => 1,
-        };
-        self.flows += 1;
-        let v = self.v;
-        let slot = &mut self.slots.items[s as usize];
-        slot.k = k0;
-        slot.f = v + k0 as f64 * w;
-        slot.active = true;
-        self.n += 1;
-        self.push_active(s);
-        self.push_pend(s);
-        self.reschedule(l, q);
-    }
-
-    /// The solo transfer `s` has sent its last byte: it lands after its latency, at the time
-    /// worked out when it started.
-    fn retire_solo<E: From<Tagged>>(&mut self, l: u32, s: u32, now: f64, q: &mut EventQueue<E>) {
-        self.solo = None;
-        self.flows -= 1;
-        self.slots.items[s as usize].landing = true;
-        q.schedule_at(self.solo_land, E::from((l, LinkEv::Land(s))));
-        if self.flows == 0 {
-            self.v = 0.0;
-            self.t_last = now;
-        }
-        // Its pending wake (if any) is stale from now on.
-        self.epoch = self.epoch.wrapping_add(1);
-    }
-
-    /// The solo transfer `s` stops being alone at `now`: work out what it has sent and put it in
-    /// the sharing set (the caller has advanced the clock; `n` is 0 here).
-    fn unsolo<E: From<Tagged>>(&mut self, l: u32, s: u32, now: f64, q: &mut EventQueue<E>) {
-        let slot = self.slots.items[s as usize];
-        let (k, sent) = solo_progress(&slot, now);
-        let backlog = k as f64 * slot.w - sent;
-        if k >= slot.n_slices && backlog <= 0.0 {
-            // Its bytes are through (rounding): it lands on time.
-            self.solo = Some(s);
-            self.retire_solo(l, s, now, q);
-            return;
-        }
-        let v = self.v;
-        let sl = &mut self.slots.items[s as usize];
-        sl.k = k;
-        if backlog > 0.0 {
-            sl.f = v + backlog;
-            sl.active = true;
-            self.n += 1;
-            self.push_active(s);
-        } else {
-            sl.active = false;
-        }
-        self.push_pend(s);
-    }
-
-    fn reschedule<E: From<Tagged>>(&mut self, l: u32, q: &mut EventQueue<E>) {
-        // Drop stale heap tops.
-        while let Some(Reverse(k)) = self.heap.peek() {
-            let sl = &self.slots.items[k.slot as usize];
-            if sl.live && sl.active && sl.ver == k.ver {
-                break;
-            }
-            self.heap.pop();
-        }
-        let (t_ps, f) = match (self.n > 0, self.heap.peek()) {
-            (true, Some(Reverse(k))) => (self.t_last + (k.x - self.v) / self.rate(), k.x),
-            _ => (f64::INFINITY, 0.0),
-        };
-        let t_pend = self.pend.peek().map_or(f64::INFINITY, |Reverse(k)| k.x);
-        let t = t_ps.min(t_pend);
-        if t.is_finite() {
-            self.epoch = self.epoch.wrapping_add(1);
-            self.wake_ps = t_ps <= t_pend;
-            self.wake_f = f;
-            q.schedule_at(t, E::from((l, LinkEv::Wake(self.epoch))));
-        }
-    }
-
-    fn on_event<E: From<Tagged>>(
-        &mut self,
-        l: u32,
-        ev: LinkEv,
-        q: &mut EventQueue<E>,
-        notes: &mut Vec<Note>,
-        totals: &mut LinkTotals,
-    ) {
-        let now = q.now();
-        match ev {
-            LinkEv::Wake(e) => {
-                if e != self.epoch {
-                    return;
-                }
-                if let Some(s) = self.solo {
-                    // The solo transfer's last byte is through.
-                    self.retire_solo(l, s, now, q);
-                    return;
-                }
-                self.advance(now);
-                if self.wake_ps && self.wake_f > self.v {
-                    self.v = self.wake_f;
-                }
-                // Transfers whose ready bytes are through.
-                while let Some(Reverse(k)) = self.heap.peek().copied() {
-                    let sl = &self.slots.items[k.slot as usize];
-                    if !(sl.live && sl.active && sl.ver == k.ver) {
-                        self.heap.pop();
-                        continue;
-                    }
-                    if k.x > self.v {
-                        break;
-                    }
-                    self.heap.pop();
-                    self.n -= 1;
-                    let sl = &mut self.slots.items[k.slot as usize];
-                    sl.active = false;
-                    if sl.k >= sl.n_slices {
-                        sl.landing = true;
-                        self.flows -= 1;
-                        let fixed = sl.spec.fixed_s;
-                        q.schedule_in(fixed, E::from((l, LinkEv::Land(k.slot))));
-                    }
-                }
-                // Slices that became ready.
-                while let Some(Reverse(k)) = self.pend.peek().copied() {
-                    if k.x > now {
-                        break;
-                    }
-                    self.pend.pop();
-                    let v = self.v;
-                    let sl = &mut self.slots.items[k.slot as usize];
-                    debug_assert!(sl.live && sl.k as u64 + 1 == k.ver);
-                    sl.k += 1;
-                    if sl.active {
-                        sl.f += sl.w;
-                    } else {
-                        sl.f = v + sl.w;
-                        sl.active = true;
-                        self.n += 1;
-                    }
-                    self.push_active(k.slot);
-                    self.push_pend(k.slot);
-                }
-                if self.flows == 0 {
-                    self.v = 0.0;
-                    self.heap.clear();
-                }
-                self.reschedule(l, q);
-            }
-            LinkEv::Land(s) => {
-                let sl = &mut self.slots.items[s as usize];
-                sl.live = false;
-                let sp = sl.spec;
-                let start = sl.start;
-                totals.busy_s += sp.stream_s;
-                totals.bytes += sp.wire_bytes;
-                totals.transfers += 1;
-                notes.push(Note::Landed {
-                    rid: sp.rid,
-                    start,
-                    busy_s: sp.stream_s,
-                    dur_s: now - start,
-                });
-                self.slots.release(s);
-            }
-            LinkEv::Grant(_) | LinkEv::End(_) | LinkEv::Release => {
-                unreachable!("FIFO-link event on a fair link")
-            }
-        }
+        self.kind.on_event(l, ev, q, notes, &mut self.totals)
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::common::*;
+    use super::fair::*;
     use super::*;
     use crate::pyrand::PyRandom;
+    use std::cmp::Ordering;
 
     #[derive(Clone, Copy, Debug)]
     enum TEv {

@@ -1,0 +1,14 @@
+//! `lru`: least recently used first (the reference's order, levers-scheduling.md §8.2): by the
+//! last pin or unpin time, then by insertion.
+
+use super::order::{Eviction, Usage};
+
+/// Least recently used first.
+pub struct Lru;
+
+impl Eviction for Lru {
+    #[inline]
+    fn key(u: &Usage) -> (u64, u64) {
+        (u.last_bits(), 0)
+    }
+}
