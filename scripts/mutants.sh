@@ -12,15 +12,15 @@
 #   model        crates/disagg-model (cost model, hand-off maths, catalogue, calc), but parallel.rs
 #   model-parallel crates/disagg-model/src/parallel.rs (issue 13 groundwork, the Parallel lever; by
 #                name, not in the CI sample yet: see mutants/results/model-parallel.md)
-#   sim-engine   crates/disagg-sim/src/engine.rs   (event queue)
-#   sim-link     crates/disagg-sim/src/link.rs     (KV link)
+#   sim-engine   crates/disagg-sim/src/engine/    (event queue, run loop, books, ITL reconstruction)
+#   sim-link     crates/disagg-sim/src/link/       (KV link and its disciplines)
 #   sim-stats    crates/disagg-sim/src/stats.rs    (percentiles)
-#   sim-metrics  crates/disagg-sim/src/metrics.rs  (summary metrics)
-#   sim-prefix   crates/disagg-sim/src/prefix_cache.rs (prefix cache of the scheduling levers)
+#   sim-metrics  crates/disagg-sim/src/metrics/    (summary metrics, one file per block)
+#   sim-prefix   crates/disagg-sim/src/prefix_cache/ (prefix cache of the scheduling levers, eviction orders)
 #   sim-kv       crates/disagg-sim/src/kv_memory.rs (KV reservation policies of the levers)
 #   sim-sched    crates/disagg-sim/src/sched/ (the scheduled instances of the levers; not in the CI
 #                sample yet: see mutants/results/sim-sched.md)
-#   trace        crates/disagg-trace/src/parse.rs and lib.rs (trace parsers, reading pipeline)
+#   trace        crates/disagg-trace/src/parse.rs, lib.rs, format.rs, options.rs (trace parsers, reading pipeline)
 #   trace-io     crates/disagg-trace/src/stats.rs and input.rs (trace statistics, capped input)
 #
 # Each mutant is tested with the tests chosen for its module (test_args below), all in the
@@ -58,16 +58,16 @@ ALL=(model sim-engine sim-link sim-stats sim-metrics sim-prefix sim-kv trace tra
 # The cargo-mutants arguments that select a module's mutants.
 select_args() {
   case "$1" in
-    model) echo "--package disagg-model --exclude crates/disagg-model/src/parallel.rs" ;;
-    model-parallel) echo "--package disagg-model --file crates/disagg-model/src/parallel.rs" ;;
-    sim-engine) echo "--package disagg-sim --file crates/disagg-sim/src/engine.rs" ;;
-    sim-link) echo "--package disagg-sim --file crates/disagg-sim/src/link.rs" ;;
+    model) echo "--package disagg-model --exclude crates/disagg-model/src/parallel.rs --exclude crates/disagg-model/src/parallel/**" ;;
+    model-parallel) echo "--package disagg-model --file crates/disagg-model/src/parallel.rs --file crates/disagg-model/src/parallel/**" ;;
+    sim-engine) echo "--package disagg-sim --file crates/disagg-sim/src/engine/**" ;;
+    sim-link) echo "--package disagg-sim --file crates/disagg-sim/src/link/**" ;;
     sim-stats) echo "--package disagg-sim --file crates/disagg-sim/src/stats.rs" ;;
-    sim-metrics) echo "--package disagg-sim --file crates/disagg-sim/src/metrics.rs" ;;
-    sim-prefix) echo "--package disagg-sim --file crates/disagg-sim/src/prefix_cache.rs" ;;
+    sim-metrics) echo "--package disagg-sim --file crates/disagg-sim/src/metrics/**" ;;
+    sim-prefix) echo "--package disagg-sim --file crates/disagg-sim/src/prefix_cache/**" ;;
     sim-kv) echo "--package disagg-sim --file crates/disagg-sim/src/kv_memory.rs" ;;
-    sim-sched) echo "--package disagg-sim --file crates/disagg-sim/src/sched/mod.rs --file crates/disagg-sim/src/sched/batch.rs --file crates/disagg-sim/src/sched/kv.rs --file crates/disagg-sim/src/sched/report.rs --file crates/disagg-sim/src/sched/prefix_ho.rs" ;;
-    trace) echo "--package disagg-trace --file crates/disagg-trace/src/parse.rs --file crates/disagg-trace/src/lib.rs" ;;
+    sim-sched) echo "--package disagg-sim --file crates/disagg-sim/src/sched/**" ;;
+    trace) echo "--package disagg-trace --file crates/disagg-trace/src/parse.rs --file crates/disagg-trace/src/lib.rs --file crates/disagg-trace/src/format.rs --file crates/disagg-trace/src/options.rs" ;;
     trace-io) echo "--package disagg-trace --file crates/disagg-trace/src/stats.rs --file crates/disagg-trace/src/input.rs" ;;
     *)
       echo "error: unknown module '$1'; valid: ${ALL[*]} ci list" >&2
@@ -87,7 +87,7 @@ test_args() {
     # about half the CPU of a mutant. (The script runs with globbing off: the `*` is literal.)
     model | model-parallel) echo "--cargo-test-arg=--test=*" ;;
     # --cargo-arg (not --cargo-test-arg) so the per-mutant build is the lib test binary only.
-    sim-engine) echo "--cargo-arg=--lib -- engine::" ;;
+    sim-engine) echo "--cargo-arg=--lib -- engine:: metrics::" ;;
     # The link unit tests without the three slow statistical ones (M/G/1-PS, M/D/1, brute-force
     # fluid: 7 s together); 8 test threads so deadline failures do not queue behind each other.
     sim-link) echo "--cargo-arg=--lib -- link:: -- --test-threads=8 --skip fair_link_is_m_g_1_ps --skip fifo_link_is_m_d_1 --skip fair_link_matches_a_brute_force_fluid_simulation" ;;
@@ -98,9 +98,9 @@ test_args() {
     sim-prefix) echo "--cargo-arg=--lib -- prefix_cache::" ;;
     sim-kv) echo "--cargo-arg=--lib -- kv_memory::" ;;
     # The sched unit tests, the golden runs, the worked traces, the property tests and the hand-off
-    # options of the scheduled pools (sched_transfer; ~5 s), by
+    # options of the scheduled pools (sched_transfer; ~5 s), by module of the suite binary and
     # name (a filter applies to every test binary).
-    sim-sched) echo "--cargo-arg=--lib --cargo-arg=--test=levers --cargo-arg=--test=levers_traces --cargo-arg=--test=levers_properties --cargo-arg=--test=prefix_handoff --cargo-arg=--test=sched_transfer -- sched:: lv paged swap prefix scheduled own_blocks" ;;
+    sim-sched) echo "--cargo-arg=--lib --cargo-arg=--test=suite -- sched:: lv paged swap prefix scheduled own_blocks levers:: levers_traces:: levers_properties:: sched_transfer::" ;;
     # trace, trace-io: the crate's unit tests (`tests::`) and the suite's read.rs (`read::`, about
     # 1 s); not fuzz.rs (proptests, ~4 s a mutant) nor real_traces.rs (needs the real traces, not
     # in the repo).

@@ -80,7 +80,6 @@ pub(super) struct Fair {
     pub(super) slots: Slab<FairSlot>,
 }
 
-
 /// Progress of a solo transfer (alone on the link at full rate since it joined) at `now`:
 /// `(slices ready, work sent)`, by walking its slices (used once, when another transfer joins).
 pub(super) fn solo_progress(s: &FairSlot, now: f64) -> (u32, f64) {
@@ -234,7 +233,13 @@ impl Fair {
 
     /// The solo transfer `s` has sent its last byte: it lands after its latency, at the time
     /// worked out when it started.
-    pub(super) fn retire_solo<E: From<Tagged>>(&mut self, l: u32, s: u32, now: f64, q: &mut EventQueue<E>) {
+    pub(super) fn retire_solo<E: From<Tagged>>(
+        &mut self,
+        l: u32,
+        s: u32,
+        now: f64,
+        q: &mut EventQueue<E>,
+    ) {
         self.solo = None;
         self.flows -= 1;
         self.slots.items[s as usize].landing = true;
@@ -249,7 +254,13 @@ impl Fair {
 
     /// The solo transfer `s` stops being alone at `now`: work out what it has sent and put it in
     /// the sharing set (the caller has advanced the clock; `n` is 0 here).
-    pub(super) fn unsolo<E: From<Tagged>>(&mut self, l: u32, s: u32, now: f64, q: &mut EventQueue<E>) {
+    pub(super) fn unsolo<E: From<Tagged>>(
+        &mut self,
+        l: u32,
+        s: u32,
+        now: f64,
+        q: &mut EventQueue<E>,
+    ) {
         let slot = self.slots.items[s as usize];
         let (k, sent) = solo_progress(&slot, now);
         let backlog = k as f64 * slot.w - sent;
@@ -388,7 +399,6 @@ impl Fair {
         }
     }
 }
-
 
 impl Discipline for Fair {
     fn new(channels: u32) -> Self {

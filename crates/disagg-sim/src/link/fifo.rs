@@ -26,7 +26,6 @@ pub(super) struct Fifo {
     pub(super) slots: Slab<FifoSlot>,
 }
 
-
 impl Fifo {
     /// SimPy's `_trigger_put`: examine the queue head once; grant it if a channel is free.
     #[inline]
@@ -94,7 +93,6 @@ impl Fifo {
     }
 }
 
-
 impl Discipline for Fifo {
     fn new(channels: u32) -> Self {
         Fifo {
@@ -143,7 +141,12 @@ impl Discipline for Fifo {
         self.try_grant(l, q);
     }
 
-    fn submit_open<E: From<Tagged>>(&mut self, l: u32, spec: XferSpec, q: &mut EventQueue<E>) -> u32 {
+    fn submit_open<E: From<Tagged>>(
+        &mut self,
+        l: u32,
+        spec: XferSpec,
+        q: &mut EventQueue<E>,
+    ) -> u32 {
         let s = self.slots.alloc(FifoSlot {
             spec,
             start: f64::NAN,

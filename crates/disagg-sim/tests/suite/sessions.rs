@@ -5,7 +5,7 @@ use disagg_sim::sessions::{chat_sessions, find_workload, workloads, SessionShape
 use serde_json::Value;
 
 fn expected(case: &str) -> Vec<Value> {
-    let text = include_str!("fixtures/sessions/expected.json");
+    let text = include_str!("../fixtures/sessions/expected.json");
     let v: Value = serde_json::from_str(text).unwrap();
     v[case].as_array().unwrap().clone()
 }

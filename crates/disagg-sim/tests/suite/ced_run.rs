@@ -5,7 +5,8 @@
 //! summary is laid out as the reference's `--json` summary and compared leaf by leaf: the same
 //! keys, every number with f64 `==`, every name equal.
 
-mod golden_common;
+#[allow(unused_imports)]
+use crate::golden_common;
 
 use disagg_model::Catalogue;
 use disagg_sim::{simulate_config, RunResult, Scenario, Summary};

@@ -2,7 +2,8 @@
 //! generated workload, every request's stamps and every summary number we produce must be
 //! bit-identical.
 
-mod golden_common;
+#[allow(unused_imports)]
+use crate::golden_common;
 
 use disagg_sim::simulate;
 use golden_common::*;

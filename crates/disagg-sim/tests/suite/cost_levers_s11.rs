@@ -7,7 +7,8 @@
 //! number of its summary compared with f64 `==` (the core's, the `optical` and `ppa` blocks),
 //! then the row's table columns.
 
-mod golden_common;
+#[allow(unused_imports)]
+use crate::golden_common;
 
 use disagg_model::Catalogue;
 use disagg_sim::{simulate_config, Scenario, Summary};

@@ -2,7 +2,8 @@
 //! `levers-cost-runs.json` (copied into tests/fixtures/levers/cost-runs.json, see the README
 //! there) replayed from its flags, every number of its summary compared with f64 `==`.
 
-mod golden_common;
+#[allow(unused_imports)]
+use crate::golden_common;
 
 use disagg_model::Catalogue;
 use disagg_sim::{simulate_config, Scenario, Summary};

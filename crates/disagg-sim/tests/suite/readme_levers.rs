@@ -3,10 +3,11 @@
 //! every cell is the one results.md publishes (levers-results.json's `published` rows, an
 //! independent rendering by the reference).
 
-#[path = "../examples/levers_tables.rs"]
+#[path = "../../examples/levers_tables.rs"]
 mod levers_tables;
 
-mod golden_common;
+#[allow(unused_imports)]
+use crate::golden_common;
 
 fn readme_block(name: &str) -> String {
     let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))

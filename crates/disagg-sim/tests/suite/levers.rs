@@ -2,7 +2,8 @@
 //! each run's command line, replayed, gives every request stamp, the per-request ITL columns
 //! (`n_itl`, first, largest, zeros), every summary number and the `scheduler` block bit for bit.
 
-mod golden_common;
+#[allow(unused_imports)]
+use crate::golden_common;
 
 use disagg_sim::{simulate_config, RunResult, Summary};
 use golden_common::*;

@@ -10,7 +10,8 @@
 //! `conventions.row_fields`. §19's capacity table is rerun with the reference's bisection.
 //! (§19's chunk-overhead table is tested in disagg-model, tests/spec/levers.rs.)
 
-mod golden_common;
+#[allow(unused_imports)]
+use crate::golden_common;
 
 use std::sync::{Arc, OnceLock};
 

@@ -5,7 +5,8 @@
 //! reference's `max_sustainable_rate` evaluated, and the result (rate, bracket, simulations), all
 //! with f64 `==`. Every cell is checked (about 530 simulations of 1,000 requests).
 
-mod golden_common;
+#[allow(unused_imports)]
+use crate::golden_common;
 
 use disagg_model::Catalogue;
 use disagg_sim::search::{analytic_capacity, attainment_at, max_sustainable_rate};

@@ -3,10 +3,11 @@
 //! every row's cells are those of the reference's own summary of the same run
 //! (levers-cost-runs.json, formatted by the same cell function).
 
-#[path = "../examples/cost_tables.rs"]
+#[path = "../../examples/cost_tables.rs"]
 mod cost_tables;
 
-mod golden_common;
+#[allow(unused_imports)]
+use crate::golden_common;
 
 fn readme_block(name: &str) -> String {
     let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))

@@ -3,7 +3,8 @@
 //! cost-lever runs' `summary`) leaf by leaf: the same keys in the same order, every number with
 //! f64 `==`, integers exactly, every string equal.
 
-mod golden_common;
+#[allow(unused_imports)]
+use crate::golden_common;
 
 use disagg_model::Catalogue;
 use disagg_sim::reference::summarise;
