@@ -6,7 +6,6 @@ mod cost_levers_results;
 mod cost_levers_runs;
 mod cost_levers_s11;
 mod golden;
-#[allow(dead_code)]
 mod golden_common;
 mod handoff;
 mod handoff_ranks;
