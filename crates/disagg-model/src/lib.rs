@@ -12,6 +12,7 @@ pub mod draft;
 pub mod error;
 pub mod fft;
 pub mod handoff;
+pub mod link;
 pub mod parallel;
 pub mod ppa;
 pub mod pymath;

@@ -1,8 +1,18 @@
 //! What every link discipline shares: the layer-wise production of a transfer's slices
 //! ([`LayerPlan`]), the transfer ([`XferSpec`]), the link's events and notes, its totals, and the
-//! [`Discipline`] trait.
+//! [`Discipline`] trait, with the queue it schedules on ([`Schedule`]) and the calculator's case
+//! for its closed form ([`SharedCase`]).
 
-use crate::engine::EventQueue;
+/// The last byte's time after the end of a `prefill_s` prefill whose KV leaves layer by layer, the
+/// transfer granted `wait_s` (`>= 0`) after its first slice was ready:
+/// `max(stream / L, (stream + wait) - (prefill * (L - 1)) / L)` (the one closed form behind
+/// [`crate::layerwise_exposed`], [`crate::layerwise_exposed_after`] and the simulator's link; `stream + 0.0` is
+/// `stream`, so `wait_s = 0` is the chapter's form bit for bit).
+#[inline]
+pub fn layerwise_tail(stream_s: f64, prefill_s: f64, layers: u64, wait_s: f64) -> f64 {
+    let l = layers as f64;
+    (stream_s / l).max((stream_s + wait_s) - (prefill_s * (layers - 1) as f64) / l)
+}
 
 /// When the slices of a layer-wise transfer are ready: the prefill step that produces them.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -89,7 +99,7 @@ impl LayerPlan {
     pub fn solo_tail(&self, stream_s: f64, g: f64) -> f64 {
         let d = g - self.first_ready();
         let d = if d > 0.0 { d } else { 0.0 };
-        disagg_model::layerwise_tail(stream_s, self.step_s, self.layers as u64, d)
+        layerwise_tail(stream_s, self.step_s, self.layers as u64, d)
     }
 }
 
@@ -108,21 +118,6 @@ pub struct XferSpec {
     pub wire_bytes: f64,
     /// Layer-wise: the prefill step that produces the slices. `None`: the whole cache is ready.
     pub plan: Option<LayerPlan>,
-}
-
-impl XferSpec {
-    /// The link's view of transfer `x` of request `rid` (`plan`: layer-wise slices, if any).
-    #[inline]
-    pub fn of(rid: u32, x: &disagg_model::Transfer, plan: Option<LayerPlan>) -> Self {
-        XferSpec {
-            rid,
-            fixed_s: x.fixed_s,
-            stream_s: x.stream_s,
-            time_s: x.time_s,
-            wire_bytes: x.wire_bytes,
-            plan,
-        }
-    }
 }
 
 /// A link's own events (scheduled on the engine's queue wrapped in the caller's event type).
@@ -206,6 +201,48 @@ impl<T> Slab<T> {
     }
 }
 
+/// The event queue a link schedules its events on: the simulator's engine queue implements it
+/// (events run in `(time, insertion)` order; a time before `now` runs at `now`).
+pub trait Schedule<E> {
+    /// The clock: the time of the event being handled.
+    fn now(&self) -> f64;
+    /// Schedules `ev` at absolute time `time`.
+    fn schedule_at(&mut self, time: f64, ev: E);
+    /// Schedules `ev` at `now + delay`.
+    fn schedule_in(&mut self, delay: f64, ev: E);
+}
+
+/// The hand-off calculator's case for a discipline's closed form: `concurrent` identical
+/// transfers, prefilled together and handed off at once over one link of `channels` channels.
+#[derive(Clone, Copy, Debug)]
+pub struct SharedCase {
+    /// One transfer's fixed latency, s.
+    pub fixed_s: f64,
+    /// One transfer's stream time at one channel's full rate, s.
+    pub stream_s: f64,
+    /// One transfer's reference time (`fixed + stream` as the cost model computes it), s.
+    pub time_s: f64,
+    /// The link's channels, as the catalogue gives them (0 counts as 1).
+    pub channels: u32,
+    /// Transfers handed off at once (at least 2).
+    pub concurrent: u32,
+    /// The prefill step that produces them, s.
+    pub prefill_s: f64,
+    /// The model's layers.
+    pub layers: u64,
+    /// Sent layer by layer (else whole).
+    pub layerwise: bool,
+}
+
+/// The times of the last of a [`SharedCase`]'s transfers.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SharedTimes {
+    /// Its transfer time, s.
+    pub transfer_s: f64,
+    /// Its time exposed after the prefill, s.
+    pub exposed_s: f64,
+}
+
 /// The caller's event type must carry `(link index, LinkEv)`.
 pub type Tagged = (u32, LinkEv);
 
@@ -225,33 +262,44 @@ pub trait Discipline: Sized {
     /// Wire bytes of started transfers not yet through the link at `now`.
     fn bytes_in_flight(&self, now: f64) -> f64;
     /// Submits a transfer now (`q.now()`); `l` is the link's index (echoed in its events).
-    fn submit<E: From<Tagged>>(
+    fn submit<E: From<Tagged>, Q: Schedule<E>>(
         &mut self,
         l: u32,
         spec: XferSpec,
-        q: &mut EventQueue<E>,
+        q: &mut Q,
         notes: &mut Vec<Note>,
     );
     /// Submits a transfer whose landing time the caller gives later ([`Discipline::close`]);
     /// returns its slot. Only FIFO has them.
-    fn submit_open<E: From<Tagged>>(
+    fn submit_open<E: From<Tagged>, Q: Schedule<E>>(
         &mut self,
         _l: u32,
         _spec: XferSpec,
-        _q: &mut EventQueue<E>,
+        _q: &mut Q,
     ) -> u32 {
         panic!("open transfers are FIFO only")
     }
     /// The open transfer in `slot` lands at `at`.
-    fn close<E: From<Tagged>>(&mut self, _l: u32, _slot: u32, _at: f64, _q: &mut EventQueue<E>) {
+    fn close<E: From<Tagged>, Q: Schedule<E>>(
+        &mut self,
+        _l: u32,
+        _slot: u32,
+        _at: f64,
+        _q: &mut Q,
+    ) {
         panic!("open transfers are FIFO only")
     }
+    /// The calculator's closed form: the times of the last of `case`'s transfers. `tail(stream_s,
+    /// wait_s)` is the time from the end of the prefill until the last byte of a layer-wise
+    /// transfer of stream time `stream_s` is sent, when it is granted `wait_s` after its first
+    /// slice is ready.
+    fn shared(case: &SharedCase, tail: impl Fn(f64, f64) -> f64) -> SharedTimes;
     /// Handles one of the link's events, adding what landed to `totals`.
-    fn on_event<E: From<Tagged>>(
+    fn on_event<E: From<Tagged>, Q: Schedule<E>>(
         &mut self,
         l: u32,
         ev: LinkEv,
-        q: &mut EventQueue<E>,
+        q: &mut Q,
         notes: &mut Vec<Note>,
         totals: &mut LinkTotals,
     );

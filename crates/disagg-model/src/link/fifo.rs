@@ -3,9 +3,9 @@
 
 use std::collections::VecDeque;
 
-use crate::engine::EventQueue;
-
-use super::common::{Discipline, LinkEv, LinkTotals, Note, Slab, Tagged, XferSpec};
+use super::common::{
+    Discipline, LinkEv, LinkTotals, Note, Schedule, SharedCase, SharedTimes, Slab, Tagged, XferSpec,
+};
 
 #[derive(Clone, Copy, Debug)]
 pub(super) struct FifoSlot {
@@ -29,7 +29,7 @@ pub(super) struct Fifo {
 impl Fifo {
     /// SimPy's `_trigger_put`: examine the queue head once; grant it if a channel is free.
     #[inline]
-    pub(super) fn try_grant<E: From<Tagged>>(&mut self, l: u32, q: &mut EventQueue<E>) {
+    pub(super) fn try_grant<E: From<Tagged>, Q: Schedule<E>>(&mut self, l: u32, q: &mut Q) {
         if self.in_use < self.channels {
             if let Some(s) = self.queue.pop_front() {
                 self.in_use += 1;
@@ -38,11 +38,11 @@ impl Fifo {
         }
     }
 
-    pub(super) fn handle<E: From<Tagged>>(
+    pub(super) fn handle<E: From<Tagged>, Q: Schedule<E>>(
         &mut self,
         l: u32,
         ev: LinkEv,
-        q: &mut EventQueue<E>,
+        q: &mut Q,
         notes: &mut Vec<Note>,
         totals: &mut LinkTotals,
     ) {
@@ -124,11 +124,11 @@ impl Discipline for Fifo {
             .sum()
     }
 
-    fn submit<E: From<Tagged>>(
+    fn submit<E: From<Tagged>, Q: Schedule<E>>(
         &mut self,
         l: u32,
         spec: XferSpec,
-        q: &mut EventQueue<E>,
+        q: &mut Q,
         _notes: &mut Vec<Note>,
     ) {
         let s = self.slots.alloc(FifoSlot {
@@ -141,11 +141,11 @@ impl Discipline for Fifo {
         self.try_grant(l, q);
     }
 
-    fn submit_open<E: From<Tagged>>(
+    fn submit_open<E: From<Tagged>, Q: Schedule<E>>(
         &mut self,
         l: u32,
         spec: XferSpec,
-        q: &mut EventQueue<E>,
+        q: &mut Q,
     ) -> u32 {
         let s = self.slots.alloc(FifoSlot {
             spec,
@@ -158,7 +158,7 @@ impl Discipline for Fifo {
         s
     }
 
-    fn close<E: From<Tagged>>(&mut self, l: u32, slot: u32, at: f64, q: &mut EventQueue<E>) {
+    fn close<E: From<Tagged>, Q: Schedule<E>>(&mut self, l: u32, slot: u32, at: f64, q: &mut Q) {
         let sl = &self.slots.items[slot as usize];
         assert!(
             sl.live && sl.open && !sl.start.is_nan(),
@@ -167,12 +167,37 @@ impl Discipline for Fifo {
         q.schedule_at(at, E::from((l, LinkEv::End(slot))));
     }
 
+    /// Each holds one of the link's channels from its grant to its landing, so the k-th waits for
+    /// the `ceil(k / channels) - 1` before it on its channel.
+    fn shared(case: &SharedCase, tail: impl Fn(f64, f64) -> f64) -> SharedTimes {
+        let rounds = (case.concurrent as u64).div_ceil(case.channels.max(1) as u64);
+        if !case.layerwise {
+            let transfer_s = rounds as f64 * case.time_s;
+            return SharedTimes {
+                transfer_s,
+                exposed_s: transfer_s,
+            };
+        }
+        // Relative to the end of prefill; the first slice is ready T/L after its start.
+        let layers = case.layers;
+        let first_ready = -(case.prefill_s * (layers - 1) as f64) / layers as f64;
+        let mut landed = f64::NEG_INFINITY;
+        for k in 0..rounds {
+            let wait = if k == 0 { 0.0 } else { landed - first_ready };
+            landed = case.fixed_s + tail(case.stream_s, wait);
+        }
+        SharedTimes {
+            transfer_s: rounds as f64 * case.time_s,
+            exposed_s: landed,
+        }
+    }
+
     #[inline]
-    fn on_event<E: From<Tagged>>(
+    fn on_event<E: From<Tagged>, Q: Schedule<E>>(
         &mut self,
         l: u32,
         ev: LinkEv,
-        q: &mut EventQueue<E>,
+        q: &mut Q,
         notes: &mut Vec<Note>,
         totals: &mut LinkTotals,
     ) {

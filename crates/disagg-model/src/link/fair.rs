@@ -4,9 +4,9 @@
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 
-use crate::engine::EventQueue;
-
-use super::common::{Discipline, LinkEv, LinkTotals, Note, Slab, Tagged, XferSpec};
+use super::common::{
+    Discipline, LinkEv, LinkTotals, Note, Schedule, SharedCase, SharedTimes, Slab, Tagged, XferSpec,
+};
 
 /// A heap key: `(value, version, slot)` ordered by value, then version (deterministic).
 #[derive(Clone, Copy, Debug)]
@@ -162,11 +162,11 @@ impl Fair {
         }
     }
 
-    pub(super) fn enqueue<E: From<Tagged>>(
+    pub(super) fn enqueue<E: From<Tagged>, Q: Schedule<E>>(
         &mut self,
         l: u32,
         spec: XferSpec,
-        q: &mut EventQueue<E>,
+        q: &mut Q,
         notes: &mut Vec<Note>,
     ) {
         let now = q.now();
@@ -233,12 +233,12 @@ impl Fair {
 
     /// The solo transfer `s` has sent its last byte: it lands after its latency, at the time
     /// worked out when it started.
-    pub(super) fn retire_solo<E: From<Tagged>>(
+    pub(super) fn retire_solo<E: From<Tagged>, Q: Schedule<E>>(
         &mut self,
         l: u32,
         s: u32,
         now: f64,
-        q: &mut EventQueue<E>,
+        q: &mut Q,
     ) {
         self.solo = None;
         self.flows -= 1;
@@ -254,12 +254,12 @@ impl Fair {
 
     /// The solo transfer `s` stops being alone at `now`: work out what it has sent and put it in
     /// the sharing set (the caller has advanced the clock; `n` is 0 here).
-    pub(super) fn unsolo<E: From<Tagged>>(
+    pub(super) fn unsolo<E: From<Tagged>, Q: Schedule<E>>(
         &mut self,
         l: u32,
         s: u32,
         now: f64,
-        q: &mut EventQueue<E>,
+        q: &mut Q,
     ) {
         let slot = self.slots.items[s as usize];
         let (k, sent) = solo_progress(&slot, now);
@@ -284,7 +284,7 @@ impl Fair {
         self.push_pend(s);
     }
 
-    pub(super) fn reschedule<E: From<Tagged>>(&mut self, l: u32, q: &mut EventQueue<E>) {
+    pub(super) fn reschedule<E: From<Tagged>, Q: Schedule<E>>(&mut self, l: u32, q: &mut Q) {
         // Drop stale heap tops.
         while let Some(Reverse(k)) = self.heap.peek() {
             let sl = &self.slots.items[k.slot as usize];
@@ -307,11 +307,11 @@ impl Fair {
         }
     }
 
-    pub(super) fn handle<E: From<Tagged>>(
+    pub(super) fn handle<E: From<Tagged>, Q: Schedule<E>>(
         &mut self,
         l: u32,
         ev: LinkEv,
-        q: &mut EventQueue<E>,
+        q: &mut Q,
         notes: &mut Vec<Note>,
         totals: &mut LinkTotals,
     ) {
@@ -469,22 +469,39 @@ impl Discipline for Fair {
     }
 
     #[inline]
-    fn submit<E: From<Tagged>>(
+    fn submit<E: From<Tagged>, Q: Schedule<E>>(
         &mut self,
         l: u32,
         spec: XferSpec,
-        q: &mut EventQueue<E>,
+        q: &mut Q,
         notes: &mut Vec<Note>,
     ) {
         self.enqueue(l, spec, q, notes)
     }
 
+    /// All share the bandwidth, each at `min(1, channels / n)` of a channel, and land together.
+    fn shared(case: &SharedCase, tail: impl Fn(f64, f64) -> f64) -> SharedTimes {
+        let c = case.channels.max(1) as f64;
+        let n = case.concurrent as f64;
+        let stream = case.stream_s * (n / c).max(1.0);
+        let transfer_s = case.fixed_s + stream;
+        let exposed_s = if case.layerwise {
+            case.fixed_s + tail(stream, 0.0)
+        } else {
+            transfer_s
+        };
+        SharedTimes {
+            transfer_s,
+            exposed_s,
+        }
+    }
+
     #[inline]
-    fn on_event<E: From<Tagged>>(
+    fn on_event<E: From<Tagged>, Q: Schedule<E>>(
         &mut self,
         l: u32,
         ev: LinkEv,
-        q: &mut EventQueue<E>,
+        q: &mut Q,
         notes: &mut Vec<Note>,
         totals: &mut LinkTotals,
     ) {
