@@ -10,10 +10,12 @@
 #
 # Modules (issue 11, "Mutation testing as a habit"):
 #   model        crates/disagg-model (cost model, hand-off maths, catalogue, calc), but parallel.rs
+#                and link/
 #   model-parallel crates/disagg-model/src/parallel.rs (issue 13 groundwork, the Parallel lever; by
 #                name, not in the CI sample yet: see mutants/results/model-parallel.md)
 #   sim-engine   crates/disagg-sim/src/engine/    (event queue, run loop, books, ITL reconstruction)
-#   sim-link     crates/disagg-sim/src/link/       (KV link and its disciplines)
+#   sim-link     crates/disagg-model/src/link/     (KV link and its disciplines: event-driven parts
+#                and the calculator's closed forms; the simulator reaches it as disagg_sim::link)
 #   sim-stats    crates/disagg-sim/src/stats.rs    (percentiles)
 #   sim-metrics  crates/disagg-sim/src/metrics/    (summary metrics, one file per block)
 #   sim-prefix   crates/disagg-sim/src/prefix_cache/ (prefix cache of the scheduling levers, eviction orders)
@@ -58,10 +60,10 @@ ALL=(model sim-engine sim-link sim-stats sim-metrics sim-prefix sim-kv trace tra
 # The cargo-mutants arguments that select a module's mutants.
 select_args() {
   case "$1" in
-    model) echo "--package disagg-model --exclude crates/disagg-model/src/parallel.rs --exclude crates/disagg-model/src/parallel/**" ;;
+    model) echo "--package disagg-model --exclude crates/disagg-model/src/parallel.rs --exclude crates/disagg-model/src/parallel/** --exclude crates/disagg-model/src/link/**" ;;
     model-parallel) echo "--package disagg-model --file crates/disagg-model/src/parallel.rs --file crates/disagg-model/src/parallel/**" ;;
     sim-engine) echo "--package disagg-sim --file crates/disagg-sim/src/engine/**" ;;
-    sim-link) echo "--package disagg-sim --file crates/disagg-sim/src/link/**" ;;
+    sim-link) echo "--package disagg-model --file crates/disagg-model/src/link/**" ;;
     sim-stats) echo "--package disagg-sim --file crates/disagg-sim/src/stats.rs" ;;
     sim-metrics) echo "--package disagg-sim --file crates/disagg-sim/src/metrics/**" ;;
     sim-prefix) echo "--package disagg-sim --file crates/disagg-sim/src/prefix_cache/**" ;;
@@ -88,8 +90,10 @@ test_args() {
     model | model-parallel) echo "--cargo-test-arg=--test=*" ;;
     # --cargo-arg (not --cargo-test-arg) so the per-mutant build is the lib test binary only.
     sim-engine) echo "--cargo-arg=--lib -- engine:: metrics::" ;;
-    # The link unit tests without the three slow statistical ones (M/G/1-PS, M/D/1, brute-force
-    # fluid: 7 s together); 8 test threads so deadline failures do not queue behind each other.
+    # The link unit tests (disagg-model's lib, link::tests) without the three slow statistical ones
+    # (M/G/1-PS, M/D/1, brute-force fluid: 7 s together; they live in disagg-sim, which draws their
+    # random numbers, so the skips are a guard); 8 test threads so deadline failures do not queue
+    # behind each other.
     sim-link) echo "--cargo-arg=--lib -- link:: -- --test-threads=8 --skip fair_link_is_m_g_1_ps --skip fifo_link_is_m_d_1 --skip fair_link_matches_a_brute_force_fluid_simulation" ;;
     # The stats unit tests minus weighted_equals_expanded (~17 s, an expanded 9M-value sample;
     # the hand and bucket-path tests cover the same code) take ~1 s.

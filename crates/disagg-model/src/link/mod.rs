@@ -57,7 +57,17 @@
 //! `kv_ready == first_token + layerwise_exposed(fixed, stream, T, L)` bit for bit.
 //!
 //! The disciplines (`--link-sharing`) are one file each ([`fifo`], [`fair`]), implementing
-//! [`Discipline`]; the registry below maps each [`Sharing`] name to its file.
+//! [`Discipline`]: the event-driven model the simulator runs and the closed form the hand-off
+//! calculator uses for concurrent transfers ([`Discipline::shared`]). The registry below maps each
+//! [`Sharing`] name to its file; it generates the [`Sharing`] enum and both dispatches. The link
+//! schedules its events on any queue implementing [`Schedule`] (the simulator's engine queue).
+//!
+//! # Adding a discipline
+//!
+//! A new file `crates/disagg-model/src/link/<name>.rs` with a type implementing [`Discipline`]
+//! (its event-driven part and its closed form), and in this file its `mod` line and its registry
+//! row (`/// doc` then `Variant = "name" => <name>::Type`). The name then parses everywhere
+//! (`--link-sharing`, the calculator, the page, Python) and lists in every error.
 
 mod common;
 
