@@ -277,20 +277,7 @@ fn parse_counts(flag: &str, s: &str) -> Result<Vec<u32>, UsageError> {
     Ok(out)
 }
 
-/// The comma-separated items of `s`, trimmed. An empty item (`2,,4`, a trailing comma) is an
-/// error rather than silently dropped; an empty or blank `s` gives no items.
-pub fn items<'a>(flag: &str, s: &'a str) -> Result<Vec<&'a str>, UsageError> {
-    if s.trim().is_empty() {
-        return Ok(vec![]);
-    }
-    let v: Vec<&str> = s.split(',').map(str::trim).collect();
-    if v.iter().any(|x| x.is_empty()) {
-        return Err(UsageError(format!(
-            "{flag}: empty item between commas in '{s}'; give each value once, e.g. 2,4"
-        )));
-    }
-    Ok(v)
-}
+pub use disagg_api::sweep::items;
 
 /// A parallel layout a plan tries in a pool: `tp` x `pp` devices per instance.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -561,13 +548,13 @@ fn requests_flag(sc: &Scenario) -> &'static str {
     }
 }
 
-pub fn run(a: PlanArgs, cat: &Catalogue) -> CmdResult {
+pub fn run(a: PlanArgs, cat: &Catalogue, warnings: &mut disagg_api::report::Warnings) -> CmdResult {
     let base = a.sc.scenario()?;
     if base.trace_file.is_none() {
         if let Ok(cfg) = base.build(cat) {
             // The clipping count generates the requests: the memory check comes first.
             crate::memory::check(requests_flag(&base), &cfg, false, Runs::one(Some(a.yes)))?;
-            crate::report::warn_clipping(&cfg);
+            warnings.clipping(&cfg);
         }
     }
     if !["ttft", "tpot", "e2e"].contains(&a.latency.as_str()) {

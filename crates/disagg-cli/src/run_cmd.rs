@@ -16,6 +16,7 @@ use crate::output::{out, outln};
 use crate::progress::{self, Progress};
 use crate::scenario_flags::ScenarioFlags;
 use crate::{plots, report, CmdResult, UsageError};
+use disagg_api::report::Warnings;
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
@@ -113,23 +114,7 @@ pub fn label(s: &Scenario) -> String {
     t
 }
 
-/// The JSON document of one run.
-pub fn run_json(scenario: &Scenario, s: &Summary) -> serde_json::Value {
-    serde_json::to_value(disagg_sim::RunDocument::new(
-        scenario,
-        s,
-        report::warnings(),
-    ))
-    .expect("json")
-}
-
-/// Adds the warnings printed so far as a top-level `warnings` array (none: left out).
-pub fn with_warnings(doc: &mut serde_json::Value) {
-    let w = report::warnings();
-    if !w.is_empty() {
-        doc["warnings"] = json!(w);
-    }
-}
+pub use disagg_api::run::{run_json, with_warnings};
 
 /// The `--requests-out` columns a scheduled run adds (levers-scheduling.md §11).
 pub const LEVER_COLUMNS: &str =
@@ -194,7 +179,7 @@ fn requests_csv(run: &RunResult, p: &mut Pending) -> std::io::Result<()> {
     Ok(())
 }
 
-pub fn run(a: RunArgs, cat: &Catalogue) -> CmdResult {
+pub fn run(a: RunArgs, cat: &Catalogue, warnings: &mut Warnings) -> CmdResult {
     let prep = prepare(&a.sc, cat, a.workload_file.as_ref())?;
     let requests_flag = match (&a.workload_file, &prep.scenario.trace_file) {
         (Some(_), _) => "--workload-file",
@@ -246,7 +231,7 @@ pub fn run(a: RunArgs, cat: &Catalogue) -> CmdResult {
         landing.push(pending);
     }
     let s = run.summary();
-    report::warn_summary(&s);
+    warnings.summary(&s);
     let reported = (|| -> CmdResult {
         if let Some(dir) = &a.plot {
             let mut written = Vec::new();
@@ -260,7 +245,8 @@ pub fn run(a: RunArgs, cat: &Catalogue) -> CmdResult {
         if a.json {
             outln!(
                 "{}",
-                serde_json::to_string_pretty(&run_json(&prep.scenario, &s)).expect("json")
+                serde_json::to_string_pretty(&run_json(&prep.scenario, &s, warnings.list()))
+                    .expect("json")
             );
         } else {
             out!("{}", report::text(&s));
@@ -302,11 +288,11 @@ fn with_mode(s: &Scenario, mode: disagg_sim::Mode) -> Scenario {
     Scenario { mode, ..s.clone() }
 }
 
-pub fn compare(a: CompareArgs, cat: &Catalogue) -> CmdResult {
+pub fn compare(a: CompareArgs, cat: &Catalogue, warnings: &mut Warnings) -> CmdResult {
     let base = a.sc.scenario()?;
     if a.variant.is_empty() {
         if let Some(m) = a.sc.values.get("mode") {
-            report::warn(&format!(
+            warnings.warn(&format!(
                 "--mode {m} is ignored: compare runs both colocated and disagg (use --variant to compare within one mode)"
             ));
         }
@@ -317,7 +303,7 @@ pub fn compare(a: CompareArgs, cat: &Catalogue) -> CmdResult {
         }
     }
     if !a.variant.is_empty() {
-        return compare_variants(&a, &base, cat);
+        return compare_variants(&a, &base, cat, warnings);
     }
     let rates: Vec<f64> = match &a.sweep_rate {
         Some(r) => {
@@ -377,7 +363,7 @@ pub fn compare(a: CompareArgs, cat: &Catalogue) -> CmdResult {
             lats.push(plots::Latencies::of(&name, &run));
         }
         let sum = run.summary();
-        report::warn_summary(&sum);
+        warnings.summary(&sum);
         rows.push((*rate, *mode, sc.clone(), sum));
     }
     drop(progress);
@@ -424,7 +410,7 @@ pub fn compare(a: CompareArgs, cat: &Catalogue) -> CmdResult {
             .collect();
         let mut doc =
             json!({"schema_version": disagg_sim::SCHEMA_VERSION, "tool": "disagg", "runs": runs});
-        with_warnings(&mut doc);
+        with_warnings(&mut doc, warnings);
         outln!("{}", serde_json::to_string_pretty(&doc).expect("json"));
         return Ok(());
     }
@@ -471,10 +457,15 @@ pub fn compare(a: CompareArgs, cat: &Catalogue) -> CmdResult {
     Ok(())
 }
 
-fn compare_variants(a: &CompareArgs, base: &Scenario, cat: &Catalogue) -> CmdResult {
+fn compare_variants(
+    a: &CompareArgs,
+    base: &Scenario,
+    cat: &Catalogue,
+    warnings: &mut Warnings,
+) -> CmdResult {
     let mut cols: Vec<(String, Scenario)> = vec![("reference".to_string(), base.clone())];
     for v in &a.variant {
-        cols.push((v.clone(), crate::sweep_cmd::apply_variant(base, v)?));
+        cols.push((v.clone(), disagg_api::sweep::apply_variant(base, v)?));
     }
     let mut cfgs = Vec::new();
     for (name, sc) in &cols {
@@ -503,7 +494,7 @@ fn compare_variants(a: &CompareArgs, base: &Scenario, cat: &Catalogue) -> CmdRes
             lats.push(plots::Latencies::of(name, &run));
         }
         let sum = run.summary();
-        report::warn_summary(&sum);
+        warnings.summary(&sum);
         sums.push(sum);
     }
     drop(progress);
@@ -515,7 +506,7 @@ fn compare_variants(a: &CompareArgs, base: &Scenario, cat: &Catalogue) -> CmdRes
             .collect();
         let mut doc =
             json!({"schema_version": disagg_sim::SCHEMA_VERSION, "tool": "disagg", "runs": runs});
-        with_warnings(&mut doc);
+        with_warnings(&mut doc, warnings);
         outln!("{}", serde_json::to_string_pretty(&doc).expect("json"));
     } else {
         let names: Vec<&str> = cols.iter().map(|(n, _)| n.as_str()).collect();
