@@ -9,12 +9,16 @@
 //! - [`output`]: output files written whole or not at all, and standard output;
 //! - [`format`]: the number formats of every text report.
 
+pub mod catalogue;
 pub mod custom;
 pub mod error;
 pub mod format;
+pub mod handoff;
 pub mod output;
 pub mod report;
+pub mod requests;
 pub mod run;
 pub mod sweep;
+pub mod trace;
 
 pub use error::{CmdResult, UsageError};

@@ -1,17 +1,16 @@
 //! `disagg run`, `disagg compare` and `disagg presets`: simulations.
 
-use std::io::Write;
 use std::path::PathBuf;
 
 use clap::Args;
 use disagg_model::Catalogue;
 use disagg_sim::{
-    simulate_config, simulate_config_observed, ChromeTrace, RunResult, Scenario, SimConfig, Summary,
+    simulate_config, simulate_config_observed, ChromeTrace, Scenario, SimConfig, Summary,
 };
 use serde_json::json;
 
 use crate::memory;
-use crate::output::{check_writable, csv_f64, Files, Pending};
+use crate::output::{check_writable, Files, Pending};
 use crate::output::{out, outln};
 use crate::progress::{self, Progress};
 use crate::scenario_flags::ScenarioFlags;
@@ -116,69 +115,6 @@ pub fn label(s: &Scenario) -> String {
 
 pub use disagg_api::run::{run_json, with_warnings};
 
-/// The `--requests-out` columns a scheduled run adds (levers-scheduling.md §11).
-pub const LEVER_COLUMNS: &str =
-    "sched_delay_s,preemptions,prefix_hit_tokens,n_itl,itl_max_s,n_itl_zero";
-
-/// The column `--requests-out` adds after [`LEVER_COLUMNS`] with `--prefix-handoff`.
-pub const HANDOFF_COLUMN: &str = "handoff_hit_tokens";
-
-/// One request's lever cells, each after a comma (empty cells for a delay or a largest ITL that
-/// does not exist), then its hand-off hit cell when the record has one (`--prefix-handoff`).
-pub fn lever_cells(r: &disagg_sim::sched::LeverRecord) -> String {
-    let delay = Some(r.sched_delay_s).filter(|d| !d.is_nan());
-    let mut s = format!(
-        ",{},{},{},{},{},{}",
-        csv_f64(delay),
-        r.preemptions,
-        r.prefix_hit_tokens,
-        r.n_itl,
-        csv_f64(r.itl_max_s),
-        r.n_itl_zero
-    );
-    if let Some(h) = r.handoff_hit_tokens {
-        s.push_str(&format!(",{h}"));
-    }
-    s
-}
-
-fn requests_csv(run: &RunResult, p: &mut Pending) -> std::io::Result<()> {
-    let w = p.writer();
-    let sched = run.scheduler();
-    write!(
-        w,
-        "rid,arrival_s,prompt_len,output_len,prefill_start_s,first_token_s,kv_start_s,kv_ready_s,decode_start_s,finish_s"
-    )?;
-    if let Some(b) = sched {
-        write!(w, ",{LEVER_COLUMNS}")?;
-        if b.prefix_handoff.is_some() {
-            write!(w, ",{HANDOFF_COLUMN}")?;
-        }
-    }
-    writeln!(w)?;
-    for r in run.requests() {
-        write!(
-            w,
-            "{},{},{},{},{},{},{},{},{},{}",
-            r.rid,
-            csv_f64(Some(r.arrival_s)),
-            r.prompt_len,
-            r.output_len,
-            csv_f64(r.prefill_start_s),
-            csv_f64(r.first_token_s),
-            csv_f64(r.kv_start_s),
-            csv_f64(r.kv_ready_s),
-            csv_f64(r.decode_start_s),
-            csv_f64(r.finish_s)
-        )?;
-        if let Some(l) = run.lever_record(r.rid) {
-            w.write_all(lever_cells(&l).as_bytes())?;
-        }
-        writeln!(w)?;
-    }
-    Ok(())
-}
-
 pub fn run(a: RunArgs, cat: &Catalogue, warnings: &mut Warnings) -> CmdResult {
     let prep = prepare(&a.sc, cat, a.workload_file.as_ref())?;
     let requests_flag = match (&a.workload_file, &prep.scenario.trace_file) {
@@ -225,7 +161,7 @@ pub fn run(a: RunArgs, cat: &Catalogue, warnings: &mut Warnings) -> CmdResult {
     drop(progress);
     if let Some(path) = &a.requests_out {
         let mut pending = Pending::create("--requests-out", path)?;
-        let written = requests_csv(&run, &mut pending);
+        let written = disagg_api::requests::write_csv(&run, pending.writer());
         written.map_err(|e| pending.error(e))?;
         pending.flush()?;
         landing.push(pending);
@@ -555,52 +491,4 @@ pub fn presets(a: PresetsArgs) -> CmdResult {
     }
     outln!("\nrun one with: disagg run --preset NAME");
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use disagg_sim::sched::LeverRecord;
-
-    #[test]
-    fn lever_cells_follow_the_columns() {
-        assert_eq!(LEVER_COLUMNS.split(',').count(), 6);
-        let r = LeverRecord {
-            sched_delay_s: 0.25,
-            preemptions: 2,
-            prefix_hit_tokens: 512,
-            n_itl: 9,
-            itl_max_s: Some(0.5),
-            n_itl_zero: 3,
-            handoff_hit_tokens: None,
-        };
-        assert_eq!(lever_cells(&r), ",0.25,2,512,9,0.5,3");
-        // Never started, never decoded: empty delay and largest-ITL cells.
-        let r = LeverRecord {
-            sched_delay_s: f64::NAN,
-            itl_max_s: None,
-            n_itl: 0,
-            n_itl_zero: 0,
-            ..r
-        };
-        assert_eq!(lever_cells(&r), ",,2,512,0,,0");
-        // A zero delay is a number, not an empty cell.
-        let r = LeverRecord {
-            sched_delay_s: 0.0,
-            ..r
-        };
-        assert_eq!(lever_cells(&r), ",0.0,2,512,0,,0");
-        // --prefix-handoff: one more cell, after the six (a 0 is written, not left empty).
-        let r = LeverRecord {
-            handoff_hit_tokens: Some(1024),
-            ..r
-        };
-        assert_eq!(lever_cells(&r), ",0.0,2,512,0,,0,1024");
-        let r = LeverRecord {
-            handoff_hit_tokens: Some(0),
-            ..r
-        };
-        assert_eq!(lever_cells(&r), ",0.0,2,512,0,,0,0");
-        assert_eq!(HANDOFF_COLUMN.split(',').count(), 1);
-    }
 }

@@ -22,7 +22,7 @@ use disagg_sim::{
 };
 use serde_json::{json, Map, Value};
 
-use crate::input::{api_spelling, handoff_json, object, overlay, take, ApiError};
+use crate::input::{api_spelling, object, overlay, take, ApiError};
 use crate::observe::{latency_samples, Deadline, Series};
 use crate::{page, Limits, Response};
 
@@ -190,27 +190,13 @@ impl Api {
     fn catalogue_json(&self) -> Value {
         let cat = &self.catalogue;
         let models: Vec<Value> = cat.models.iter().map(model_json).collect();
-        let devices: Vec<Value> = cat
-            .devices
-            .iter()
-            .map(|d| {
-                let mut v = serde_json::to_value(d).expect("json");
-                v.as_object_mut()
-                    .expect("object")
-                    .insert("ridge_flop_per_byte".into(), json!(d.ridge_point()));
-                v
-            })
-            .collect();
         let l = &self.limits;
         json!({
             "models": models,
-            "devices": devices,
+            "devices": disagg_api::catalogue::devices_json(cat),
             "links": cat.links,
             "compression": cat.compression,
-            "compress_at": [
-                {"key": "transit", "alias": "link", "description": "a stage in the link compresses at line rate (1.6 ops per line byte, 1 pJ per input bit, 1 µs)"},
-                {"key": "endpoint", "alias": "gpu", "description": "the prefill GPU compresses before sending; the pass lengthens the prefill step"}
-            ],
+            "compress_at": disagg_api::catalogue::compress_at_json(),
             "send": SendMode::NAMES,
             "formats": disagg_model::QuantFormat::NAMES,
             "scenario_defaults": Scenario::default(),
@@ -522,6 +508,18 @@ impl Api {
 
 /// One model of `/api/catalogue` ([`disagg_sim::model_json::model_json`]; a model without layer
 /// kinds answers exactly as before issue 16).
+/// `disagg handoff --json` for `a` over catalogue `cat` ([`disagg_api::handoff::handoff`]), with
+/// `ranks` when any rank option is set. Invalid values are 422s naming the field.
+fn handoff_json(cat: &Catalogue, a: &HandoffSpec, r: &RankSpec) -> Result<Value, ApiError> {
+    disagg_api::handoff::handoff(cat, a, r).map_err(|e| match e {
+        disagg_model::Error::Invalid { what, why } => {
+            let field = what.chars().all(|c| c.is_ascii_lowercase() || c == '_');
+            ApiError::invalid(field.then_some(what.as_str()), format!("{what}: {why}"))
+        }
+        other => ApiError::invalid(None, other.to_string()),
+    })
+}
+
 fn model_json(m: &ModelSpec) -> Value {
     disagg_sim::model_json::model_json(m)
 }
