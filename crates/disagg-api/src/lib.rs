@@ -14,6 +14,7 @@ pub mod custom;
 pub mod error;
 pub mod format;
 pub mod handoff;
+pub mod metrics;
 pub mod output;
 pub mod report;
 pub mod requests;

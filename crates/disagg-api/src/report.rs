@@ -16,15 +16,7 @@ fn ms8(x: f64) -> String {
     }
 }
 
-/// `x` with `dp` decimals, or `n/a` when it is undefined (NaN: an empty sample, or a ratio
-/// without a denominator).
-pub fn or_na(x: f64, dp: usize) -> String {
-    if x.is_nan() {
-        "n/a".to_string()
-    } else {
-        format!("{x:.dp$}")
-    }
-}
+pub use crate::format::or_na;
 
 /// A percentage of a fraction with one decimal, or `n/a`.
 fn pct1(x: f64) -> String {
@@ -216,12 +208,13 @@ pub fn text(s: &Summary) -> String {
             ms8(d.p99)
         );
     }
+    let [goodput] = crate::metrics::pick(["goodput_rps"]);
     let _ = writeln!(
         o,
         "throughput   {:9.0} tok/s   {:.2} req/s   goodput {} req/s   SLO met {}{}",
         s.throughput_tok_s,
         s.throughput_rps,
-        or_na(s.goodput_rps, 2),
+        goodput.cell_or_na(s),
         pct_sign(s.slo_attainment),
         offered_note(s)
     );

@@ -531,12 +531,11 @@ fn describe(c: &Candidate) -> String {
     )
 }
 
+/// The p99 of latency `metric` (one of [`disagg_api::metrics::PLAN_LATENCIES`]) in `s`.
 fn latency_of(s: &Summary, metric: &str) -> f64 {
-    match metric {
-        "ttft" => s.ttft_s.p99,
-        "tpot" => s.tpot_s.p99,
-        _ => s.e2e_s.p99,
-    }
+    let m = disagg_api::metrics::metric(&format!("{metric}_p99_s"))
+        .unwrap_or_else(|| disagg_api::metrics::pick(["e2e_p99_s"])[0]);
+    (m.get)(s)
 }
 
 /// Where a scenario's request count comes from, for the memory check's message.
@@ -557,7 +556,7 @@ pub fn run(a: PlanArgs, cat: &Catalogue, warnings: &mut disagg_api::report::Warn
             warnings.clipping(&cfg);
         }
     }
-    if !["ttft", "tpot", "e2e"].contains(&a.latency.as_str()) {
+    if !disagg_api::metrics::PLAN_LATENCIES.contains(&a.latency.as_str()) {
         return Err(UsageError(format!(
             "--latency: unknown metric '{}'; valid: ttft, tpot, e2e",
             a.latency

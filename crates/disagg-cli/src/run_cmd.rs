@@ -375,15 +375,16 @@ pub fn compare(a: CompareArgs, cat: &Catalogue, warnings: &mut Warnings) -> CmdR
         "SLO %",
         sched(report::SCHED_HEADS.map(str::to_string))
     );
+    let [ttft, tpot, goodput, slo] = disagg_api::metrics::pick(disagg_api::metrics::COMPARE_TABLE);
     for (rate, mode, _, s) in &rows {
         outln!(
             "{:>8} {:<10} {:>12} {:>12} {:>14} {:>8}{}  {} -> {}",
             rate,
             mode,
-            report::or_na(1e3 * s.ttft_s.p99, 1),
-            report::or_na(1e3 * s.tpot_s.p99, 1),
-            report::or_na(s.goodput_rps, 2),
-            report::or_na(100.0 * s.slo_attainment, 1),
+            ttft.cell_or_na(s),
+            tpot.cell_or_na(s),
+            goodput.cell_or_na(s),
+            slo.cell_or_na(s),
             sched(report::sched_cells(s)),
             s.hotspot.stage.as_deref().unwrap_or("-"),
             s.hotspot.resource

@@ -14,7 +14,7 @@ use disagg_api::sweep::{
     point_label_without, resumable_rows, rows_to_csv, scenario_value, shard_runs, spec_from_table,
     thread_pool, typed, Execution, RowSink, RunRow, MAX_RUNS_WITHOUT_YES,
 };
-use disagg_api::{CmdResult, UsageError};
+use disagg_api::{metrics, CmdResult, UsageError};
 use disagg_model::Catalogue;
 use disagg_sim::{Scenario, SimConfig, Summary};
 use serde_json::Value;
@@ -462,7 +462,7 @@ impl RowSink<plots::Latencies> for Sinks<'_> {
             p.write_all(line.as_bytes())?;
         }
         if let Some((names, levers)) = &self.table {
-            outln!("{}", table_line(names, &r.row, *levers));
+            outln!("{}", table_line(names, &r.row, &r.summary, *levers));
             disagg_api::report::add_calibration(&mut self.calibrated, &r.summary);
         }
         if let Some(runs) = &mut self.runs {
@@ -504,10 +504,9 @@ fn table_head(names: &[&str], levers: bool) -> String {
     for n in names {
         head.push_str(&format!(" {n:>14}"));
     }
-    head.push_str(&format!(
-        " {:>12} {:>12} {:>14} {:>8} {:>10} {:>8}",
-        "TTFT p99 ms", "TPOT p99 ms", "hand-off p99", "SLO %", "goodput", "J/token"
-    ));
+    for (h, w) in TABLE_HEADS.iter().zip(TABLE_WIDTHS) {
+        head.push_str(&format!(" {h:>w$}"));
+    }
     if levers {
         let h = disagg_api::report::SCHED_HEADS;
         head.push_str(&format!(
@@ -518,11 +517,20 @@ fn table_head(names: &[&str], levers: bool) -> String {
     head
 }
 
-fn table_line(names: &[&str], r: &Value, levers: bool) -> String {
-    let ms = |v: &Value| {
-        v.as_f64()
-            .map_or("-".to_string(), |x| format!("{:.1}", 1e3 * x))
-    };
+/// The heads of the table's metric columns ([`metrics::SWEEP_TABLE`]), and their widths.
+const TABLE_HEADS: [&str; 6] = [
+    "TTFT p99 ms",
+    "TPOT p99 ms",
+    "hand-off p99",
+    "SLO %",
+    "goodput",
+    "J/token",
+];
+const TABLE_WIDTHS: [usize; 6] = [12, 12, 14, 8, 10, 8];
+
+/// The table line of row `r` (its run index and axes) with summary `s` (the metric cells, from
+/// the registry; `-` where a metric is undefined).
+fn table_line(names: &[&str], r: &Value, s: &Summary, levers: bool) -> String {
     let mut line = format!("{:>5}", r["run"].as_u64().unwrap_or(0));
     for n in names {
         let v = &r["axes"][*n];
@@ -532,24 +540,12 @@ fn table_line(names: &[&str], r: &Value, levers: bool) -> String {
         };
         line.push_str(&format!(" {t:>14}"));
     }
-    let s = &r["summary"];
-    line.push_str(&format!(
-        " {:>12} {:>12} {:>14} {:>8} {:>10} {:>8}",
-        ms(&s["ttft_s"]["p99"]),
-        ms(&s["tpot_s"]["p99"]),
-        ms(&s["handoff_s"]["p99"]),
-        s["slo_attainment"]
-            .as_f64()
-            .map_or("-".into(), |x| format!("{:.1}", 100.0 * x)),
-        s["goodput_rps"]
-            .as_f64()
-            .map_or("-".into(), |x| format!("{x:.2}")),
-        s["j_per_token"]
-            .as_f64()
-            .map_or("-".into(), |x| format!("{x:.3}")),
-    ));
+    let cols = metrics::pick(metrics::SWEEP_TABLE);
+    for (m, w) in cols.iter().zip(TABLE_WIDTHS) {
+        line.push_str(&format!(" {:>w$}", m.cell(s)));
+    }
     if levers {
-        line.push_str(&sched_cells(s));
+        line.push_str(&sched_cells(&r["summary"]));
     }
     line
 }
@@ -655,7 +651,20 @@ mod option_tests {
                 }
             }
         });
-        let plain = table_line(&["batch_policy"], &row, false);
+        let mut s = disagg_sim::simulate_config(
+            &Scenario {
+                requests: 4,
+                ..Scenario::default()
+            }
+            .build(&Catalogue::builtin())
+            .unwrap(),
+        )
+        .unwrap()
+        .summary();
+        (s.ttft_s.p99, s.tpot_s.p99, s.handoff_s.p99) = (0.5, 0.02, f64::NAN);
+        (s.slo_attainment, s.goodput_rps, s.j_per_token) = (0.5, 2.0, 1.5);
+        let s = &s;
+        let plain = table_line(&["batch_policy"], &row, s, false);
         // 0.5 s -> 500.0 ms; 0.02 s -> 20.0 ms; 0.5 -> 50.0 %.
         assert_eq!(
             plain,
@@ -666,7 +675,7 @@ mod option_tests {
         );
         // 12.34 -> 12.3; 7; 0.25 -> 25.0 %; 0.0123 s -> 12.3 ms.
         assert_eq!(
-            table_line(&["batch_policy"], &row, true),
+            table_line(&["batch_policy"], &row, s, true),
             format!(
                 "{plain} {:>12} {:>12} {:>12} {:>12}",
                 "12.3", "7", "25.0", "12.3"
@@ -675,7 +684,7 @@ mod option_tests {
         let mut none = row.clone();
         none["summary"]["scheduler"] = serde_json::json!({"mean_running": 1.0});
         assert!(
-            table_line(&["batch_policy"], &none, true).ends_with(&format!(
+            table_line(&["batch_policy"], &none, s, true).ends_with(&format!(
                 " {:>12} {:>12} {:>12} {:>12}",
                 "1.0", "-", "-", "-"
             ))

@@ -608,22 +608,16 @@ fn engine_error(e: disagg_model::Error, time_limit: Duration) -> ApiError {
     ApiError::invalid(field.as_deref(), msg)
 }
 
+/// A sweep point: its rate, completed requests, and the registry's compact metrics
+/// ([`disagg_api::metrics::COMPACT`]: the page's metric names).
 fn compact_json(rate: f64, s: &Summary) -> Value {
-    json!({
-        "rate": rate,
-        "completed": s.requests.completed,
-        "ttft_p50_s": s.ttft_s.p50,
-        "ttft_p99_s": s.ttft_s.p99,
-        "tpot_p50_s": s.tpot_s.p50,
-        "tpot_p99_s": s.tpot_s.p99,
-        "handoff_p50_s": s.handoff_s.p50,
-        "handoff_p99_s": s.handoff_s.p99,
-        "slo_attainment": s.slo_attainment,
-        "goodput_rps": s.goodput_rps,
-        "throughput_rps": s.throughput_rps,
-        "link_busy": s.link_busy,
-        "j_per_token": s.j_per_token,
-    })
+    let mut o = Map::new();
+    o.insert("rate".into(), json!(rate));
+    o.insert("completed".into(), json!(s.requests.completed));
+    for m in disagg_api::metrics::pick(disagg_api::metrics::COMPACT) {
+        o.insert(m.key.into(), json!((m.get)(s)));
+    }
+    Value::Object(o)
 }
 
 /// The JSON document of one run, as `disagg run --json` prints it.
