@@ -1,4 +1,4 @@
-//! Shared by the proptest fuzz targets (crates/disagg-trace/tests/fuzz.rs and the CLI's
+//! Shared by the proptest fuzz targets (crates/disagg-trace/tests/suite/fuzz.rs and the CLI's
 //! src/fuzz_tests.rs): the seed corpus in `fuzz/corpus/<target>/` and a byte-level mutator, so
 //! every target replays its seeds and explores mutations of them on the stable toolchain.
 #![allow(dead_code)]

@@ -83,7 +83,7 @@ select_args() {
 test_args() {
   case "$1" in
     # disagg-model has no unit tests and no doctests: `--test=*` runs every integration test
-    # (tests/exact.rs, seed.rs, spec/) and skips building the empty lib test harness and rustdoc,
+    # (tests/spec/, one binary) and skips building the empty lib test harness and rustdoc,
     # about half the CPU of a mutant. (The script runs with globbing off: the `*` is literal.)
     model | model-parallel) echo "--cargo-test-arg=--test=*" ;;
     # --cargo-arg (not --cargo-test-arg) so the per-mutant build is the lib test binary only.
@@ -101,9 +101,10 @@ test_args() {
     # options of the scheduled pools (sched_transfer; ~5 s), by
     # name (a filter applies to every test binary).
     sim-sched) echo "--cargo-arg=--lib --cargo-arg=--test=levers --cargo-arg=--test=levers_traces --cargo-arg=--test=levers_properties --cargo-arg=--test=prefix_handoff --cargo-arg=--test=sched_transfer -- sched:: lv paged swap prefix scheduled own_blocks" ;;
-    # trace, trace-io: the crate's unit tests and tests/read.rs (about 1 s); not fuzz.rs
-    # (proptests, ~4 s a mutant) nor real_traces.rs (needs the real traces, not in the repo).
-    trace | trace-io) echo "--cargo-arg=--lib --cargo-arg=--test=read" ;;
+    # trace, trace-io: the crate's unit tests (`tests::`) and the suite's read.rs (`read::`, about
+    # 1 s); not fuzz.rs (proptests, ~4 s a mutant) nor real_traces.rs (needs the real traces, not
+    # in the repo).
+    trace | trace-io) echo "--cargo-arg=--lib --cargo-arg=--test=suite -- read:: tests::" ;;
     *) echo "" ;;
   esac
 }

@@ -24,4 +24,8 @@ else
   echo "         (it needs python3 with venv and pip, and the network or a pip cache); run it by hand" >&2
 fi
 
+# Byte identity (issue 25): every pinned command, API request and the Python script against the
+# outputs recorded before the refactor (tests/identity/expected; the Python case needs the venv).
+bash scripts/identity.sh
+
 bash crates/disagg-web/browser-tests/run.sh

@@ -29,7 +29,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
-use crate::parallel::int_div;
+use crate::pymath::int_div;
 use crate::pymath::ipow;
 
 /// How long a sliding-window or chunked layer keeps a token (`--kv-retention`).

@@ -9,11 +9,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::arch::Arch;
 use crate::catalogue::Catalogue;
-use crate::catalogue::{Device, KvTransit, LmHead, ModelSpec};
+use crate::catalogue::{Device, KvTransit, Link, LmHead, ModelSpec, Moe};
 use crate::draft::Draft;
 use crate::error::Error;
-use crate::parallel::{Layout, Moe, Parallel};
-use crate::pymath::{cbrt_py, py_floordiv};
+use crate::parallel::Parallel;
+use crate::pymath::{cbrt_py, fl, int_div, py_floordiv};
 
 /// A number as Python holds it: an exact integer until it meets a float.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
@@ -897,6 +897,111 @@ impl CostModel {
             });
         }
         Ok(cap.unwrap_or(0))
+    }
+}
+
+/// A cost model's parallel layout with what its steps need: the stage model (`tp` devices, no
+/// overhead) and the scale-up link.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Layout {
+    /// The layout.
+    pub par: Parallel,
+    stage: CostModel,
+    link: Link,
+}
+
+impl Layout {
+    /// The layout of `base` (whose model, device and options the stage keeps).
+    pub(crate) fn new(
+        base: &CostModel,
+        par: Parallel,
+        catalogue: &Catalogue,
+    ) -> Result<Self, Error> {
+        let so = CostOptions {
+            step_overhead_s: 0.0,
+            ..base.opts.clone()
+        };
+        let stage = CostModel::new(&base.model, &base.device.without_overheads(), par.tp, so)?;
+        let link = par.link(&base.device, catalogue)?.clone();
+        Ok(Layout { par, stage, link })
+    }
+
+    /// The scale-up link's display name.
+    pub fn link_name(&self) -> &str {
+        &self.link.name
+    }
+
+    /// levers-cost.md §5.4, steps 1 to 18.
+    pub(crate) fn step(&self, base: &CostModel, f: i128, wb: f64, ob: f64, t: u64) -> StepCost {
+        let (l, stage, link) = (&self.par, &self.stage, &self.link);
+        let m = &base.model;
+        let (tp, pp, ep) = (l.tp as i64, l.pp as i64, l.ep as i64);
+        let ep_moe = m.moe.filter(|_| l.ep > 1);
+        // 1.
+        let mb_cfg = match l.microbatches {
+            Some(x) if x != 0 => x as i64,
+            _ => pp,
+        };
+        let mb = mb_cfg.min((t as i64).max(1));
+        // 2.
+        let feff = match &ep_moe {
+            Some(moe) if l.expert_imbalance != 1.0 => {
+                Some(fl(f) + moe.expert_flops(m, t) * (l.expert_imbalance - 1.0))
+            }
+            _ => None,
+        };
+        // 4.
+        let f_slot = match feff {
+            None => int_div(f, (mb * pp) as i128),
+            Some(fe) => fe / (mb * pp) as f64,
+        };
+        let b_slot = (wb / pp as f64) + (ob / (mb * pp) as f64);
+        let mut r = stage.step_time_raw(f_slot, b_slot);
+        // 5.
+        if let Some(fe) = feff {
+            r.ec *= fl(f) / fe;
+        }
+        // 6.-8.
+        let (bw, lat) = (link.bandwidth_bps, link.latency_s);
+        let tmb = int_div(t as i128, mb as i128);
+        let act = (tmb * m.d_model as f64) * 2.0;
+        let layers = m.n_layers as i64 / pp;
+        // 9.-11.
+        let mut ct = 0.0;
+        let mut cb = 0.0;
+        if tp > 1 {
+            let n_ar = if ep_moe.is_some() { layers } else { 2 * layers };
+            ct += n_ar as f64
+                * (((int_div((2 * (tp - 1)) as i128, tp as i128) * act) / bw)
+                    + (2 * (tp - 1)) as f64 * lat);
+            cb += ((n_ar * 2) * (tp - 1)) as f64 * act;
+        }
+        if let Some(moe) = &ep_moe {
+            let a2a =
+                ((((2.0 * tmb) * moe.top_k as f64) * m.d_model as f64) * 2.0 * (ep - 1) as f64)
+                    / ep as f64;
+            ct += layers as f64 * ((a2a / bw) + (2 * (ep - 1)) as f64 * lat);
+            cb += layers as f64 * a2a;
+        }
+        // 12.-16.
+        let hop = if pp > 1 { (act / bw) + lat } else { 0.0 };
+        let slots = (mb + pp - 1) as f64;
+        let comm_time = slots * (ct + hop);
+        let comm_bytes = ((mb * pp) as f64 * cb) + ((mb * (pp - 1)) as f64 * act);
+        let time = ((slots * r.t) + comm_time) + base.step_overhead_s();
+        // 17.-18.
+        let n = (mb * pp) as f64;
+        StepCost {
+            flops: PyNum::Int(f),
+            bytes: (mb as f64 * wb) + ob,
+            time_s: time,
+            bound: r.bound,
+            energy_j: n * (r.ec + r.em),
+            compute_j: n * r.ec,
+            memory_j: n * r.em,
+            comm_time_s: comm_time,
+            comm_j: ((comm_bytes * 8.0) * link.pj_per_bit) * 1e-12,
+        }
     }
 }
 

@@ -9,9 +9,9 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::arch::{Arch, LayerRun, Retention};
+use crate::catalogue::Moe;
 use crate::catalogue::{Calibration, Catalogue, Device, Link, LmHead, ModelSpec, GB, TB};
 use crate::error::{escape, Error};
-use crate::parallel::Moe;
 use crate::variants::{ActFormat, Ced, DecodeStyle, FftMixing, Mixer, ReplayOn};
 
 /// A model shape. Field names are the file's keys.

@@ -349,3 +349,42 @@ pub fn ipow(mut x: f64, mut n: u64) -> f64 {
     }
     r
 }
+
+/// Python's `int / int` for non-negative integers (levers-cost.md §1 R1): the correctly rounded
+/// double of the exact rational `a / b`. The quotient is taken with at least 55 significant bits,
+/// its last bit forced to 1 when anything was discarded (round to odd), and then rounded once to
+/// 53 bits by the `u128 -> f64` conversion: the same result as rounding the exact rational.
+pub fn int_div(a: i128, b: i128) -> f64 {
+    assert!(a >= 0 && b > 0, "int_div needs a >= 0 and b > 0");
+    if a == 0 {
+        return 0.0;
+    }
+    // Both exactly representable: one IEEE division is the correctly rounded quotient.
+    const EXACT: i128 = 1 << 53;
+    if a <= EXACT && b <= EXACT {
+        return (a as i64) as f64 / (b as i64) as f64;
+    }
+    let (a, b) = (a as u128, b as u128);
+    let bits = |x: u128| 128 - x.leading_zeros() as i32;
+    // Shift so that the quotient has 55 or 56 bits.
+    let s = 56 - (bits(a) - bits(b));
+    let (q, r) = if s >= 0 {
+        // Long division, one quotient bit per step: `a << s` could overflow when `a` and `b`
+        // are both wide, `r << 1` cannot (`r < b < 2^127`).
+        let (mut q, mut r) = (a / b, a % b);
+        for _ in 0..s {
+            q <<= 1;
+            r <<= 1;
+            if r >= b {
+                q |= 1;
+                r -= b;
+            }
+        }
+        (q, r)
+    } else {
+        let den = b << (-s);
+        (a / den, a % den)
+    };
+    let q = if r != 0 { q | 1 } else { q };
+    (q as f64) * (2.0f64).powi(-s)
+}

@@ -651,6 +651,12 @@ pub struct RankPlan {
 /// The hand-off of a `prompt_tokens` prompt's KV from `opts.prefill` to `opts.decode` over NICs of
 /// `link`. `scale_up` is the decode instance's scale-up link (needed only when the decode layout
 /// replicates heads); `decode_device` prices the gather pass.
+///
+/// The steps, in order: check the inputs (`Setup::new`), the stages' starts (`stage_starts`),
+/// the flows (`plan_flows`), the NICs and the port bound (`nic_loads`), the prefill ranks'
+/// fan-out (`prefill_ranks`), the decode ranks (`decode_ranks`), the copies between decode
+/// replicas (`replica_copies`), the MLA latents' copies (`mla_terms`), and the plan assembled
+/// from them.
 pub fn rank_plan(
     model: &ModelSpec,
     link: &Link,
@@ -659,44 +665,180 @@ pub fn rank_plan(
     prompt_tokens: u64,
     opts: &RankOptions,
 ) -> Result<RankPlan, Error> {
-    let (pl, dl) = (opts.prefill, opts.decode);
-    pl.validate("prefill", model)?;
-    dl.validate("decode", model)?;
-    let nics_p = count(
-        "nics_per_instance",
-        opts.nics_per_instance.unwrap_or(pl.devices()),
-        MAX_DEVICES,
-    )?;
-    let nics_d = opts.nics_per_instance.unwrap_or(dl.devices());
-    let mb = count(
-        "prefill_microbatches",
-        opts.microbatches.unwrap_or(pl.pp as u64),
-        MAX_MICROBATCHES,
-    )?;
-    let prefill_s = match opts.prefill_s {
-        Some(t) => crate::error::non_negative("prefill_s", t)?,
-        None => 0.0,
+    let s = Setup::new(model, scale_up, prompt_tokens, opts)?;
+    let (pl, dl) = (s.pl, s.dl);
+    let stages = stage_starts(&s, opts.prefill_s);
+    let (flows, replicated) = plan_flows(&s)?;
+    let link_bytes: f64 = flows.iter().map(|f| f.bytes).sum();
+    let (nics, link_exposed) = nic_loads(&s, link, &flows, &stages);
+    let max_busy = nics.iter().map(|n| n.busy_s).fold(0.0, f64::max);
+    let finish_s = link.latency_s + max_busy;
+    let prefill_ranks = prefill_ranks(&s, &flows);
+    let (mut decode_ranks, held_replicas) =
+        decode_ranks(&s, &flows, decode_device, finish_s, opts.relayout)?;
+    let copies = replica_copies(
+        &s,
+        &flows,
+        &replicated,
+        &held_replicas,
+        finish_s,
+        &mut decode_ranks,
+    );
+    let relayout_s = decode_ranks
+        .iter()
+        .map(|r| r.relayout_s)
+        .fold(0.0, f64::max);
+
+    let single_transfer_bytes = model.handoff_bytes(prompt_tokens);
+    let (mla_copies, mla_logical_bytes) = mla_terms(&s);
+    let single_transfer_s = link.transfer_time(single_transfer_bytes);
+    let total_s = finish_s + copies.tail;
+    let layout_doc = |x: RankLayout, nics: u64| LayoutDoc {
+        tp: x.tp,
+        pp: x.pp,
+        devices: x.devices(),
+        nics,
+        label: x.label(),
     };
-    let (hkv, l) = (model.n_kv_heads, model.n_layers);
-    let kinds = Kinds::of(model);
-    // The rule shards attention KV: the model's hand-off must be exactly its L layers of Hkv heads
-    // (not an FFT-mixing model's convolution state, nor a distilled state), unless the model is
-    // described by layer kinds, which shard kind by kind.
-    if kinds.is_none()
-        && model.handoff_bytes(prompt_tokens) != shard_bytes(model, prompt_tokens, l, hkv)
-    {
-        return Err(Error::invalid(
-            "model",
-            format!(
-                "{}'s hand-off is not its {l} layers of {hkv} KV heads (it holds other state); \
-                 the rank-aware hand-off shards attention KV only",
-                model.name
-            ),
-        ));
+    Ok(RankPlan {
+        layouts: Layouts {
+            prefill: layout_doc(pl, s.nics_p),
+            decode: layout_doc(dl, s.nics_d),
+        },
+        rule: if s.kinds.is_some() { RULE_KINDS } else { RULE },
+        microbatches: s.mb,
+        flows,
+        nics,
+        prefill_ranks,
+        decode_ranks,
+        stages,
+        link_bytes,
+        replicate_bytes: copies.bytes,
+        replicate_s: copies.longest_s,
+        relayout: opts.relayout,
+        relayout_s,
+        finish_s,
+        total_s,
+        exposed_s: link_exposed + copies.tail,
+        single_transfer_bytes,
+        single_transfer_s,
+        speedup: single_transfer_s / total_s,
+        logical_bytes: s.kinds.is_some().then_some(single_transfer_bytes),
+        mla_copies,
+        mla_logical_bytes,
+    })
+}
+
+/// The checked inputs of [`rank_plan`] and what every later step reads.
+struct Setup<'a> {
+    model: &'a ModelSpec,
+    prompt_tokens: u64,
+    pl: RankLayout,
+    dl: RankLayout,
+    nics_p: u64,
+    nics_d: u64,
+    /// Micro-batches of the prefill pipeline.
+    mb: u64,
+    /// The prefill time (0.0 without one).
+    prefill_s: f64,
+    hkv: u64,
+    l: u64,
+    kinds: Option<Kinds>,
+    /// How many decode ranks hold each replicated head.
+    rep_d: u64,
+    /// The decode scale-up link, required when `rep_d > 1`.
+    scale_up: Option<&'a Link>,
+    ranks_p: u32,
+    ranks_d: u32,
+}
+
+impl<'a> Setup<'a> {
+    /// Validates the layouts, the counts and the prefill time, then the model against the
+    /// sharding rule, the decode replication factor, and the scale-up link it needs, in that
+    /// order.
+    fn new(
+        model: &'a ModelSpec,
+        scale_up: Option<&'a Link>,
+        prompt_tokens: u64,
+        opts: &RankOptions,
+    ) -> Result<Self, Error> {
+        let (pl, dl) = (opts.prefill, opts.decode);
+        pl.validate("prefill", model)?;
+        dl.validate("decode", model)?;
+        let nics_p = count(
+            "nics_per_instance",
+            opts.nics_per_instance.unwrap_or(pl.devices()),
+            MAX_DEVICES,
+        )?;
+        let nics_d = opts.nics_per_instance.unwrap_or(dl.devices());
+        let mb = count(
+            "prefill_microbatches",
+            opts.microbatches.unwrap_or(pl.pp as u64),
+            MAX_MICROBATCHES,
+        )?;
+        let prefill_s = match opts.prefill_s {
+            Some(t) => crate::error::non_negative("prefill_s", t)?,
+            None => 0.0,
+        };
+        let (hkv, l) = (model.n_kv_heads, model.n_layers);
+        let kinds = Kinds::of(model);
+        // The rule shards attention KV: the model's hand-off must be exactly its L layers of Hkv
+        // heads (not an FFT-mixing model's convolution state, nor a distilled state), unless the
+        // model is described by layer kinds, which shard kind by kind.
+        if kinds.is_none()
+            && model.handoff_bytes(prompt_tokens) != shard_bytes(model, prompt_tokens, l, hkv)
+        {
+            return Err(Error::invalid(
+                "model",
+                format!(
+                    "{}'s hand-off is not its {l} layers of {hkv} KV heads (it holds other \
+                     state); the rank-aware hand-off shards attention KV only",
+                    model.name
+                ),
+            ));
+        }
+        let rep_d = decode_replicas(model, dl, kinds.as_ref())?;
+        let scale_up = match (rep_d > 1, scale_up) {
+            (true, None) => {
+                let what = match &kinds {
+                    None => format!("the {hkv} KV heads"),
+                    Some(_) => format!("heads of {}", model.name),
+                };
+                return Err(Error::invalid(
+                    "decode_tp",
+                    format!(
+                        "TP{} replicates {what}, which needs the decode device's scale-up link",
+                        dl.tp
+                    ),
+                ));
+            }
+            (_, s) => s,
+        };
+        Ok(Setup {
+            model,
+            prompt_tokens,
+            pl,
+            dl,
+            nics_p,
+            nics_d,
+            mb,
+            prefill_s,
+            hkv,
+            l,
+            kinds,
+            rep_d,
+            scale_up,
+            ranks_p: pl.devices() as u32,
+            ranks_d: dl.devices() as u32,
+        })
     }
-    // How many decode ranks hold each replicated head: one factor for every replicated kind.
-    let rep_d = match &kinds {
-        None => dl.replicas(hkv),
+}
+
+/// How many decode ranks hold each replicated head: one factor for every replicated kind.
+fn decode_replicas(model: &ModelSpec, dl: RankLayout, kinds: Option<&Kinds>) -> Result<u64, Error> {
+    let l = model.n_layers;
+    Ok(match kinds {
+        None => dl.replicas(model.n_kv_heads),
         Some(k) => {
             if k.layer_group.len() as u64 != l {
                 return Err(Error::invalid(
@@ -727,61 +869,49 @@ pub fn rank_plan(
             }
             first
         }
-    };
-    let scale_up = match (rep_d > 1, scale_up) {
-        (true, None) => {
-            let what = match &kinds {
-                None => format!("the {hkv} KV heads"),
-                Some(_) => format!("heads of {}", model.name),
-            };
-            return Err(Error::invalid(
-                "decode_tp",
-                format!(
-                    "TP{} replicates {what}, which needs the decode device's scale-up link",
-                    dl.tp
-                ),
-            ));
-        }
-        (_, s) => s,
-    };
+    })
+}
 
-    // Stages and their starts.
+/// The prefill stages and their starts.
+fn stage_starts(s: &Setup, prefill: Option<f64>) -> Vec<StageStart> {
+    let (pl, mb, prefill_s) = (s.pl, s.mb, s.prefill_s);
     let slots = (mb + pl.pp as u64 - 1) as f64;
-    let stages: Vec<StageStart> = (0..pl.pp)
-        .map(|s| {
-            let (start_s, lead_s) = match opts.prefill_s {
+    (0..pl.pp)
+        .map(|st| {
+            let (start_s, lead_s) = match prefill {
                 Some(_) => (
-                    prefill_s * ((mb + s as u64) as f64 / slots),
-                    prefill_s * ((pl.pp - 1 - s) as f64 / slots),
+                    prefill_s * ((mb + st as u64) as f64 / slots),
+                    prefill_s * ((pl.pp - 1 - st) as f64 / slots),
                 ),
                 None => (0.0, 0.0),
             };
             StageStart {
-                stage: s,
-                layers: pl.stage_layers(s, l),
+                stage: st,
+                layers: pl.stage_layers(st, s.l),
                 start_s,
                 lead_s,
             }
         })
-        .collect();
+        .collect()
+}
 
-    // Flows: every (prefill rank, decode rank) pair holding heads and layers in common. Beside
-    // each, the bytes of the heads the decode side replicates (copied on over the scale-up link).
-    let ranks_p = pl.devices() as u32;
-    let ranks_d = dl.devices() as u32;
+/// Flows: every (prefill rank, decode rank) pair holding heads and layers in common. Beside
+/// each, the bytes of the heads the decode side replicates (copied on over the scale-up link).
+fn plan_flows(s: &Setup) -> Result<(Vec<Flow>, Vec<f64>), Error> {
+    let (pl, dl, l, hkv) = (s.pl, s.dl, s.l, s.hkv);
     let mut flows = Vec::new();
     let mut replicated: Vec<f64> = Vec::new();
-    for p in 0..ranks_p {
+    for p in 0..s.ranks_p {
         let (ps, pr) = (p / pl.tp, p % pl.tp);
         let p_layers = pl.stage_layers(ps, l);
-        for d in 0..ranks_d {
+        for d in 0..s.ranks_d {
             let (ds, dr) = (d / dl.tp, d % dl.tp);
             let layers = common(p_layers, dl.stage_layers(ds, l));
-            let Some(k) = &kinds else {
+            let Some(k) = &s.kinds else {
                 let heads = common(pl.link_heads(pr, hkv), dl.link_heads(dr, hkv));
                 let (nl, nh) = (layers[1] - layers[0], heads[1] - heads[0]);
                 if nl > 0 && nh > 0 {
-                    let bytes = shard_bytes(model, prompt_tokens, nl, nh);
+                    let bytes = shard_bytes(s.model, s.prompt_tokens, nl, nh);
                     flows.push(Flow {
                         from: p,
                         to: d,
@@ -791,78 +921,99 @@ pub fn rank_plan(
                         parts: Vec::new(),
                         shares: Vec::new(),
                     });
-                    replicated.push(if rep_d > 1 { bytes } else { 0.0 });
+                    replicated.push(if s.rep_d > 1 { bytes } else { 0.0 });
                 }
                 continue;
             };
-            let counts = k.counts(layers);
-            let (mut shares, mut repl, mut parts) = (Vec::new(), Vec::new(), Vec::new());
-            for (g, a) in k.groups.iter().enumerate() {
-                if counts[g] == 0 {
-                    continue;
-                }
-                let (share, heads) = match a.shard_heads() {
-                    Some(h) => {
-                        let hs = common(pl.link_heads(pr, h), dl.link_heads(dr, h));
-                        if hs[1] == hs[0] {
-                            continue;
-                        }
-                        if dl.replicas(h) > 1 {
-                            repl.push(Share {
-                                group: g,
-                                layers: counts[g],
-                                heads: hs[1] - hs[0],
-                                of: h,
-                            });
-                        }
-                        (hs[1] - hs[0], Some(hs))
-                    }
-                    // An MLA latent: decode TP rank r takes it from prefill TP rank r % tp.
-                    None if dr % pl.tp == pr => (1, None),
-                    None => continue,
-                };
-                let share = Share {
-                    group: g,
-                    layers: counts[g],
-                    heads: share,
-                    of: a.shard_heads().unwrap_or(1),
-                };
-                k.check(&[share], &model.name)?;
-                parts.push(FlowPart {
-                    kind: a.kind(),
-                    layers: counts[g],
-                    heads,
-                    of_heads: a.shard_heads(),
-                    bytes: k.bytes(&[share], prompt_tokens),
-                });
-                shares.push(share);
-            }
-            if !shares.is_empty() {
-                flows.push(Flow {
-                    from: p,
-                    to: d,
-                    bytes: k.bytes(&shares, prompt_tokens),
-                    heads: [0, 0],
-                    layers,
-                    parts,
-                    shares,
-                });
-                replicated.push(k.bytes(&repl, prompt_tokens));
+            if let Some((flow, repl)) = kinds_flow(s, k, [p, pr], [d, dr], layers)? {
+                flows.push(flow);
+                replicated.push(repl);
             }
         }
     }
-    let link_bytes: f64 = flows.iter().map(|f| f.bytes).sum();
+    Ok((flows, replicated))
+}
 
-    // NICs: the sum of their ranks' flows, in flow order. With them, the port bound with the
-    // stages' starts, relative to the prefill's end: for each start among a port's flows, the
-    // bytes starting then or later (every (head, layer) cell is sent by one rank, so there is
-    // always a flow and the bound is finite).
+/// The flow from prefill rank `p` (TP rank `pr`) to decode rank `d` (TP rank `dr`) of a model
+/// described by layer kinds, over their common `layers`, kind by kind, with the bytes of the
+/// heads the decode side replicates; `None` when they hold nothing in common.
+fn kinds_flow(
+    s: &Setup,
+    k: &Kinds,
+    [p, pr]: [u32; 2],
+    [d, dr]: [u32; 2],
+    layers: [u64; 2],
+) -> Result<Option<(Flow, f64)>, Error> {
+    let (pl, dl, prompt_tokens) = (s.pl, s.dl, s.prompt_tokens);
+    let counts = k.counts(layers);
+    let (mut shares, mut repl, mut parts) = (Vec::new(), Vec::new(), Vec::new());
+    for (g, a) in k.groups.iter().enumerate() {
+        if counts[g] == 0 {
+            continue;
+        }
+        let (share, heads) = match a.shard_heads() {
+            Some(h) => {
+                let hs = common(pl.link_heads(pr, h), dl.link_heads(dr, h));
+                if hs[1] == hs[0] {
+                    continue;
+                }
+                if dl.replicas(h) > 1 {
+                    repl.push(Share {
+                        group: g,
+                        layers: counts[g],
+                        heads: hs[1] - hs[0],
+                        of: h,
+                    });
+                }
+                (hs[1] - hs[0], Some(hs))
+            }
+            // An MLA latent: decode TP rank r takes it from prefill TP rank r % tp.
+            None if dr % pl.tp == pr => (1, None),
+            None => continue,
+        };
+        let share = Share {
+            group: g,
+            layers: counts[g],
+            heads: share,
+            of: a.shard_heads().unwrap_or(1),
+        };
+        k.check(&[share], &s.model.name)?;
+        parts.push(FlowPart {
+            kind: a.kind(),
+            layers: counts[g],
+            heads,
+            of_heads: a.shard_heads(),
+            bytes: k.bytes(&[share], prompt_tokens),
+        });
+        shares.push(share);
+    }
+    if shares.is_empty() {
+        return Ok(None);
+    }
+    let flow = Flow {
+        from: p,
+        to: d,
+        bytes: k.bytes(&shares, prompt_tokens),
+        heads: [0, 0],
+        layers,
+        parts,
+        shares,
+    };
+    Ok(Some((flow, k.bytes(&repl, prompt_tokens))))
+}
+
+/// NICs: the sum of their ranks' flows, in flow order. With them, the port bound with the
+/// stages' starts, relative to the prefill's end: for each start among a port's flows, the
+/// bytes starting then or later (every (head, layer) cell is sent by one rank, so there is
+/// always a flow and the bound is finite).
+fn nic_loads(s: &Setup, link: &Link, flows: &[Flow], stages: &[StageStart]) -> (Vec<NicLoad>, f64) {
+    let pl = s.pl;
     let lead = |f: &Flow| stages[(f.from / pl.tp) as usize].lead_s;
     let mut link_exposed = f64::NEG_INFINITY;
     let mut nics = Vec::new();
     for (side, n, ranks) in [
-        (Side::Prefill, nics_p, ranks_p),
-        (Side::Decode, nics_d, ranks_d),
+        (Side::Prefill, s.nics_p, s.ranks_p),
+        (Side::Decode, s.nics_d, s.ranks_d),
     ] {
         for nic in 0..n as u32 {
             let uses = |f: &&Flow| {
@@ -889,68 +1040,51 @@ pub fn rank_plan(
             });
         }
     }
-    let max_busy = nics.iter().map(|n| n.busy_s).fold(0.0, f64::max);
-    let finish_s = link.latency_s + max_busy;
+    (nics, link_exposed)
+}
 
-    // Prefill ranks' fan-out.
-    let prefill_ranks: Vec<PrefillRank> = (0..ranks_p)
+/// Prefill ranks' fan-out.
+fn prefill_ranks(s: &Setup, flows: &[Flow]) -> Vec<PrefillRank> {
+    (0..s.ranks_p)
         .map(|p| PrefillRank {
             rank: p,
             fan_out: flows.iter().filter(|f| f.from == p).count() as u32,
             bytes: flows.iter().filter(|f| f.from == p).map(|f| f.bytes).sum(),
         })
-        .collect();
+        .collect()
+}
 
-    // Decode ranks: fan-in, copies from their primary, gather pass.
+/// Decode ranks: fan-in, copies from their primary, gather pass; beside them, per decode rank,
+/// the bytes of those it holds that it holds as a replica.
+fn decode_ranks(
+    s: &Setup,
+    flows: &[Flow],
+    decode_device: &Device,
+    finish_s: f64,
+    relayout: Relayout,
+) -> Result<(Vec<DecodeRank>, Vec<f64>), Error> {
+    let (dl, l, rep_d) = (s.dl, s.l, s.rep_d);
     let hbm = decode_device.mem_bw * decode_device.bw_eff;
-    let mut replicate_bytes = 0.0;
-    let mut replicate_s: f64 = 0.0;
-    // Per decode rank, the bytes it holds and those of them it holds as a replica.
     let mut held_replicas = Vec::new();
-    let mut decode_ranks: Vec<DecodeRank> = (0..ranks_d)
+    let decode_ranks: Vec<DecodeRank> = (0..s.ranks_d)
         .map(|d| {
-            let held_bytes = match &kinds {
+            let held_bytes = match &s.kinds {
                 // Every rank holds L/pp layers of Hkv/tp heads (one head when replicated).
                 None => {
                     let b = shard_bytes(
-                        model,
-                        prompt_tokens,
+                        s.model,
+                        s.prompt_tokens,
                         l / dl.pp as u64,
-                        (hkv / dl.tp as u64).max(1),
+                        (s.hkv / dl.tp as u64).max(1),
                     );
                     held_replicas.push(if rep_d > 1 { b } else { 0.0 });
                     b
                 }
                 // Its stage's layers: its heads of each sharded kind, the whole MLA latent.
                 Some(k) => {
-                    let (ds, dr) = (d / dl.tp, d % dl.tp);
-                    let counts = k.counts(dl.stage_layers(ds, l));
-                    let (mut all, mut repl) = (Vec::new(), Vec::new());
-                    for (g, a) in k.groups.iter().enumerate() {
-                        if counts[g] == 0 {
-                            continue;
-                        }
-                        let (heads, of) = match a.shard_heads() {
-                            Some(h) => {
-                                let hs = dl.rank_heads(dr, h);
-                                (hs[1] - hs[0], h)
-                            }
-                            None => (1, 1),
-                        };
-                        let share = Share {
-                            group: g,
-                            layers: counts[g],
-                            heads,
-                            of,
-                        };
-                        if a.shard_heads().is_some_and(|h| dl.replicas(h) > 1) {
-                            repl.push(share);
-                        }
-                        all.push(share);
-                    }
-                    k.check(&all, &model.name)?;
-                    held_replicas.push(k.bytes(&repl, prompt_tokens));
-                    k.bytes(&all, prompt_tokens)
+                    let (all, repl) = held_shares(s, k, d)?;
+                    held_replicas.push(k.bytes(&repl, s.prompt_tokens));
+                    k.bytes(&all, s.prompt_tokens)
                 }
             };
             let into = |f: &&Flow| f.to == d;
@@ -964,31 +1098,89 @@ pub fn rank_plan(
                 copy_from: (nth != 0).then(|| d - nth as u32),
                 held_bytes,
                 arrival_s: finish_s,
-                relayout_s: match opts.relayout {
+                relayout_s: match relayout {
                     Relayout::Off => 0.0,
                     Relayout::Hbm => 2.0 * held_bytes / hbm,
                 },
             })
         })
         .collect::<Result<_, Error>>()?;
+    Ok((decode_ranks, held_replicas))
+}
+
+/// The shares decode rank `d` of a layer-kind model holds (its stage's layers: its heads of each
+/// sharded kind, the whole MLA latent), and those of them it holds as a replica.
+fn held_shares(s: &Setup, k: &Kinds, d: u32) -> Result<(Vec<Share>, Vec<Share>), Error> {
+    let dl = s.dl;
+    let (ds, dr) = (d / dl.tp, d % dl.tp);
+    let counts = k.counts(dl.stage_layers(ds, s.l));
+    let (mut all, mut repl) = (Vec::new(), Vec::new());
+    for (g, a) in k.groups.iter().enumerate() {
+        if counts[g] == 0 {
+            continue;
+        }
+        let (heads, of) = match a.shard_heads() {
+            Some(h) => {
+                let hs = dl.rank_heads(dr, h);
+                (hs[1] - hs[0], h)
+            }
+            None => (1, 1),
+        };
+        let share = Share {
+            group: g,
+            layers: counts[g],
+            heads,
+            of,
+        };
+        if a.shard_heads().is_some_and(|h| dl.replicas(h) > 1) {
+            repl.push(share);
+        }
+        all.push(share);
+    }
+    k.check(&all, &s.model.name)?;
+    Ok((all, repl))
+}
+
+/// The copies between decode replicas over the scale-up link.
+struct Copies {
+    /// Bytes copied.
+    bytes: f64,
+    /// The longest copy, s.
+    longest_s: f64,
+    /// The longest copy plus gather pass of any decode rank after the last byte over the KV
+    /// link (the gather pass alone for a rank that copies nothing), s.
+    tail: f64,
+}
+
+/// Each replica's copy from its primary: the replica's arrival is the KV link's finish plus its
+/// copy. Copies exist only with replicas, and then the scale-up link was required.
+fn replica_copies(
+    s: &Setup,
+    flows: &[Flow],
+    replicated: &[f64],
+    held_replicas: &[f64],
+    finish_s: f64,
+    decode_ranks: &mut [DecodeRank],
+) -> Copies {
+    let mut replicate_bytes = 0.0;
+    let mut replicate_s: f64 = 0.0;
     // The replicated bytes each decode rank receives over the KV link (its flows' order).
-    let replicated_in: Vec<f64> = (0..ranks_d)
+    let replicated_in: Vec<f64> = (0..s.ranks_d)
         .map(|d| {
             flows
                 .iter()
-                .zip(&replicated)
+                .zip(replicated)
                 .filter(|(f, _)| f.to == d)
                 .map(|(_, b)| *b)
                 .sum()
         })
         .collect();
     let mut tail: f64 = 0.0;
-    // Copies exist only with replicas, and then the scale-up link was required above.
-    if let Some(su) = scale_up {
+    if let Some(su) = s.scale_up {
         for i in 0..decode_ranks.len() {
             if let Some(src) = decode_ranks[i].copy_from {
                 let b = replicated_in[src as usize];
-                let copy_s = su.transfer_time((rep_d - 1) as f64 * b);
+                let copy_s = su.transfer_time((s.rep_d - 1) as f64 * b);
                 replicate_bytes += held_replicas[i];
                 replicate_s = replicate_s.max(copy_s);
                 decode_ranks[i].arrival_s = finish_s + copy_s;
@@ -996,19 +1188,23 @@ pub fn rank_plan(
             }
         }
     }
-    for r in &decode_ranks {
+    for r in decode_ranks.iter() {
         if r.copy_from.is_none() {
             tail = tail.max(r.relayout_s);
         }
     }
-    let relayout_s = decode_ranks
-        .iter()
-        .map(|r| r.relayout_s)
-        .fold(0.0, f64::max);
+    Copies {
+        bytes: replicate_bytes,
+        longest_s: replicate_s,
+        tail,
+    }
+}
 
-    let single_transfer_bytes = model.handoff_bytes(prompt_tokens);
-    // MLA latents: one copy per decode TP rank on the link, against one in the logical hand-off.
-    let mla: Vec<Share> = kinds.as_ref().map_or_else(Vec::new, |k| {
+/// MLA latents: one copy per decode TP rank on the link, against one in the logical hand-off
+/// (the copies and the logical bytes; `None` without MLA layers).
+fn mla_terms(s: &Setup) -> (Option<u32>, Option<f64>) {
+    let l = s.l;
+    let mla: Vec<Share> = s.kinds.as_ref().map_or_else(Vec::new, |k| {
         let counts = k.counts([0, l]);
         k.groups
             .iter()
@@ -1022,46 +1218,10 @@ pub fn rank_plan(
             })
             .collect()
     });
-    let (mla_copies, mla_logical_bytes) = match (&kinds, mla.is_empty()) {
-        (Some(k), false) => (Some(dl.tp), Some(k.bytes(&mla, prompt_tokens))),
+    match (&s.kinds, mla.is_empty()) {
+        (Some(k), false) => (Some(s.dl.tp), Some(k.bytes(&mla, s.prompt_tokens))),
         _ => (None, None),
-    };
-    let single_transfer_s = link.transfer_time(single_transfer_bytes);
-    let total_s = finish_s + tail;
-    let layout_doc = |x: RankLayout, nics: u64| LayoutDoc {
-        tp: x.tp,
-        pp: x.pp,
-        devices: x.devices(),
-        nics,
-        label: x.label(),
-    };
-    Ok(RankPlan {
-        layouts: Layouts {
-            prefill: layout_doc(pl, nics_p),
-            decode: layout_doc(dl, nics_d),
-        },
-        rule: if kinds.is_some() { RULE_KINDS } else { RULE },
-        microbatches: mb,
-        flows,
-        nics,
-        prefill_ranks,
-        decode_ranks,
-        stages,
-        link_bytes,
-        replicate_bytes,
-        replicate_s,
-        relayout: opts.relayout,
-        relayout_s,
-        finish_s,
-        total_s,
-        exposed_s: link_exposed + tail,
-        single_transfer_bytes,
-        single_transfer_s,
-        speedup: single_transfer_s / total_s,
-        logical_bytes: kinds.is_some().then_some(single_transfer_bytes),
-        mla_copies,
-        mla_logical_bytes,
-    })
+    }
 }
 
 /// The ports of a rank plan for the simulator (`disagg run --handoff-ranks`): for every NIC of

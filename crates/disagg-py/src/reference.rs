@@ -1,5 +1,5 @@
 //! What `disagg.reference` (the drop-in for the reference package's Python API,
-//! `python/disagg/reference.py`) needs beyond the rest of `_core`:
+//! the `python/disagg/reference/` package) needs beyond the rest of `_core`:
 //!
 //! * `reference_simulate(scenario, rows, max_prefill_tokens, warmup_frac, sample_dt)`: one
 //!   simulation of workload rows, with the reference `SimConfig` fields that are not scenario
@@ -11,10 +11,16 @@
 //!   reference's `CostModel`: `prefill`, `decode`, `decode_sum`, `kv_capacity_tokens`, ...), the
 //!   very one the engine prices that pool's steps with.
 
-use super::*;
+use disagg_model::{Catalogue, CostModel, StepCost};
+use disagg_sim::{GenRequest, Role, Workload};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyFloat, PyList, PyString, PyTuple};
+use serde_json::Map;
 
-use disagg_model::{CostModel, StepCost};
-use disagg_sim::Role;
+use crate::error::{config_error, guard};
+use crate::run::{simulate_handle, RunHandle};
+use crate::scenario::{build, scenario_of};
 
 /// One simulation of `rows` `(arrival_s, prompt_len, output_len)` under scenario `scenario`, with
 /// the reference `SimConfig` fields that are not scenario keys given when not their defaults.

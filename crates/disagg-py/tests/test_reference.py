@@ -409,6 +409,59 @@ def test_reference_names_are_all_there():
     assert ds.ACCELERATORS["optical-fft"].transform == ds.TransformEngine()
 
 
+# Which of the reference's modules each name lives in (its own or re-exported there), for the
+# names that exist here: `from disagg.reference.<module> import <name>` works as it does with the
+# reference package, and each is the very object `disagg.reference.<name>` is.
+MODULES = {
+    "hardware": ["ACCELERATORS", "Accelerator", "CostModel", "GB", "KVCompression", "KVTransit",
+                 "KV_PRESETS", "LINKS", "Link", "MODELS", "ModelSpec", "Parallel", "QUANT_FORMATS",
+                 "StepCost", "TB", "TransformEngine"],
+    "sim": ["Accelerator", "CostModel", "KVTransit", "LINKS", "Link", "LinkStats", "MODELS",
+            "ModelSpec", "Parallel", "QUANT_FORMATS", "Request", "SimConfig", "SimResult",
+            "Simulation", "Speculative", "StepCost", "simulate"],
+    "metrics": ["SimResult", "format_report", "summarise"],
+    "workload": ["LengthDist", "Request", "dump_workload", "load_workload", "poisson_workload",
+                 "workload_rows"],
+    "cli": ["ACCELERATORS", "KVTransit", "KV_PRESETS", "LINKS", "LengthDist", "MODELS", "Parallel",
+            "QUANT_FORMATS", "SimConfig", "Speculative", "format_report", "poisson_workload",
+            "simulate", "summarise", "write_trace"],
+    "search": ["CostModel", "LengthDist", "SimConfig", "poisson_workload", "simulate", "summarise"],
+    "speculative": ["Speculative"],
+    "trace": ["write_trace"],
+    "ppa": [],
+}
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_reference_modules_hold_their_names(module):
+    import importlib
+
+    mod = importlib.import_module(f"disagg.reference.{module}")
+    assert getattr(ds, module) is mod
+    for n in MODULES[module]:
+        assert getattr(mod, n) is getattr(ds, n), (module, n)
+
+
+def test_every_public_reference_name_is_in_a_module():
+    placed = {n for names in MODULES.values() for n in names}
+    assert set(ds.__all__) - placed == set()
+
+
+def test_from_reference_submodule_import():
+    from disagg.reference.hardware import MODELS, CostModel
+    from disagg.reference.metrics import summarise
+    from disagg.reference.sim import SimConfig, simulate
+    from disagg.reference.workload import LengthDist, poisson_workload
+
+    cfg = SimConfig(model=MODELS["llama3-8b"], devices_per_instance=1, fast_forward=True)
+    wl = poisson_workload(10.0, 20, LengthDist(512, 0.5), LengthDist(64, 0.5), seed=3)
+    m = summarise(simulate(cfg, wl))
+    again = ds.summarise(ds.simulate(cfg, ds.poisson_workload(
+        10.0, 20, ds.LengthDist(512, 0.5), ds.LengthDist(64, 0.5), seed=3)))
+    assert json.dumps(m) == json.dumps(again)
+    assert CostModel(MODELS["llama3-8b"], ds.ACCELERATORS["h100"]).kv_capacity_tokens > 0
+
+
 # ---- the levers, as reference scripts set them ------------------------------------------------
 
 LEVERS = Path(__file__).resolve().parents[2] / "disagg-sim" / "tests" / "fixtures" / "levers"

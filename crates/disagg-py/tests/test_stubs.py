@@ -42,6 +42,13 @@ def test_stubtest(tmp_path):
     assert p.returncode == 0, p.stdout
 
 
+def test_reference_stubtest(tmp_path):
+    """`disagg.reference`'s stubs (one per module of the subpackage) match it."""
+    _need_mypy()
+    p = _run(["mypy.stubtest", "disagg.reference"], tmp_path)
+    assert p.returncode == 0, p.stdout
+
+
 def test_stub_names_every_runtime_name():
     stub = (Path(disagg.__file__).parent / "_core.pyi").read_text()
     from disagg import _core

@@ -43,206 +43,24 @@
 #![warn(missing_docs)]
 
 mod error;
+mod format;
 pub mod input;
+mod options;
 mod parse;
 pub mod shared;
 mod stats;
 
-use std::fmt;
 use std::path::Path;
 
-use serde::Serialize;
-
 pub use error::{TraceError, TraceErrorKind};
+pub use format::TraceFormat;
+pub use options::{ReadOptions, ReadReport, Unsorted};
 pub use stats::{stats, BlockReuse, TokenStats, TraceStats};
 
 use parse::Raw;
 
 /// Tokens per Mooncake prefix block: each `hash_ids` entry names one block of 512 prompt tokens.
 pub const MOONCAKE_BLOCK_TOKENS: u64 = 512;
-
-/// A trace file format.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum TraceFormat {
-    /// Azure LLM inference trace CSV (2023 and 2024): header
-    /// `TIMESTAMP,ContextTokens,GeneratedTokens`, absolute wall-clock timestamps such as
-    /// `2023-11-16 18:17:03.9799600` (0 to 9 fractional digits; an optional `Z` or `+HH:MM`
-    /// offset is honoured), CRLF or LF line endings.
-    Azure,
-    /// Mooncake (Kimi) JSON Lines: one
-    /// `{"timestamp": ms, "input_length": n, "output_length": n, "hash_ids": [...]}` per line,
-    /// `timestamp` in milliseconds.
-    Mooncake,
-    /// BurstGPT CSV: a header with at least `Timestamp`, `Request tokens` and `Response tokens`
-    /// (e.g. `Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type`), timestamps
-    /// in seconds. Rows with 0 response tokens are failed requests and are skipped.
-    BurstGpt,
-    /// The reference simulator's workload JSON: an array of `[arrival_seconds, prompt_len,
-    /// output_len]` rows, each optionally with a 4th element (an object, ignored).
-    Reference,
-}
-
-impl TraceFormat {
-    /// All formats, in the order of their names in messages.
-    pub const ALL: [TraceFormat; 4] = [
-        TraceFormat::Azure,
-        TraceFormat::Mooncake,
-        TraceFormat::BurstGpt,
-        TraceFormat::Reference,
-    ];
-
-    /// The valid names, comma-separated, for messages: `azure, mooncake, burstgpt, reference`.
-    pub const VALID_NAMES: &'static str = "azure, mooncake, burstgpt, reference";
-
-    /// The format named `name` (`azure`, `mooncake`, `burstgpt` or `reference`, ASCII
-    /// case-insensitive, surrounding whitespace ignored). An unknown name is an error of kind
-    /// [`TraceErrorKind::UnknownFormat`] that lists the valid names.
-    pub fn parse(name: &str) -> Result<TraceFormat, TraceError> {
-        let wanted = name.trim();
-        TraceFormat::ALL
-            .into_iter()
-            .find(|f| f.as_str().eq_ignore_ascii_case(wanted))
-            .ok_or_else(|| {
-                TraceError::new(
-                    TraceErrorKind::UnknownFormat,
-                    None,
-                    None,
-                    format!(
-                        "unknown trace format {}: valid formats are {}",
-                        error::quote(name),
-                        TraceFormat::VALID_NAMES
-                    ),
-                )
-            })
-    }
-
-    /// The format's name as accepted by [`TraceFormat::parse`].
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TraceFormat::Azure => "azure",
-            TraceFormat::Mooncake => "mooncake",
-            TraceFormat::BurstGpt => "burstgpt",
-            TraceFormat::Reference => "reference",
-        }
-    }
-
-    /// Detects the format from the first non-blank line of `text` (a leading UTF-8 BOM is
-    /// ignored): starting with `[` is reference, `{` is mooncake, a CSV header containing
-    /// `ContextTokens` is azure and one containing `Request tokens` is burstgpt. Otherwise an
-    /// error of kind [`TraceErrorKind::UnknownFormat`] naming the valid formats, or of kind
-    /// [`TraceErrorKind::NoRequests`] if `text` has no non-blank line. `name` is used in
-    /// messages.
-    pub fn detect(text: &str, name: &str) -> Result<TraceFormat, TraceError> {
-        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-        let Some((line_no, line)) = text
-            .lines()
-            .enumerate()
-            .map(|(i, l)| (i + 1, l.trim()))
-            .find(|(_, l)| !l.is_empty())
-        else {
-            return Err(TraceError::new(
-                TraceErrorKind::NoRequests,
-                Some(name),
-                None,
-                "empty file: no requests",
-            ));
-        };
-        if line.starts_with('[') {
-            Ok(TraceFormat::Reference)
-        } else if line.starts_with('{') {
-            Ok(TraceFormat::Mooncake)
-        } else if line.contains("ContextTokens") {
-            Ok(TraceFormat::Azure)
-        } else if line.contains("Request tokens") {
-            Ok(TraceFormat::BurstGpt)
-        } else {
-            Err(TraceError::new(
-                TraceErrorKind::UnknownFormat,
-                Some(name),
-                Some(line_no),
-                format!(
-                    "cannot detect the trace format: expected a JSON array (reference), a JSON \
-                     object per line (mooncake), or a CSV header with ContextTokens (azure) or \
-                     Request tokens (burstgpt); name the format with --trace-format ({}), got {}",
-                    TraceFormat::VALID_NAMES,
-                    error::quote(line)
-                ),
-            ))
-        }
-    }
-}
-
-impl fmt::Display for TraceFormat {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl std::str::FromStr for TraceFormat {
-    type Err = TraceError;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        TraceFormat::parse(s)
-    }
-}
-
-/// What to do with rows whose timestamp is earlier than a row before them in the file.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum Unsorted {
-    /// Fail with the file and line of the first such row (the default).
-    #[default]
-    Reject,
-    /// Count them ([`ReadReport::out_of_order`]), add a warning, and stable-sort all rows by
-    /// timestamp (rows with equal timestamps keep their file order).
-    Sort,
-}
-
-/// How to read a trace. `ReadOptions::default()` detects the format and keeps every row as is.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ReadOptions {
-    /// The format, or `None` to detect it from the content ([`TraceFormat::detect`]).
-    pub format: Option<TraceFormat>,
-    /// Every inter-arrival gap is multiplied by this (finite, > 0; default 1.0): 0.5 replays the
-    /// trace twice as fast. Exact expression: module docs, step 7.
-    pub time_scale: f64,
-    /// Start of the time window, in seconds after the first row's timestamp (finite, >= 0;
-    /// `None` = 0). Rows with offset `t >= start_s` are kept. Module docs, step 5.
-    pub start_s: Option<f64>,
-    /// Length of the time window in seconds (finite, > 0; `None` = to the end). Rows with
-    /// offset `t < start_s + duration_s` are kept.
-    pub duration_s: Option<f64>,
-    /// Keep at most this many rows (the first ones after the window).
-    pub max_requests: Option<u64>,
-    /// Skip malformed lines and lines with negative token counts, counting them in
-    /// [`ReadReport::bad_lines_skipped`], instead of failing. For the reference JSON format only
-    /// rows that are valid JSON but not a valid row can be skipped; a JSON syntax error always
-    /// fails.
-    pub skip_bad_lines: bool,
-    /// Clip prompts longer than this many tokens to it (>= 1), counting them in
-    /// [`ReadReport::clipped_prompts`].
-    pub max_context: Option<u64>,
-    /// What to do with rows out of time order.
-    pub unsorted: Unsorted,
-    /// Keep Mooncake `hash_ids` in [`TraceRow::hash_ids`] (default `true`). With `false` they
-    /// are skipped while parsing (less memory; no [`TraceStats::prefix_blocks`]).
-    pub keep_hash_ids: bool,
-}
-
-impl Default for ReadOptions {
-    fn default() -> Self {
-        ReadOptions {
-            format: None,
-            time_scale: 1.0,
-            start_s: None,
-            duration_s: None,
-            max_requests: None,
-            skip_bad_lines: false,
-            max_context: None,
-            unsorted: Unsorted::Reject,
-            keep_hash_ids: true,
-        }
-    }
-}
 
 /// One request of a trace.
 #[derive(Clone, Debug, PartialEq)]
@@ -260,28 +78,6 @@ pub struct TraceRow {
     /// Mooncake prefix-block hash ids (one per 512-token block of the prompt), when the format
     /// has them and [`ReadOptions::keep_hash_ids`] is set; `None` otherwise.
     pub hash_ids: Option<Vec<u64>>,
-}
-
-/// What happened while reading a trace.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct ReadReport {
-    /// Physical lines in the input, header and blank lines included (a final line break does
-    /// not start another line).
-    pub lines_read: u64,
-    /// Rows in [`Trace::rows`].
-    pub rows_kept: u64,
-    /// Malformed lines (and lines with negative token counts) skipped because of
-    /// [`ReadOptions::skip_bad_lines`], over the whole file.
-    pub bad_lines_skipped: u64,
-    /// BurstGPT rows with 0 response tokens (failed requests), skipped, over the whole file.
-    pub failed_requests_skipped: u64,
-    /// Kept rows whose prompt was clipped to [`ReadOptions::max_context`].
-    pub clipped_prompts: u64,
-    /// Rows whose timestamp is earlier than that of some row before them in the file (only
-    /// non-zero with [`Unsorted::Sort`]; with [`Unsorted::Reject`] the first one is an error).
-    pub out_of_order: u64,
-    /// Human-readable notes: skipped lines (the first 10, then a count), sorting, clipping.
-    pub warnings: Vec<String>,
 }
 
 /// A trace that was read: its format, its rows in arrival order, and the report.

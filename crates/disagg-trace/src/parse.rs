@@ -9,7 +9,9 @@ use serde::de::{
 };
 
 use crate::error::quote;
-use crate::{ReadOptions, ReadReport, TraceError, TraceErrorKind, TraceFormat, Unsorted};
+use crate::error::{TraceError, TraceErrorKind};
+use crate::format::TraceFormat;
+use crate::options::{ReadOptions, ReadReport, Unsorted};
 
 /// A timestamp as read: integer nanoseconds (Azure, Mooncake) or float seconds (BurstGPT,
 /// reference). All rows of one file use the same variant.

@@ -1,0 +1,87 @@
+//! The other commands: `handoff`, `cli` (the command line in-process), `help`, `presets` and
+//! `options`.
+
+use disagg_model::calc::HandoffSpec;
+use disagg_model::ranks::RankSpec;
+use disagg_sim::input::{handoff_json, overlay};
+use disagg_sim::Scenario;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use serde_json::{Map, Value};
+
+use crate::convert::{options_map, to_py};
+use crate::error::{api_error, cli_error, guard};
+use crate::scenario::take_catalogue;
+
+/// `handoff(options)`: the CLI's `handoff --json` object.
+#[pyfunction]
+#[pyo3(signature = (options=None))]
+pub(crate) fn handoff<'py>(
+    py: Python<'py>,
+    options: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    guard(|| {
+        let mut m = options_map(options)?;
+        let cat = take_catalogue(py, &mut m)?;
+        let mut rank_keys = Map::new();
+        for k in RankSpec::KEYS {
+            if let Some(v) = m.remove(k) {
+                rank_keys.insert(k.to_string(), v);
+            }
+        }
+        let ranks: RankSpec =
+            overlay(&RankSpec::default(), &rank_keys).map_err(|e| api_error(py, &e))?;
+        let spec: HandoffSpec =
+            overlay(&HandoffSpec::default(), &m).map_err(|e| api_error(py, &e))?;
+        let v = handoff_json(&cat, &spec, &ranks).map_err(|e| api_error(py, &e))?;
+        to_py(py, &v)
+    })
+}
+
+/// `cli(args)`: runs `disagg ARGS...` in this process and returns what it prints.
+#[pyfunction]
+pub(crate) fn cli(py: Python<'_>, args: Vec<String>) -> PyResult<String> {
+    guard(|| {
+        py.detach(|| disagg_cli::capture(&args))
+            .map_err(|msg| cli_error(py, &msg))
+    })
+}
+
+/// `help(command)`: the command line's help text of a subcommand (`run`, `plan`, ...).
+#[pyfunction]
+pub(crate) fn help(command: &str) -> PyResult<String> {
+    disagg_cli::help(command)
+        .ok_or_else(|| PyValueError::new_err(format!("no command '{command}'")))
+}
+
+/// The named scenarios: name, group, about, scenario (its keys as `disagg presets --json`).
+#[pyfunction]
+pub(crate) fn presets(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+    let v: Vec<Value> = disagg_sim::presets::all()
+        .iter()
+        .map(|p| {
+            serde_json::json!({"name": p.name, "group": p.group, "about": p.about,
+                               "scenario": p.scenario.echo_value()})
+        })
+        .collect();
+    to_py(py, &Value::Array(v))
+}
+
+/// Every scenario option: key, flag, kind, optional, help, heading, default (as help shows it),
+/// and the value of `Scenario::default()`.
+#[pyfunction]
+pub(crate) fn options(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+    let defaults = serde_json::to_value(Scenario::default()).expect("json");
+    let v: Vec<Value> = disagg_sim::options::OPTIONS
+        .iter()
+        .map(|o| {
+            serde_json::json!({
+                "key": o.key, "flag": o.flag, "optional": o.optional, "help": o.help,
+                "heading": o.heading, "shown_default": o.shown_default,
+                "default": defaults.get(o.key).cloned().unwrap_or(Value::Null),
+            })
+        })
+        .collect();
+    to_py(py, &Value::Array(v))
+}
