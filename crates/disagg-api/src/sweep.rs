@@ -277,6 +277,64 @@ pub fn from_tables(base: toml::Table, vary: toml::Table, shown: &str) -> Result<
     spec_from_table(t, Path::new(shown), Scenario::default(), false)
 }
 
+/// The sweep of a base (scenario keys; may name a `preset`) and axes (axis name to an array of
+/// values, in axis order) given as JSON, for in-process callers (the Python package): a base key
+/// set to `null` unsets its option (`kv_compress: null` is no compression, whatever the preset
+/// says), and `null` among an axis's values is the option unset. Otherwise exactly the sweep of a
+/// `--spec` file with these tables ([`from_tables`]); `shown` names the source in messages.
+pub fn from_json(
+    base: Map<String, Value>,
+    vary: Map<String, Value>,
+    shown: &str,
+) -> Result<Sweep, UsageError> {
+    let mut table = toml::Table::new();
+    let mut unset = Vec::new();
+    for (k, v) in base {
+        if v.is_null() {
+            unset.push(k);
+            continue;
+        }
+        let tv = toml::Value::try_from(&v).map_err(|e| UsageError(format!("base.{k}: {e}")))?;
+        table.insert(k, tv);
+    }
+    let at = format!("{shown}: base");
+    let mut sc = overlay_table(Scenario::default(), table, &at, false)?;
+    if !unset.is_empty() {
+        let mut v = scenario_value(&sc);
+        for k in unset {
+            if v.get(&k).is_none() {
+                return Err(UsageError(format!(
+                    "{at}: unknown option '{k}'; valid: {}",
+                    valid_axes(&v).join(", ")
+                )));
+            }
+            v[k.as_str()] = Value::Null;
+        }
+        sc = serde_json::from_value(v).map_err(|e| UsageError(format!("{at}: {e}")))?;
+    }
+    let base = scenario_value(&sc);
+    let mut axes = Vec::new();
+    for (name, vals) in vary {
+        let arr = vals.as_array().ok_or_else(|| {
+            UsageError(format!("{shown}: vary.{name}: expected an array of values"))
+        })?;
+        let values: Vec<Value> = arr
+            .iter()
+            .map(|x| match x {
+                // A whole number for a real option, as a spec file's integer is read.
+                Value::Number(n) if !n.is_f64() && base.get(&name).is_some_and(Value::is_f64) => {
+                    json!(n.as_f64().unwrap_or(f64::NAN))
+                }
+                other => other.clone(),
+            })
+            .collect();
+        check_axis(&base, &name, &values, &axes)
+            .map_err(|e| UsageError(format!("{shown}: {}", e.0)))?;
+        axes.push((name, values));
+    }
+    Ok(Sweep { base, axes })
+}
+
 /// The scenario and the validated configuration of run `i` (an invalid one names the run and its
 /// axis values).
 pub fn build_run(

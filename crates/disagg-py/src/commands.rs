@@ -1,9 +1,9 @@
-//! The other commands: `handoff`, `cli` (the command line in-process), `help`, `presets` and
+//! The other commands: `handoff`, `catalogue`, `cli` (the command line in-process), `help`, `presets` and
 //! `options`.
 
 use disagg_model::calc::HandoffSpec;
 use disagg_model::ranks::RankSpec;
-use disagg_sim::input::{handoff_json, overlay};
+use disagg_sim::input::{overlay, ApiError};
 use disagg_sim::Scenario;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 
 use crate::convert::{options_map, to_py};
 use crate::error::{api_error, cli_error, guard};
-use crate::scenario::take_catalogue;
+use crate::scenario::{catalogue_of, take_catalogue};
 
 /// `handoff(options)`: the CLI's `handoff --json` object.
 #[pyfunction]
@@ -34,8 +34,31 @@ pub(crate) fn handoff<'py>(
             overlay(&RankSpec::default(), &rank_keys).map_err(|e| api_error(py, &e))?;
         let spec: HandoffSpec =
             overlay(&HandoffSpec::default(), &m).map_err(|e| api_error(py, &e))?;
-        let v = handoff_json(&cat, &spec, &ranks).map_err(|e| api_error(py, &e))?;
+        let v = disagg_api::handoff::handoff(&cat, &spec, &ranks)
+            .map_err(|e| api_error(py, &invalid(e)))?;
         to_py(py, &v)
+    })
+}
+
+/// An engine's refusal as the server answers it: 422, naming the field when the message names a
+/// key.
+fn invalid(e: disagg_model::Error) -> ApiError {
+    match e {
+        disagg_model::Error::Invalid { what, why } => {
+            let field = what.chars().all(|c| c.is_ascii_lowercase() || c == '_');
+            ApiError::invalid(field.then_some(what.as_str()), format!("{what}: {why}"))
+        }
+        other => ApiError::invalid(None, other.to_string()),
+    }
+}
+
+/// `catalogue(path)`: `disagg list --json`, with the entries of a catalogue TOML file when given.
+#[pyfunction]
+#[pyo3(signature = (path=None))]
+pub(crate) fn catalogue(py: Python<'_>, path: Option<String>) -> PyResult<Bound<'_, PyAny>> {
+    guard(|| {
+        let cat = catalogue_of(py, path.as_deref())?;
+        to_py(py, &disagg_api::catalogue::list_json(&cat, None))
     })
 }
 

@@ -296,11 +296,10 @@ def handoff(**options: Any) -> Dict[str, Any]:
 def catalogue(catalogue: Optional[Union[str, "os.PathLike[str]"]] = None) -> Dict[str, Any]:
     """Models, devices, links and compression formats: `disagg list --json` (with the entries of
     a `catalogue` TOML file when given)."""
-    args = ["list", "--json"]
-    if catalogue is not None:
-        _check_inputs({"catalogue": catalogue})
-        args = ["--catalogue", os.fspath(catalogue)] + args
-    return _json_command(args)
+    if catalogue is None:
+        return _core.catalogue(None)
+    _check_inputs({"catalogue": catalogue})
+    return _core.catalogue(os.fspath(catalogue))
 
 
 def presets() -> List[Dict[str, Any]]:
