@@ -43,3 +43,33 @@ pub fn handoff(
     let device = cat.device(&spec.prefill_device)?;
     Ok(document(&doc, plan.as_ref(), device))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_calibration_block_comes_with_a_fitted_prefill_device_only() {
+        let cat = Catalogue::builtin();
+        let spec = HandoffSpec::default();
+        let v = handoff(&cat, &spec, &RankSpec::default()).unwrap();
+        assert!(v.get("calibration").is_none() && v.get("ranks").is_none());
+        let doc = disagg_model::calc::evaluate(&cat, &spec, None, None, None).unwrap();
+        assert_eq!(v, serde_json::to_value(&doc).unwrap());
+        // A fitted device (the command line's test fixture).
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../disagg-cli/tests/fixtures/calibrated.toml"
+        );
+        let mut w = crate::report::Warnings::default();
+        let cat = crate::custom::load_catalogue(Some(std::path::Path::new(path)), &mut w).unwrap();
+        let spec = HandoffSpec {
+            prefill_device: "h100-fit".into(),
+            model: "llama2-7b".into(),
+            ..HandoffSpec::default()
+        };
+        let v = handoff(&cat, &spec, &RankSpec::default()).unwrap();
+        assert_eq!(v["calibration"]["pool"], "prefill");
+        assert_eq!(v["calibration"]["device"], "h100-fit");
+    }
+}

@@ -948,4 +948,30 @@ mod tests {
             (KvPolicy::Paged, Preemption::Swap)
         );
     }
+
+    #[test]
+    fn a_json_sweep_is_the_spec_sweep_and_null_unsets() {
+        let obj = |v: Value| v.as_object().unwrap().clone();
+        let table = |v: Value| toml::Table::try_from(v).unwrap();
+        let base = json!({"preset": "eth25g-14rps-fp8", "requests": 50});
+        let vary = json!({"rate": [2, 4.5], "link": ["eth-25g", "ib-ndr"]});
+        let a = from_json(obj(base.clone()), obj(vary.clone()), "sweep").unwrap();
+        let b = from_tables(table(base), table(vary), "sweep").unwrap();
+        assert_eq!((a.base.clone(), a.axes.clone()), (b.base, b.axes));
+        assert_eq!(a.axes[0].1, [json!(2.0), json!(4.5)]);
+        assert_eq!(a.base["kv_compress"], json!("fp8"));
+        // `null` in the base unsets the preset's compression; in an axis, it is a value.
+        let base = json!({"preset": "eth25g-14rps-fp8", "kv_compress": null});
+        let vary = json!({"kv_compress": [null, "fp8"]});
+        let c = from_json(obj(base), obj(vary), "sweep").unwrap();
+        assert_eq!(c.base["kv_compress"], Value::Null);
+        assert_eq!(c.scenario(0).unwrap().kv_compress, None);
+        assert_eq!(c.scenario(1).unwrap().kv_compress.as_deref(), Some("fp8"));
+        let e = from_json(obj(json!({"warp": null})), Map::new(), "sweep").unwrap_err();
+        assert!(
+            e.0.starts_with("sweep: base: unknown option 'warp'"),
+            "{}",
+            e.0
+        );
+    }
 }
