@@ -1,4 +1,4 @@
-//! The other commands: `handoff`, `catalogue`, `cli` (the command line in-process), `help`, `presets` and
+//! The other commands: `handoff`, `catalogue`, `trace_stats`, `cli` (the command line in-process), `help`, `presets` and
 //! `options`.
 
 use disagg_model::calc::HandoffSpec;
@@ -11,7 +11,7 @@ use pyo3::types::PyDict;
 use serde_json::{Map, Value};
 
 use crate::convert::{options_map, to_py};
-use crate::error::{api_error, cli_error, guard};
+use crate::error::{api_error, cli_error, errors_make, guard};
 use crate::scenario::{catalogue_of, take_catalogue};
 
 /// `handoff(options)`: the CLI's `handoff --json` object.
@@ -59,6 +59,55 @@ pub(crate) fn catalogue(py: Python<'_>, path: Option<String>) -> PyResult<Bound<
     guard(|| {
         let cat = catalogue_of(py, path.as_deref())?;
         to_py(py, &disagg_api::catalogue::list_json(&cat, None))
+    })
+}
+
+/// `trace_stats(path, options)`: `disagg trace-stats PATH --json`. Options are the trace-reading
+/// keys (`trace_format`, `time_scale`, `trace_start`, ...) or their flags' names with '_' for '-'
+/// (`start`, `sort`); True is a switch given, False and None leave an option out.
+#[pyfunction]
+#[pyo3(signature = (path, options=None))]
+pub(crate) fn trace_stats<'py>(
+    py: Python<'py>,
+    path: String,
+    options: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    guard(|| {
+        let mut s = Scenario::default();
+        for (name, v) in options_map(options)? {
+            let flag = format!("--{}", name.replace('_', "-"));
+            let Some(opt) =
+                disagg_sim::options::trace_reading().find(|o| o.key == name || o.flag == flag)
+            else {
+                let valid: Vec<&str> = disagg_sim::options::trace_reading()
+                    .map(|o| o.key)
+                    .collect();
+                return Err(errors_make(py, "unknown_option", (name, valid))?);
+            };
+            let raw = match v {
+                Value::Null | Value::Bool(false) => continue,
+                Value::Bool(true) => "true".to_string(),
+                Value::String(text) => text,
+                other => other.to_string(),
+            };
+            s.set(opt.key, &raw)
+                .map_err(|e| cli_error(py, &e.to_string()))?;
+        }
+        let opts = disagg_trace::ReadOptions {
+            keep_hash_ids: true,
+            ..s.trace_read_options(None)
+        };
+        let file = std::path::PathBuf::from(&path);
+        let t = py
+            .detach(|| disagg_api::trace::read_trace(&file, &opts))
+            .map_err(|e| cli_error(py, &e.0))?;
+        for w in &t.report.warnings {
+            eprintln!("warning: {}", disagg_model::escape(w));
+        }
+        to_py(
+            py,
+            &disagg_api::trace::stats_json(&file.display().to_string(), &t),
+        )
     })
 }
 

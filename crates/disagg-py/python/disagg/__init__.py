@@ -281,7 +281,7 @@ def trace_stats(path: Union[str, "os.PathLike[str]"], **options: Any) -> Dict[st
     `run`, or the flags' names with '_' for '-')."""
     if not os.path.exists(os.fspath(path)):
         raise _errors.missing_file("path", os.fspath(path))
-    return _json_command(["trace-stats", os.fspath(path), "--json"] + _flags(options), "trace-stats")
+    return _core.trace_stats(os.fspath(path), dict(options))
 
 
 def handoff(**options: Any) -> Dict[str, Any]:
