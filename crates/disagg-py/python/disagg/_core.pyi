@@ -15,6 +15,8 @@ __all__ = [
     "handoff",
     "sweep",
     "jsonl",
+    "catalogue",
+    "trace_stats",
     "cli",
     "help",
     "presets",
