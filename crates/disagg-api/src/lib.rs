@@ -10,10 +10,12 @@
 //! - [`format`]: the number formats of every text report.
 
 pub mod catalogue;
+pub mod compare;
 pub mod custom;
 pub mod error;
 pub mod format;
 pub mod handoff;
+pub mod memory;
 pub mod metrics;
 pub mod output;
 pub mod report;

@@ -13,7 +13,6 @@ pub mod custom;
 mod fuzz_tests;
 pub mod handoff_cmd;
 pub mod list_cmd;
-pub mod memory;
 pub mod plan_cmd;
 pub mod plots;
 pub mod progress;
@@ -25,7 +24,7 @@ pub mod trace_cmd;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-pub use disagg_api::{format, output, report};
+pub use disagg_api::{format, memory, output, report};
 pub use disagg_api::{CmdResult, UsageError};
 
 #[derive(Parser, Debug)]

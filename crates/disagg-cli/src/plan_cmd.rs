@@ -51,8 +51,7 @@ pub const DEFAULT_LINK_PRICES: [(&str, f64); 9] = [
 /// An analytic ceiling more than this factor below the target rate is "hopeless": not simulated.
 pub const PRUNE_FACTOR: f64 = 1.25;
 
-/// Most candidates a plan may have without `--yes`.
-pub const MAX_CANDIDATES_WITHOUT_YES: u64 = 10_000;
+pub use disagg_api::memory::{check_count, MAX_CANDIDATES_WITHOUT_YES};
 
 #[derive(Args, Debug)]
 pub struct PlanArgs {
@@ -224,24 +223,6 @@ pub struct PlanArgs {
     /// No candidate count and no progress bar on standard error.
     #[arg(long, help_heading = "Plan")]
     quiet: bool,
-}
-
-/// The rule of a command whose size is known before it starts (`plan --target-rate`'s
-/// candidates, `compare --sweep-rate`'s runs): more than [`MAX_CANDIDATES_WITHOUT_YES`] is
-/// refused without `--yes`, in one line that states the count and what to shorten.
-pub fn check_count(
-    command: &str,
-    count: u64,
-    what: &str,
-    shorten: &str,
-    yes: bool,
-) -> Result<(), UsageError> {
-    if count > MAX_CANDIDATES_WITHOUT_YES && !yes {
-        return Err(UsageError(format!(
-            "the {command} has {count} {what}, more than {MAX_CANDIDATES_WITHOUT_YES}: shorten {shorten}, or add --yes to run it"
-        )));
-    }
-    Ok(())
 }
 
 fn parse_counts(flag: &str, s: &str) -> Result<Vec<u32>, UsageError> {

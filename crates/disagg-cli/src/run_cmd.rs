@@ -15,6 +15,7 @@ use crate::output::{out, outln};
 use crate::progress::{self, Progress};
 use crate::scenario_flags::ScenarioFlags;
 use crate::{plots, report, CmdResult, UsageError};
+use disagg_api::compare::{CompareOptions, Comparison};
 use disagg_api::report::Warnings;
 
 #[derive(Args, Debug)]
@@ -220,89 +221,44 @@ pub struct CompareArgs {
     pub quiet: bool,
 }
 
-fn with_mode(s: &Scenario, mode: disagg_sim::Mode) -> Scenario {
-    Scenario { mode, ..s.clone() }
-}
-
 pub fn compare(a: CompareArgs, cat: &Catalogue, warnings: &mut Warnings) -> CmdResult {
     let base = a.sc.scenario()?;
-    if a.variant.is_empty() {
-        if let Some(m) = a.sc.values.get("mode") {
-            warnings.warn(&format!(
-                "--mode {m} is ignored: compare runs both colocated and disagg (use --variant to compare within one mode)"
-            ));
-        }
-        if a.sweep_rate.is_some() && base.trace_file.is_some() {
-            return Err(UsageError(
-                "--sweep-rate: a replayed trace (--trace-file) brings its own arrivals, so every rate would give the same run; drop one of them".into(),
-            ));
-        }
-    }
-    if !a.variant.is_empty() {
-        return compare_variants(&a, &base, cat, warnings);
-    }
-    let rates: Vec<f64> = match &a.sweep_rate {
-        Some(r) => {
-            if r.is_empty() {
-                return Err(UsageError("--sweep-rate: give at least one rate".into()));
-            }
-            r.clone()
-        }
-        None => vec![base.rate],
+    let opts = CompareOptions {
+        variants: a.variant.clone(),
+        sweep_rate: a.sweep_rate.clone(),
+        mode_given: a.sc.values.get("mode").map(|m| m.to_string()),
+        yes: a.yes,
+        series: a.plot.is_some(),
+        quiet: a.quiet,
     };
-    // Counted before any configuration is built: each rate runs both modes.
-    let count = (rates.len() as u64).saturating_mul(2);
-    crate::plan_cmd::check_count("comparison", count, "runs", "--sweep-rate", a.yes)?;
-    if count > crate::plan_cmd::MAX_CANDIDATES_WITHOUT_YES && !a.quiet {
-        eprintln!("compare: {count} runs ({} rates x 2 modes)", rates.len());
+    let cmp = disagg_api::compare::prepare(&base, cat, &opts, warnings)?;
+    if cmp.variants {
+        return compare_variants(&a, &base, &cmp, warnings);
     }
-    // Validate every configuration before running any.
-    let mut cfgs = Vec::new();
-    for &rate in &rates {
-        for mode in [disagg_sim::Mode::Colocated, disagg_sim::Mode::Disagg] {
-            let sc = Scenario {
-                rate,
-                ..with_mode(&base, mode)
-            };
-            let mode = mode.as_str();
-            let cfg = sc.build(cat).map_err(|e| {
-                UsageError(if a.sweep_rate.is_some() {
-                    format!("--sweep-rate {rate}: {e}")
-                } else {
-                    e.to_string()
-                })
-            })?;
-            memory::check(
-                "--requests",
-                &cfg,
-                a.plot.is_some(),
-                memory::Runs::one(Some(a.yes)),
-            )?;
-            cfgs.push((rate, mode, sc, cfg));
-        }
-    }
+    let rates = cmp.rates;
     if let Some(d) = &a.plot {
         plots::prepare_dir(d)?;
     }
-    let mut rows = Vec::new();
     let mut lats = Vec::new();
-    let progress = Progress::start("runs", cfgs.len() as u64, a.quiet);
-    for (rate, mode, sc, cfg) in &cfgs {
-        let run = simulate_config(cfg)?;
+    let progress = Progress::start("runs", cmp.columns.len() as u64, a.quiet);
+    let sums = cmp.run(warnings, |c, run| {
         progress.inc(1);
-        if a.plot.is_some() && cfgs.len() <= 12 {
-            let name = if rates.len() > 1 {
-                format!("{mode} @ {rate} req/s")
+        if a.plot.is_some() && cmp.columns.len() <= 12 {
+            let name = if rates > 1 {
+                format!("{} @ {} req/s", c.name, c.rate)
             } else {
-                mode.to_string()
+                c.name.clone()
             };
-            lats.push(plots::Latencies::of(&name, &run));
+            lats.push(plots::Latencies::of(&name, run));
         }
-        let sum = run.summary();
-        warnings.summary(&sum);
-        rows.push((*rate, *mode, sc.clone(), sum));
-    }
+    })?;
     drop(progress);
+    let rows: Vec<(f64, &str, &Summary)> = cmp
+        .columns
+        .iter()
+        .zip(&sums)
+        .map(|(c, s)| (c.rate, c.name.as_str(), s))
+        .collect();
     if let Some(dir) = &a.plot {
         let mut written = Vec::new();
         let slo = base.slos();
@@ -311,26 +267,26 @@ pub fn compare(a: CompareArgs, cat: &Catalogue, warnings: &mut Warnings) -> CmdR
         }
         let named: Vec<(String, &Summary)> = rows
             .iter()
-            .map(|(r, m, _, s)| {
+            .map(|(r, m, s)| {
                 (
-                    if rates.len() > 1 {
+                    if rates > 1 {
                         format!("{m} @ {r}")
                     } else {
                         m.to_string()
                     },
-                    s,
+                    *s,
                 )
             })
             .collect();
         plots::stages(dir, &named, &mut written)?;
-        if rates.len() > 1 {
+        if rates > 1 {
             let lines: Vec<(String, Vec<(f64, Summary)>)> = ["colocated", "disagg"]
                 .iter()
                 .map(|m| {
                     let pts = rows
                         .iter()
                         .filter(|r| r.1 == *m)
-                        .map(|r| (r.0, r.3.clone()))
+                        .map(|r| (r.0, r.2.clone()))
                         .collect();
                     (m.to_string(), pts)
                 })
@@ -340,23 +296,16 @@ pub fn compare(a: CompareArgs, cat: &Catalogue, warnings: &mut Warnings) -> CmdR
         plots::report(&written);
     }
     if a.json {
-        let runs: Vec<serde_json::Value> = rows
-            .iter()
-            .map(|(rate, mode, sc, s)| json!({"rate": rate, "mode": mode, "scenario": sc.with_slos_resolved(), "summary": s}))
-            .collect();
-        let mut doc =
-            json!({"schema_version": disagg_sim::SCHEMA_VERSION, "tool": "disagg", "runs": runs});
-        with_warnings(&mut doc, warnings);
+        let doc = cmp.json(&sums, warnings);
         outln!("{}", serde_json::to_string_pretty(&doc).expect("json"));
         return Ok(());
     }
+    let sums: Vec<&Summary> = sums.iter().collect();
     if a.sweep_rate.is_none() {
-        let cols: Vec<&Summary> = rows.iter().map(|r| &r.3).collect();
-        out!("{}", report::side_by_side(&["colocated", "disagg"], &cols));
-        out!("{}", report::calibration_of_runs(cols.iter().copied()));
+        out!("{}", report::side_by_side(&["colocated", "disagg"], &sums));
+        out!("{}", report::calibration_of_runs(sums.iter().copied()));
         return Ok(());
     }
-    let sums: Vec<&Summary> = rows.iter().map(|r| &r.3).collect();
     let levers = report::any_levers(&sums);
     let sched = |c: [String; 4]| {
         if levers {
@@ -376,7 +325,7 @@ pub fn compare(a: CompareArgs, cat: &Catalogue, warnings: &mut Warnings) -> CmdR
         sched(report::SCHED_HEADS.map(str::to_string))
     );
     let [ttft, tpot, goodput, slo] = disagg_api::metrics::pick(disagg_api::metrics::COMPARE_TABLE);
-    for (rate, mode, _, s) in &rows {
+    for (rate, mode, s) in &rows {
         outln!(
             "{:>8} {:<10} {:>12} {:>12} {:>14} {:>8}{}  {} -> {}",
             rate,
@@ -397,56 +346,26 @@ pub fn compare(a: CompareArgs, cat: &Catalogue, warnings: &mut Warnings) -> CmdR
 fn compare_variants(
     a: &CompareArgs,
     base: &Scenario,
-    cat: &Catalogue,
+    cmp: &Comparison,
     warnings: &mut Warnings,
 ) -> CmdResult {
-    let mut cols: Vec<(String, Scenario)> = vec![("reference".to_string(), base.clone())];
-    for v in &a.variant {
-        cols.push((v.clone(), disagg_api::sweep::apply_variant(base, v)?));
-    }
-    let mut cfgs = Vec::new();
-    for (name, sc) in &cols {
-        let cfg = sc
-            .build(cat)
-            .map_err(|e| UsageError(format!("--variant {name}: {e}")))?;
-        let flag = format!("--variant {name}");
-        memory::check(
-            &flag,
-            &cfg,
-            a.plot.is_some(),
-            memory::Runs::one(Some(a.yes)),
-        )?;
-        cfgs.push(cfg);
-    }
     if let Some(d) = &a.plot {
         plots::prepare_dir(d)?;
     }
-    let mut sums = Vec::new();
     let mut lats = Vec::new();
-    let progress = Progress::start("runs", cfgs.len() as u64, a.quiet);
-    for ((name, _), cfg) in cols.iter().zip(&cfgs) {
-        let run = simulate_config(cfg)?;
+    let progress = Progress::start("runs", cmp.columns.len() as u64, a.quiet);
+    let sums = cmp.run(warnings, |c, run| {
         progress.inc(1);
-        if a.plot.is_some() && cols.len() <= 12 {
-            lats.push(plots::Latencies::of(name, &run));
+        if a.plot.is_some() && cmp.columns.len() <= 12 {
+            lats.push(plots::Latencies::of(&c.name, run));
         }
-        let sum = run.summary();
-        warnings.summary(&sum);
-        sums.push(sum);
-    }
+    })?;
     drop(progress);
     if a.json {
-        let runs: Vec<serde_json::Value> = cols
-            .iter()
-            .zip(&sums)
-            .map(|((n, sc), s)| json!({"variant": n, "scenario": sc.with_slos_resolved(), "summary": s}))
-            .collect();
-        let mut doc =
-            json!({"schema_version": disagg_sim::SCHEMA_VERSION, "tool": "disagg", "runs": runs});
-        with_warnings(&mut doc, warnings);
+        let doc = cmp.json(&sums, warnings);
         outln!("{}", serde_json::to_string_pretty(&doc).expect("json"));
     } else {
-        let names: Vec<&str> = cols.iter().map(|(n, _)| n.as_str()).collect();
+        let names: Vec<&str> = cmp.columns.iter().map(|c| c.name.as_str()).collect();
         let refs: Vec<&Summary> = sums.iter().collect();
         out!("{}", report::variants_table(&names, &refs));
         out!("{}", report::calibration_of_runs(refs.iter().copied()));
@@ -454,8 +373,12 @@ fn compare_variants(
     if let Some(dir) = &a.plot {
         let mut written = Vec::new();
         plots::cdfs(dir, &lats, base.slos(), &mut written)?;
-        let named: Vec<(String, &Summary)> =
-            cols.iter().map(|(n, _)| n.clone()).zip(&sums).collect();
+        let named: Vec<(String, &Summary)> = cmp
+            .columns
+            .iter()
+            .map(|c| c.name.clone())
+            .zip(&sums)
+            .collect();
         plots::stages(dir, &named, &mut written)?;
         plots::report(&written);
     }

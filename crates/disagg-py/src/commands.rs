@@ -1,4 +1,4 @@
-//! The other commands: `handoff`, `catalogue`, `trace_stats`, `cli` (the command line in-process), `help`, `presets` and
+//! The other commands: `handoff`, `compare`, `catalogue`, `trace_stats`, `cli` (the command line in-process), `help`, `presets` and
 //! `options`.
 
 use disagg_model::calc::HandoffSpec;
@@ -11,8 +11,8 @@ use pyo3::types::PyDict;
 use serde_json::{Map, Value};
 
 use crate::convert::{options_map, to_py};
-use crate::error::{api_error, cli_error, errors_make, guard};
-use crate::scenario::{catalogue_of, take_catalogue};
+use crate::error::{api_error, cli_error, config_error, errors_make, guard};
+use crate::scenario::{catalogue_of, scenario_of, take_catalogue};
 
 /// `handoff(options)`: the CLI's `handoff --json` object.
 #[pyfunction]
@@ -59,6 +59,69 @@ pub(crate) fn catalogue(py: Python<'_>, path: Option<String>) -> PyResult<Bound<
     guard(|| {
         let cat = catalogue_of(py, path.as_deref())?;
         to_py(py, &disagg_api::catalogue::list_json(&cat, None))
+    })
+}
+
+/// `compare(scenario, options)`: `disagg compare --json`. Options are scenario keys, and
+/// `variant` (one `NAME=VALUE,...` or a list of them), `sweep_rate` (a rate or a list), `yes`,
+/// `quiet`, `catalogue`.
+#[pyfunction]
+#[pyo3(signature = (scenario=None, options=None))]
+pub(crate) fn compare<'py>(
+    py: Python<'py>,
+    scenario: Option<&Bound<'py, PyAny>>,
+    options: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    guard(|| {
+        let mut m = options_map(options)?;
+        let cat = take_catalogue(py, &mut m)?;
+        let bad = |key: &str, what: &str, got: &Value| {
+            config_error(py, &format!("{key}: expected {what}, got {got}"), Some(key))
+        };
+        let variants = match m.remove("variant") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::String(v)) => vec![v],
+            Some(Value::Array(a)) => a
+                .iter()
+                .map(|v| match v {
+                    Value::String(s) => Ok(s.clone()),
+                    other => Err(bad("variant", "NAME=VALUE,... strings", other)),
+                })
+                .collect::<PyResult<_>>()?,
+            Some(other) => return Err(bad("variant", "NAME=VALUE,... strings", &other)),
+        };
+        let rate = |v: &Value| v.as_f64().ok_or_else(|| bad("sweep_rate", "rates", v));
+        let sweep_rate = match m.remove("sweep_rate") {
+            None | Some(Value::Null) => None,
+            Some(Value::Array(a)) => Some(a.iter().map(rate).collect::<PyResult<Vec<f64>>>()?),
+            Some(v) => Some(vec![rate(&v)?]),
+        };
+        let mut switch = |key: &str| match m.remove(key) {
+            None | Some(Value::Null) | Some(Value::Bool(false)) => Ok(false),
+            Some(Value::Bool(true)) => Ok(true),
+            Some(other) => Err(bad(key, "True or False", &other)),
+        };
+        let (yes, quiet) = (switch("yes")?, switch("quiet")?);
+        let mode_given = m.get("mode").map(|v| match v {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        });
+        let base = scenario_of(py, scenario, m)?;
+        let opts = disagg_api::compare::CompareOptions {
+            variants,
+            sweep_rate,
+            mode_given,
+            yes,
+            series: false,
+            quiet,
+        };
+        let mut warnings = disagg_api::report::Warnings::default();
+        let cmp = disagg_api::compare::prepare(&base, &cat, &opts, &mut warnings)
+            .map_err(|e| cli_error(py, &e.0))?;
+        let sums = py
+            .detach(|| cmp.run(&mut warnings, |_, _| {}))
+            .map_err(|e| cli_error(py, &e.0))?;
+        to_py(py, &cmp.json(&sums, &warnings))
     })
 }
 

@@ -261,7 +261,7 @@ def compare(scenario: Optional[str] = None, /, **options: Any) -> Dict[str, Any]
     if scenario is not None:
         options = {"preset": scenario, **options}
     _check_inputs(options)
-    return _json_command(["compare", "--json", "--quiet"] + _flags(options), "compare")
+    return _core.compare(None, {"quiet": True, **options})
 
 
 def plan(scenario: Optional[str] = None, /, **options: Any) -> Dict[str, Any]:
