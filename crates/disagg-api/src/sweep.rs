@@ -396,12 +396,14 @@ pub fn rows(
         ))
     })?;
     let mut out = Vec::with_capacity(runs as usize);
+    let fp = sweep.fingerprint();
     let plan = Execution {
         sweep,
         cat,
         shard,
         start: 0,
         cancel: Some(cancel),
+        fingerprint: &fp,
     };
     execute(&plan, &pool, &NO_EXTRA, &mut |r: RunRow<()>| {
         out.push(r.row);
@@ -689,6 +691,8 @@ pub struct Execution<'a> {
     pub shard: (u64, u64),
     pub start: u64,
     pub cancel: Option<&'a AtomicBool>,
+    /// The sweep's [`Sweep::fingerprint`] (computed once by the caller, which needs it too).
+    pub fingerprint: &'a str,
 }
 
 /// Where the rows of [`execute`] go, in run order, as they finish.
@@ -720,11 +724,10 @@ pub fn execute<T: Send>(
 ) -> CmdResult {
     let (shard_i, shard_n) = plan.shard;
     let total = plan.sweep.runs();
-    let fp = plan.sweep.fingerprint();
     let work = Work {
         plan,
         extra,
-        fp: &fp,
+        fp: plan.fingerprint,
         runs: shard_runs(total, shard_i, shard_n),
         next: AtomicU64::new(plan.start),
         written: Mutex::new(plan.start),

@@ -401,6 +401,7 @@ pub fn run(a: SweepArgs, cat: &Catalogue, warnings: &mut Warnings) -> CmdResult 
         shard: (shard_i, shard_n),
         start,
         cancel: None,
+        fingerprint: &fp,
     };
     let outcome = execute(&plan, &pool, &latencies, &mut sinks);
     let Sinks {
