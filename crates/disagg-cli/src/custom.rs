@@ -1,18 +1,7 @@
-//! The catalogue as the user sees it: the built-in presets plus a `--catalogue FILE.toml` (custom
-//! hardware described with flags is in `scenario_flags`: the option table's rows), and the numeric
-//! range checks every command's flags get ([`with_ranges`]).
-
-use std::path::Path;
+//! The numeric range checks every command's flags get ([`with_ranges`]); the catalogue with a
+//! `--catalogue FILE.toml` and TOML reading are `disagg_api::custom`'s.
 
 pub use disagg_api::custom::{parse_toml, read_toml};
-use disagg_api::UsageError;
-use disagg_model::Catalogue;
-
-/// The built-in catalogue plus the file's entries, a replaced built-in entry told on stderr (for
-/// the Python package until it calls `disagg_api::custom::load_catalogue`).
-pub fn load_catalogue(path: Option<&Path>) -> Result<Catalogue, UsageError> {
-    disagg_api::custom::load_catalogue(path, &mut disagg_api::report::Warnings::default())
-}
 
 /// `cmd` with every numeric flag parsed and checked against its range in
 /// [`disagg_sim::ranges::RANGES`] (so errors quote the value as typed and name the valid range),

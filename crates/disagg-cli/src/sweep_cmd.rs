@@ -12,7 +12,7 @@ use disagg_api::report::Warnings;
 use disagg_api::sweep::{
     build_run, check_axis, copy_to_new, csv_from_jsonl, execute, items, point_label,
     point_label_without, resumable_rows, rows_to_csv, scenario_value, shard_runs, spec_from_table,
-    thread_pool, typed, Execution, RowSink, RunRow, MAX_RUNS_WITHOUT_YES,
+    thread_pool, typed, Execution, RowSink, RunRow, Sweep, MAX_RUNS_WITHOUT_YES,
 };
 use disagg_api::{metrics, CmdResult, UsageError};
 use disagg_model::Catalogue;
@@ -22,9 +22,6 @@ use serde_json::Value;
 use crate::progress::Progress;
 use crate::scenario_flags::ScenarioFlags;
 use crate::{plots, run_cmd};
-
-// The in-process sweep (for the Python package until it calls `disagg_api::sweep`).
-pub use disagg_api::sweep::{from_tables, rows, Sweep};
 
 /// The rows of this command: with the latencies of the run when CDFs are drawn.
 type Row = RunRow<plots::Latencies>;
