@@ -18,7 +18,7 @@ use mutate::{bytes, mutated, seeds};
 use proptest::prelude::*;
 
 use crate::custom::parse_toml;
-use crate::scenario_flags::{overlay_table, ScenarioFlags};
+use crate::scenario_flags::overlay_table;
 use crate::UsageError;
 
 /// The text checks every input file gets (`disagg_trace::input::read_input` after reading).
@@ -79,7 +79,7 @@ fn spec(input: &[u8]) {
         Err(UsageError(e)) => return one_line(&e),
         Ok(t) => t,
     };
-    match crate::sweep_cmd::spec_from_table(t, Path::new("fuzz.toml"), &ScenarioFlags::default()) {
+    match disagg_api::sweep::spec_from_table(t, Path::new("fuzz.toml"), Default::default(), false) {
         Err(UsageError(e)) => one_line(&e),
         Ok(sweep) => {
             let runs = sweep.runs();
@@ -125,7 +125,7 @@ fn corpus_replays() {
     }
     for (name, seed) in seeds("spec").into_iter().filter(valid) {
         let t = toml::from_str(&text(&seed).unwrap()).unwrap();
-        let s = crate::sweep_cmd::spec_from_table(t, Path::new(&name), &ScenarioFlags::default());
+        let s = disagg_api::sweep::spec_from_table(t, Path::new(&name), Default::default(), false);
         assert!(s.is_ok(), "{name}: {:?}", s.err());
     }
 }

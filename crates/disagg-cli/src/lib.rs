@@ -9,17 +9,13 @@ pub mod calibrate_cmd;
 pub mod calibrate_plots;
 
 pub mod custom;
-pub mod format;
 #[cfg(test)]
 mod fuzz_tests;
 pub mod handoff_cmd;
 pub mod list_cmd;
-pub mod memory;
-pub mod output;
 pub mod plan_cmd;
 pub mod plots;
 pub mod progress;
-pub mod report;
 pub mod run_cmd;
 pub mod scenario_flags;
 pub mod sweep_cmd;
@@ -28,19 +24,8 @@ pub mod trace_cmd;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-
-/// An error the user can fix: printed as one line, exit code 2.
-#[derive(Debug)]
-pub struct UsageError(pub String);
-
-impl<E: std::fmt::Display> From<E> for UsageError {
-    fn from(e: E) -> Self {
-        UsageError(e.to_string())
-    }
-}
-
-/// What a command returns.
-pub type CmdResult = Result<(), UsageError>;
+pub use disagg_api::{format, memory, output, report};
+pub use disagg_api::{CmdResult, UsageError};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -175,16 +160,17 @@ fn execute(cli: Cli) -> CmdResult {
         let mut files = cli.command.files();
         files.input("--catalogue", cli.catalogue.as_deref());
         files.check()?;
-        let cat = custom::load_catalogue(cli.catalogue.as_deref())?;
+        let mut warnings = report::Warnings::default();
+        let cat = disagg_api::custom::load_catalogue(cli.catalogue.as_deref(), &mut warnings)?;
         match cli.command {
             Command::Calibrate(a) => calibrate_cmd::run(*a, &cat),
             Command::Handoff(a) => handoff_cmd::run(*a, cat),
             Command::List(a) => list_cmd::run(a, &cat),
-            Command::Run(a) => run_cmd::run(*a, &cat),
-            Command::Compare(a) => run_cmd::compare(*a, &cat),
+            Command::Run(a) => run_cmd::run(*a, &cat, &mut warnings),
+            Command::Compare(a) => run_cmd::compare(*a, &cat, &mut warnings),
             Command::Presets(a) => run_cmd::presets(a),
-            Command::Sweep(a) => sweep_cmd::run(*a, &cat),
-            Command::Plan(a) => plan_cmd::run(*a, &cat),
+            Command::Sweep(a) => sweep_cmd::run(*a, &cat, &mut warnings),
+            Command::Plan(a) => plan_cmd::run(*a, &cat, &mut warnings),
             Command::Bench(a) => bench_cmd::run(a, &cat),
             Command::TraceStats(a) => trace_cmd::run(a),
             #[cfg(feature = "web")]
@@ -323,7 +309,6 @@ pub fn capture<S: AsRef<str>>(args: &[S]) -> Result<String, String> {
         }
         Err(e) => return Err(clap_line(&e)),
     };
-    report::clear_warnings();
     let (result, text) = output::capturing(|| execute(cli));
     match result {
         Ok(()) => Ok(text),

@@ -1,8 +1,8 @@
 //! `disagg list`: the catalogue with units, or as JSON.
 
 use clap::{Args, ValueEnum};
+use disagg_api::catalogue::Section;
 use disagg_model::Catalogue;
-use serde_json::{json, Value};
 
 use crate::format as f;
 use crate::output::{out, outln};
@@ -28,25 +28,6 @@ pub struct ListArgs {
     /// Print JSON (SI units: bytes, bytes/s, seconds, FLOP/s, W, pJ).
     #[arg(long)]
     json: bool,
-}
-
-fn models_json(cat: &Catalogue) -> Value {
-    Value::Array(
-        cat.models
-            .iter()
-            .map(|m| {
-                let mut v = disagg_sim::model_json::model_json(m);
-                let o = v.as_object_mut().expect("object");
-                if let Some(src) = disagg_model::model_source(&m.key) {
-                    o.insert("source".into(), json!(src));
-                }
-                if m.arch.is_some() {
-                    o.insert("active_params".into(), json!(m.matmul_params() as f64));
-                }
-                v
-            })
-            .collect(),
-    )
 }
 
 /// What kind of model: dense, MoE, FFT-mixing or CED, with its defining numbers.
@@ -104,21 +85,6 @@ fn model_kind(m: &disagg_model::ModelSpec) -> String {
     "dense".into()
 }
 
-fn devices_json(cat: &Catalogue) -> Value {
-    Value::Array(
-        cat.devices
-            .iter()
-            .map(|d| {
-                let mut v = serde_json::to_value(d).expect("json");
-                v.as_object_mut()
-                    .expect("object")
-                    .insert("ridge_flop_per_byte".into(), json!(d.ridge_point()));
-                v
-            })
-            .collect(),
-    )
-}
-
 pub fn run(a: ListArgs, cat: &Catalogue) -> CmdResult {
     if a.what == Some(What::Ranges) {
         if a.json {
@@ -132,47 +98,15 @@ pub fn run(a: ListArgs, cat: &Catalogue) -> CmdResult {
     let all = a.what.is_none();
     let want = |w: What| all || a.what == Some(w);
     if a.json {
-        let mut o = serde_json::Map::new();
-        if want(What::Models) {
-            o.insert("models".into(), models_json(cat));
-        }
-        if want(What::Devices) {
-            o.insert("devices".into(), devices_json(cat));
-        }
-        if want(What::Links) {
-            o.insert(
-                "links".into(),
-                serde_json::to_value(&cat.links).expect("json"),
-            );
-        }
-        if want(What::Formats) {
-            let v: Vec<Value> = disagg_model::QuantFormat::NAMES
-                .iter()
-                .map(|q| {
-                    let f = disagg_model::QuantFormat::parse(q).expect("a format");
-                    json!({"key": q, "bytes_per_value": f.bytes()})
-                })
-                .collect();
-            o.insert("formats".into(), Value::Array(v));
-        }
-        if want(What::Compression) {
-            o.insert(
-                "compression".into(),
-                serde_json::to_value(&cat.compression).expect("json"),
-            );
-            o.insert(
-                "compress_at".into(),
-                json!([
-                    {"key": "transit", "alias": "link", "description": "a stage in the link compresses at line rate (1.6 ops per line byte, 1 pJ per input bit, 1 µs)"},
-                    {"key": "endpoint", "alias": "gpu", "description": "the prefill GPU compresses before sending; the pass lengthens the prefill step"}
-                ]),
-            );
-        }
-        let v = if all {
-            Value::Object(o)
-        } else {
-            o.into_iter().next().map(|(_, v)| v).unwrap_or(Value::Null)
-        };
+        let section = a.what.map(|w| match w {
+            What::Models => Section::Models,
+            What::Devices => Section::Devices,
+            What::Links => Section::Links,
+            What::Compression => Section::Compression,
+            What::Formats => Section::Formats,
+            What::Ranges => unreachable!("answered above"),
+        });
+        let v = disagg_api::catalogue::list_json(cat, section);
         outln!("{}", serde_json::to_string_pretty(&v).expect("json"));
         return Ok(());
     }

@@ -51,8 +51,7 @@ pub const DEFAULT_LINK_PRICES: [(&str, f64); 9] = [
 /// An analytic ceiling more than this factor below the target rate is "hopeless": not simulated.
 pub const PRUNE_FACTOR: f64 = 1.25;
 
-/// Most candidates a plan may have without `--yes`.
-pub const MAX_CANDIDATES_WITHOUT_YES: u64 = 10_000;
+pub use disagg_api::memory::{check_count, MAX_CANDIDATES_WITHOUT_YES};
 
 #[derive(Args, Debug)]
 pub struct PlanArgs {
@@ -226,24 +225,6 @@ pub struct PlanArgs {
     quiet: bool,
 }
 
-/// The rule of a command whose size is known before it starts (`plan --target-rate`'s
-/// candidates, `compare --sweep-rate`'s runs): more than [`MAX_CANDIDATES_WITHOUT_YES`] is
-/// refused without `--yes`, in one line that states the count and what to shorten.
-pub fn check_count(
-    command: &str,
-    count: u64,
-    what: &str,
-    shorten: &str,
-    yes: bool,
-) -> Result<(), UsageError> {
-    if count > MAX_CANDIDATES_WITHOUT_YES && !yes {
-        return Err(UsageError(format!(
-            "the {command} has {count} {what}, more than {MAX_CANDIDATES_WITHOUT_YES}: shorten {shorten}, or add --yes to run it"
-        )));
-    }
-    Ok(())
-}
-
 fn parse_counts(flag: &str, s: &str) -> Result<Vec<u32>, UsageError> {
     let range = disagg_sim::ranges::for_command("plan", flag).expect("in the table");
     let count = |part: &str, x: &str| match range.parse(x) {
@@ -277,20 +258,7 @@ fn parse_counts(flag: &str, s: &str) -> Result<Vec<u32>, UsageError> {
     Ok(out)
 }
 
-/// The comma-separated items of `s`, trimmed. An empty item (`2,,4`, a trailing comma) is an
-/// error rather than silently dropped; an empty or blank `s` gives no items.
-pub fn items<'a>(flag: &str, s: &'a str) -> Result<Vec<&'a str>, UsageError> {
-    if s.trim().is_empty() {
-        return Ok(vec![]);
-    }
-    let v: Vec<&str> = s.split(',').map(str::trim).collect();
-    if v.iter().any(|x| x.is_empty()) {
-        return Err(UsageError(format!(
-            "{flag}: empty item between commas in '{s}'; give each value once, e.g. 2,4"
-        )));
-    }
-    Ok(v)
-}
+pub use disagg_api::sweep::items;
 
 /// A parallel layout a plan tries in a pool: `tp` x `pp` devices per instance.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -544,12 +512,11 @@ fn describe(c: &Candidate) -> String {
     )
 }
 
+/// The p99 of latency `metric` (one of [`disagg_api::metrics::PLAN_LATENCIES`]) in `s`.
 fn latency_of(s: &Summary, metric: &str) -> f64 {
-    match metric {
-        "ttft" => s.ttft_s.p99,
-        "tpot" => s.tpot_s.p99,
-        _ => s.e2e_s.p99,
-    }
+    let m = disagg_api::metrics::metric(&format!("{metric}_p99_s"))
+        .unwrap_or_else(|| disagg_api::metrics::pick(["e2e_p99_s"])[0]);
+    (m.get)(s)
 }
 
 /// Where a scenario's request count comes from, for the memory check's message.
@@ -561,16 +528,16 @@ fn requests_flag(sc: &Scenario) -> &'static str {
     }
 }
 
-pub fn run(a: PlanArgs, cat: &Catalogue) -> CmdResult {
+pub fn run(a: PlanArgs, cat: &Catalogue, warnings: &mut disagg_api::report::Warnings) -> CmdResult {
     let base = a.sc.scenario()?;
     if base.trace_file.is_none() {
         if let Ok(cfg) = base.build(cat) {
             // The clipping count generates the requests: the memory check comes first.
             crate::memory::check(requests_flag(&base), &cfg, false, Runs::one(Some(a.yes)))?;
-            crate::report::warn_clipping(&cfg);
+            warnings.clipping(&cfg);
         }
     }
-    if !["ttft", "tpot", "e2e"].contains(&a.latency.as_str()) {
+    if !disagg_api::metrics::PLAN_LATENCIES.contains(&a.latency.as_str()) {
         return Err(UsageError(format!(
             "--latency: unknown metric '{}'; valid: ttft, tpot, e2e",
             a.latency

@@ -10,11 +10,8 @@ use disagg_sim::metrics::STAGES;
 use disagg_sim::observer::{InstanceInfo, Observer, Sample, StepEvent, TransferEvent};
 use disagg_sim::{RunResult, Summary};
 
-use crate::output::write_file_atomic;
-use crate::UsageError;
-
-/// The directories [`prepare_dir`] created, deepest first, so a failed command can remove them.
-static CREATED_DIRS: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+use disagg_api::output::write_file_atomic;
+use disagg_api::UsageError;
 
 /// Creates the plot directory (and parents) up front, so a bad path fails before any run. The
 /// directories it creates are removed again by [`remove_created_dirs`] if the command fails.
@@ -38,20 +35,12 @@ pub fn prepare_dir(dir: &Path) -> Result<(), UsageError> {
         .collect();
     std::fs::create_dir_all(dir)
         .map_err(|e| UsageError(format!("--plot: cannot create '{}': {e}", dir.display())))?;
-    CREATED_DIRS
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .extend(missing);
+    disagg_api::output::note_created_dirs(missing);
     Ok(())
 }
 
 /// Removes the directories [`prepare_dir`] created that are still empty (after a failure).
-pub fn remove_created_dirs() {
-    let dirs = std::mem::take(&mut *CREATED_DIRS.lock().unwrap_or_else(|e| e.into_inner()));
-    for d in dirs {
-        let _ = std::fs::remove_dir(d);
-    }
-}
+pub use disagg_api::output::remove_created_dirs;
 
 fn write(
     dir: &Path,

@@ -1,21 +1,22 @@
 //! `disagg run`, `disagg compare` and `disagg presets`: simulations.
 
-use std::io::Write;
 use std::path::PathBuf;
 
 use clap::Args;
 use disagg_model::Catalogue;
 use disagg_sim::{
-    simulate_config, simulate_config_observed, ChromeTrace, RunResult, Scenario, SimConfig, Summary,
+    simulate_config, simulate_config_observed, ChromeTrace, Scenario, SimConfig, Summary,
 };
 use serde_json::json;
 
 use crate::memory;
-use crate::output::{check_writable, csv_f64, Files, Pending};
+use crate::output::{check_writable, Files, Pending};
 use crate::output::{out, outln};
 use crate::progress::{self, Progress};
 use crate::scenario_flags::ScenarioFlags;
 use crate::{plots, report, CmdResult, UsageError};
+use disagg_api::compare::{CompareOptions, Comparison};
+use disagg_api::report::Warnings;
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
@@ -113,88 +114,9 @@ pub fn label(s: &Scenario) -> String {
     t
 }
 
-/// The JSON document of one run.
-pub fn run_json(scenario: &Scenario, s: &Summary) -> serde_json::Value {
-    serde_json::to_value(disagg_sim::RunDocument::new(
-        scenario,
-        s,
-        report::warnings(),
-    ))
-    .expect("json")
-}
+pub use disagg_api::run::{run_json, with_warnings};
 
-/// Adds the warnings printed so far as a top-level `warnings` array (none: left out).
-pub fn with_warnings(doc: &mut serde_json::Value) {
-    let w = report::warnings();
-    if !w.is_empty() {
-        doc["warnings"] = json!(w);
-    }
-}
-
-/// The `--requests-out` columns a scheduled run adds (levers-scheduling.md §11).
-pub const LEVER_COLUMNS: &str =
-    "sched_delay_s,preemptions,prefix_hit_tokens,n_itl,itl_max_s,n_itl_zero";
-
-/// The column `--requests-out` adds after [`LEVER_COLUMNS`] with `--prefix-handoff`.
-pub const HANDOFF_COLUMN: &str = "handoff_hit_tokens";
-
-/// One request's lever cells, each after a comma (empty cells for a delay or a largest ITL that
-/// does not exist), then its hand-off hit cell when the record has one (`--prefix-handoff`).
-pub fn lever_cells(r: &disagg_sim::sched::LeverRecord) -> String {
-    let delay = Some(r.sched_delay_s).filter(|d| !d.is_nan());
-    let mut s = format!(
-        ",{},{},{},{},{},{}",
-        csv_f64(delay),
-        r.preemptions,
-        r.prefix_hit_tokens,
-        r.n_itl,
-        csv_f64(r.itl_max_s),
-        r.n_itl_zero
-    );
-    if let Some(h) = r.handoff_hit_tokens {
-        s.push_str(&format!(",{h}"));
-    }
-    s
-}
-
-fn requests_csv(run: &RunResult, p: &mut Pending) -> std::io::Result<()> {
-    let w = p.writer();
-    let sched = run.scheduler();
-    write!(
-        w,
-        "rid,arrival_s,prompt_len,output_len,prefill_start_s,first_token_s,kv_start_s,kv_ready_s,decode_start_s,finish_s"
-    )?;
-    if let Some(b) = sched {
-        write!(w, ",{LEVER_COLUMNS}")?;
-        if b.prefix_handoff.is_some() {
-            write!(w, ",{HANDOFF_COLUMN}")?;
-        }
-    }
-    writeln!(w)?;
-    for r in run.requests() {
-        write!(
-            w,
-            "{},{},{},{},{},{},{},{},{},{}",
-            r.rid,
-            csv_f64(Some(r.arrival_s)),
-            r.prompt_len,
-            r.output_len,
-            csv_f64(r.prefill_start_s),
-            csv_f64(r.first_token_s),
-            csv_f64(r.kv_start_s),
-            csv_f64(r.kv_ready_s),
-            csv_f64(r.decode_start_s),
-            csv_f64(r.finish_s)
-        )?;
-        if let Some(l) = run.lever_record(r.rid) {
-            w.write_all(lever_cells(&l).as_bytes())?;
-        }
-        writeln!(w)?;
-    }
-    Ok(())
-}
-
-pub fn run(a: RunArgs, cat: &Catalogue) -> CmdResult {
+pub fn run(a: RunArgs, cat: &Catalogue, warnings: &mut Warnings) -> CmdResult {
     let prep = prepare(&a.sc, cat, a.workload_file.as_ref())?;
     let requests_flag = match (&a.workload_file, &prep.scenario.trace_file) {
         (Some(_), _) => "--workload-file",
@@ -240,13 +162,13 @@ pub fn run(a: RunArgs, cat: &Catalogue) -> CmdResult {
     drop(progress);
     if let Some(path) = &a.requests_out {
         let mut pending = Pending::create("--requests-out", path)?;
-        let written = requests_csv(&run, &mut pending);
+        let written = disagg_api::requests::write_csv(&run, pending.writer());
         written.map_err(|e| pending.error(e))?;
         pending.flush()?;
         landing.push(pending);
     }
     let s = run.summary();
-    report::warn_summary(&s);
+    warnings.summary(&s);
     let reported = (|| -> CmdResult {
         if let Some(dir) = &a.plot {
             let mut written = Vec::new();
@@ -260,7 +182,8 @@ pub fn run(a: RunArgs, cat: &Catalogue) -> CmdResult {
         if a.json {
             outln!(
                 "{}",
-                serde_json::to_string_pretty(&run_json(&prep.scenario, &s)).expect("json")
+                serde_json::to_string_pretty(&run_json(&prep.scenario, &s, warnings.list()))
+                    .expect("json")
             );
         } else {
             out!("{}", report::text(&s));
@@ -298,89 +221,44 @@ pub struct CompareArgs {
     pub quiet: bool,
 }
 
-fn with_mode(s: &Scenario, mode: disagg_sim::Mode) -> Scenario {
-    Scenario { mode, ..s.clone() }
-}
-
-pub fn compare(a: CompareArgs, cat: &Catalogue) -> CmdResult {
+pub fn compare(a: CompareArgs, cat: &Catalogue, warnings: &mut Warnings) -> CmdResult {
     let base = a.sc.scenario()?;
-    if a.variant.is_empty() {
-        if let Some(m) = a.sc.values.get("mode") {
-            report::warn(&format!(
-                "--mode {m} is ignored: compare runs both colocated and disagg (use --variant to compare within one mode)"
-            ));
-        }
-        if a.sweep_rate.is_some() && base.trace_file.is_some() {
-            return Err(UsageError(
-                "--sweep-rate: a replayed trace (--trace-file) brings its own arrivals, so every rate would give the same run; drop one of them".into(),
-            ));
-        }
-    }
-    if !a.variant.is_empty() {
-        return compare_variants(&a, &base, cat);
-    }
-    let rates: Vec<f64> = match &a.sweep_rate {
-        Some(r) => {
-            if r.is_empty() {
-                return Err(UsageError("--sweep-rate: give at least one rate".into()));
-            }
-            r.clone()
-        }
-        None => vec![base.rate],
+    let opts = CompareOptions {
+        variants: a.variant.clone(),
+        sweep_rate: a.sweep_rate.clone(),
+        mode_given: a.sc.values.get("mode").map(|m| m.to_string()),
+        yes: a.yes,
+        series: a.plot.is_some(),
+        quiet: a.quiet,
     };
-    // Counted before any configuration is built: each rate runs both modes.
-    let count = (rates.len() as u64).saturating_mul(2);
-    crate::plan_cmd::check_count("comparison", count, "runs", "--sweep-rate", a.yes)?;
-    if count > crate::plan_cmd::MAX_CANDIDATES_WITHOUT_YES && !a.quiet {
-        eprintln!("compare: {count} runs ({} rates x 2 modes)", rates.len());
+    let cmp = disagg_api::compare::prepare(&base, cat, &opts, warnings)?;
+    if cmp.variants {
+        return compare_variants(&a, &base, &cmp, warnings);
     }
-    // Validate every configuration before running any.
-    let mut cfgs = Vec::new();
-    for &rate in &rates {
-        for mode in [disagg_sim::Mode::Colocated, disagg_sim::Mode::Disagg] {
-            let sc = Scenario {
-                rate,
-                ..with_mode(&base, mode)
-            };
-            let mode = mode.as_str();
-            let cfg = sc.build(cat).map_err(|e| {
-                UsageError(if a.sweep_rate.is_some() {
-                    format!("--sweep-rate {rate}: {e}")
-                } else {
-                    e.to_string()
-                })
-            })?;
-            memory::check(
-                "--requests",
-                &cfg,
-                a.plot.is_some(),
-                memory::Runs::one(Some(a.yes)),
-            )?;
-            cfgs.push((rate, mode, sc, cfg));
-        }
-    }
+    let rates = cmp.rates;
     if let Some(d) = &a.plot {
         plots::prepare_dir(d)?;
     }
-    let mut rows = Vec::new();
     let mut lats = Vec::new();
-    let progress = Progress::start("runs", cfgs.len() as u64, a.quiet);
-    for (rate, mode, sc, cfg) in &cfgs {
-        let run = simulate_config(cfg)?;
+    let progress = Progress::start("runs", cmp.columns.len() as u64, a.quiet);
+    let sums = cmp.run(warnings, |c, run| {
         progress.inc(1);
-        if a.plot.is_some() && cfgs.len() <= 12 {
-            let name = if rates.len() > 1 {
-                format!("{mode} @ {rate} req/s")
+        if a.plot.is_some() && cmp.columns.len() <= 12 {
+            let name = if rates > 1 {
+                format!("{} @ {} req/s", c.name, c.rate)
             } else {
-                mode.to_string()
+                c.name.clone()
             };
-            lats.push(plots::Latencies::of(&name, &run));
+            lats.push(plots::Latencies::of(&name, run));
         }
-        let sum = run.summary();
-        report::warn_summary(&sum);
-        rows.push((*rate, *mode, sc.clone(), sum));
-    }
+    })?;
     drop(progress);
+    let rows: Vec<(f64, &str, &Summary)> = cmp
+        .columns
+        .iter()
+        .zip(&sums)
+        .map(|(c, s)| (c.rate, c.name.as_str(), s))
+        .collect();
     if let Some(dir) = &a.plot {
         let mut written = Vec::new();
         let slo = base.slos();
@@ -389,26 +267,26 @@ pub fn compare(a: CompareArgs, cat: &Catalogue) -> CmdResult {
         }
         let named: Vec<(String, &Summary)> = rows
             .iter()
-            .map(|(r, m, _, s)| {
+            .map(|(r, m, s)| {
                 (
-                    if rates.len() > 1 {
+                    if rates > 1 {
                         format!("{m} @ {r}")
                     } else {
                         m.to_string()
                     },
-                    s,
+                    *s,
                 )
             })
             .collect();
         plots::stages(dir, &named, &mut written)?;
-        if rates.len() > 1 {
+        if rates > 1 {
             let lines: Vec<(String, Vec<(f64, Summary)>)> = ["colocated", "disagg"]
                 .iter()
                 .map(|m| {
                     let pts = rows
                         .iter()
                         .filter(|r| r.1 == *m)
-                        .map(|r| (r.0, r.3.clone()))
+                        .map(|r| (r.0, r.2.clone()))
                         .collect();
                     (m.to_string(), pts)
                 })
@@ -418,23 +296,16 @@ pub fn compare(a: CompareArgs, cat: &Catalogue) -> CmdResult {
         plots::report(&written);
     }
     if a.json {
-        let runs: Vec<serde_json::Value> = rows
-            .iter()
-            .map(|(rate, mode, sc, s)| json!({"rate": rate, "mode": mode, "scenario": sc.with_slos_resolved(), "summary": s}))
-            .collect();
-        let mut doc =
-            json!({"schema_version": disagg_sim::SCHEMA_VERSION, "tool": "disagg", "runs": runs});
-        with_warnings(&mut doc);
+        let doc = cmp.json(&sums, warnings);
         outln!("{}", serde_json::to_string_pretty(&doc).expect("json"));
         return Ok(());
     }
+    let sums: Vec<&Summary> = sums.iter().collect();
     if a.sweep_rate.is_none() {
-        let cols: Vec<&Summary> = rows.iter().map(|r| &r.3).collect();
-        out!("{}", report::side_by_side(&["colocated", "disagg"], &cols));
-        out!("{}", report::calibration_of_runs(cols.iter().copied()));
+        out!("{}", report::side_by_side(&["colocated", "disagg"], &sums));
+        out!("{}", report::calibration_of_runs(sums.iter().copied()));
         return Ok(());
     }
-    let sums: Vec<&Summary> = rows.iter().map(|r| &r.3).collect();
     let levers = report::any_levers(&sums);
     let sched = |c: [String; 4]| {
         if levers {
@@ -453,15 +324,16 @@ pub fn compare(a: CompareArgs, cat: &Catalogue) -> CmdResult {
         "SLO %",
         sched(report::SCHED_HEADS.map(str::to_string))
     );
-    for (rate, mode, _, s) in &rows {
+    let [ttft, tpot, goodput, slo] = disagg_api::metrics::pick(disagg_api::metrics::COMPARE_TABLE);
+    for (rate, mode, s) in &rows {
         outln!(
             "{:>8} {:<10} {:>12} {:>12} {:>14} {:>8}{}  {} -> {}",
             rate,
             mode,
-            report::or_na(1e3 * s.ttft_s.p99, 1),
-            report::or_na(1e3 * s.tpot_s.p99, 1),
-            report::or_na(s.goodput_rps, 2),
-            report::or_na(100.0 * s.slo_attainment, 1),
+            ttft.cell_or_na(s),
+            tpot.cell_or_na(s),
+            goodput.cell_or_na(s),
+            slo.cell_or_na(s),
             sched(report::sched_cells(s)),
             s.hotspot.stage.as_deref().unwrap_or("-"),
             s.hotspot.resource
@@ -471,54 +343,29 @@ pub fn compare(a: CompareArgs, cat: &Catalogue) -> CmdResult {
     Ok(())
 }
 
-fn compare_variants(a: &CompareArgs, base: &Scenario, cat: &Catalogue) -> CmdResult {
-    let mut cols: Vec<(String, Scenario)> = vec![("reference".to_string(), base.clone())];
-    for v in &a.variant {
-        cols.push((v.clone(), crate::sweep_cmd::apply_variant(base, v)?));
-    }
-    let mut cfgs = Vec::new();
-    for (name, sc) in &cols {
-        let cfg = sc
-            .build(cat)
-            .map_err(|e| UsageError(format!("--variant {name}: {e}")))?;
-        let flag = format!("--variant {name}");
-        memory::check(
-            &flag,
-            &cfg,
-            a.plot.is_some(),
-            memory::Runs::one(Some(a.yes)),
-        )?;
-        cfgs.push(cfg);
-    }
+fn compare_variants(
+    a: &CompareArgs,
+    base: &Scenario,
+    cmp: &Comparison,
+    warnings: &mut Warnings,
+) -> CmdResult {
     if let Some(d) = &a.plot {
         plots::prepare_dir(d)?;
     }
-    let mut sums = Vec::new();
     let mut lats = Vec::new();
-    let progress = Progress::start("runs", cfgs.len() as u64, a.quiet);
-    for ((name, _), cfg) in cols.iter().zip(&cfgs) {
-        let run = simulate_config(cfg)?;
+    let progress = Progress::start("runs", cmp.columns.len() as u64, a.quiet);
+    let sums = cmp.run(warnings, |c, run| {
         progress.inc(1);
-        if a.plot.is_some() && cols.len() <= 12 {
-            lats.push(plots::Latencies::of(name, &run));
+        if a.plot.is_some() && cmp.columns.len() <= 12 {
+            lats.push(plots::Latencies::of(&c.name, run));
         }
-        let sum = run.summary();
-        report::warn_summary(&sum);
-        sums.push(sum);
-    }
+    })?;
     drop(progress);
     if a.json {
-        let runs: Vec<serde_json::Value> = cols
-            .iter()
-            .zip(&sums)
-            .map(|((n, sc), s)| json!({"variant": n, "scenario": sc.with_slos_resolved(), "summary": s}))
-            .collect();
-        let mut doc =
-            json!({"schema_version": disagg_sim::SCHEMA_VERSION, "tool": "disagg", "runs": runs});
-        with_warnings(&mut doc);
+        let doc = cmp.json(&sums, warnings);
         outln!("{}", serde_json::to_string_pretty(&doc).expect("json"));
     } else {
-        let names: Vec<&str> = cols.iter().map(|(n, _)| n.as_str()).collect();
+        let names: Vec<&str> = cmp.columns.iter().map(|c| c.name.as_str()).collect();
         let refs: Vec<&Summary> = sums.iter().collect();
         out!("{}", report::variants_table(&names, &refs));
         out!("{}", report::calibration_of_runs(refs.iter().copied()));
@@ -526,8 +373,12 @@ fn compare_variants(a: &CompareArgs, base: &Scenario, cat: &Catalogue) -> CmdRes
     if let Some(dir) = &a.plot {
         let mut written = Vec::new();
         plots::cdfs(dir, &lats, base.slos(), &mut written)?;
-        let named: Vec<(String, &Summary)> =
-            cols.iter().map(|(n, _)| n.clone()).zip(&sums).collect();
+        let named: Vec<(String, &Summary)> = cmp
+            .columns
+            .iter()
+            .map(|c| c.name.clone())
+            .zip(&sums)
+            .collect();
         plots::stages(dir, &named, &mut written)?;
         plots::report(&written);
     }
@@ -564,52 +415,4 @@ pub fn presets(a: PresetsArgs) -> CmdResult {
     }
     outln!("\nrun one with: disagg run --preset NAME");
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use disagg_sim::sched::LeverRecord;
-
-    #[test]
-    fn lever_cells_follow_the_columns() {
-        assert_eq!(LEVER_COLUMNS.split(',').count(), 6);
-        let r = LeverRecord {
-            sched_delay_s: 0.25,
-            preemptions: 2,
-            prefix_hit_tokens: 512,
-            n_itl: 9,
-            itl_max_s: Some(0.5),
-            n_itl_zero: 3,
-            handoff_hit_tokens: None,
-        };
-        assert_eq!(lever_cells(&r), ",0.25,2,512,9,0.5,3");
-        // Never started, never decoded: empty delay and largest-ITL cells.
-        let r = LeverRecord {
-            sched_delay_s: f64::NAN,
-            itl_max_s: None,
-            n_itl: 0,
-            n_itl_zero: 0,
-            ..r
-        };
-        assert_eq!(lever_cells(&r), ",,2,512,0,,0");
-        // A zero delay is a number, not an empty cell.
-        let r = LeverRecord {
-            sched_delay_s: 0.0,
-            ..r
-        };
-        assert_eq!(lever_cells(&r), ",0.0,2,512,0,,0");
-        // --prefix-handoff: one more cell, after the six (a 0 is written, not left empty).
-        let r = LeverRecord {
-            handoff_hit_tokens: Some(1024),
-            ..r
-        };
-        assert_eq!(lever_cells(&r), ",0.0,2,512,0,,0,1024");
-        let r = LeverRecord {
-            handoff_hit_tokens: Some(0),
-            ..r
-        };
-        assert_eq!(lever_cells(&r), ",0.0,2,512,0,,0,0");
-        assert_eq!(HANDOFF_COLUMN.split(',').count(), 1);
-    }
 }

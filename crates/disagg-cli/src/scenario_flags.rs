@@ -301,32 +301,7 @@ pub fn overlay_file(base: Scenario, path: &Path, cli_preset: bool) -> Result<Sce
     overlay_table(base, table, &path.display().to_string(), cli_preset)
 }
 
-/// A scenario table on top of `base`; `at` (a file name, ...) prefixes messages.
-pub fn overlay_table(
-    base: Scenario,
-    mut table: toml::Table,
-    at: &str,
-    cli_preset: bool,
-) -> Result<Scenario, UsageError> {
-    let mut base = base;
-    if let Some(p) = table.remove("preset") {
-        let name = p
-            .as_str()
-            .ok_or_else(|| UsageError(format!("{at}: preset: expected a string")))?;
-        if !cli_preset {
-            base = disagg_sim::presets::find(name)
-                .map_err(|e| UsageError(format!("{at}: {e}")))?
-                .scenario;
-        }
-    }
-    let mut merged = toml::Table::try_from(&base).map_err(|e| UsageError(e.to_string()))?;
-    for (k, v) in table {
-        merged.insert(k, v);
-    }
-    let text = toml::to_string(&merged).map_err(|e| UsageError(e.to_string()))?;
-    toml::from_str::<Scenario>(&text)
-        .map_err(|e| UsageError(format!("{at}: {}", e.message().replace('\n', " "))))
-}
+pub use disagg_api::sweep::overlay_table;
 
 impl ScenarioFlags {
     /// The layered scenario (not yet validated: `Scenario::build` does that).

@@ -3,13 +3,11 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use disagg_trace::{read_path, ReadOptions, Trace};
-use serde_json::json;
 
 use crate::format::{fixed, thousands};
 use crate::output::outln;
 use crate::scenario_flags::TraceReadFlags;
-use crate::{CmdResult, UsageError};
+use crate::CmdResult;
 
 #[derive(Args, Debug)]
 pub struct TraceStatsArgs {
@@ -22,40 +20,15 @@ pub struct TraceStatsArgs {
     json: bool,
 }
 
-/// Reads a trace with one-line errors (file:line, the text, what was expected).
-pub fn read_trace(path: &std::path::Path, opts: &ReadOptions) -> Result<Trace, UsageError> {
-    read_path(path, opts).map_err(|e| UsageError(e.to_string()))
-}
-
 pub fn run(a: TraceStatsArgs) -> CmdResult {
     let opts = a.read.options(None)?;
-    let t = read_trace(&a.file, &opts)?;
-    let s = t.stats();
+    let t = disagg_api::trace::read_trace(&a.file, &opts)?;
     if a.json {
-        let v = json!({
-            "schema_version": 1,
-            "file": a.file.display().to_string(),
-            "format": t.format,
-            "report": t.report,
-            "stats": s,
-            "rows": s.rows,
-            "duration_s": s.duration_s,
-            "mean_rate_rps": s.mean_rate_rps,
-            "input_tokens": s.input_tokens,
-            "output_tokens": s.output_tokens,
-        });
-        // Keep the stats at the top level (rows, duration_s, mean_rate_rps, ...), once.
-        let mut v = v;
-        if let Some(o) = v.as_object_mut() {
-            if let Some(serde_json::Value::Object(st)) = o.remove("stats") {
-                for (k, x) in st {
-                    o.entry(k).or_insert(x);
-                }
-            }
-        }
+        let v = disagg_api::trace::stats_json(&a.file.display().to_string(), &t);
         outln!("{}", serde_json::to_string_pretty(&v).expect("json"));
         return Ok(());
     }
+    let s = t.stats();
     outln!(
         "{} ({} format)",
         disagg_model::escape(&a.file.display().to_string()),

@@ -1,9 +1,9 @@
-//! The other commands: `handoff`, `cli` (the command line in-process), `help`, `presets` and
+//! The other commands: `handoff`, `compare`, `catalogue`, `trace_stats`, `cli` (the command line in-process), `help`, `presets` and
 //! `options`.
 
 use disagg_model::calc::HandoffSpec;
 use disagg_model::ranks::RankSpec;
-use disagg_sim::input::{handoff_json, overlay};
+use disagg_sim::input::{overlay, ApiError};
 use disagg_sim::Scenario;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -11,8 +11,8 @@ use pyo3::types::PyDict;
 use serde_json::{Map, Value};
 
 use crate::convert::{options_map, to_py};
-use crate::error::{api_error, cli_error, guard};
-use crate::scenario::take_catalogue;
+use crate::error::{api_error, cli_error, config_error, errors_make, guard};
+use crate::scenario::{catalogue_of, scenario_of, take_catalogue};
 
 /// `handoff(options)`: the CLI's `handoff --json` object.
 #[pyfunction]
@@ -34,8 +34,143 @@ pub(crate) fn handoff<'py>(
             overlay(&RankSpec::default(), &rank_keys).map_err(|e| api_error(py, &e))?;
         let spec: HandoffSpec =
             overlay(&HandoffSpec::default(), &m).map_err(|e| api_error(py, &e))?;
-        let v = handoff_json(&cat, &spec, &ranks).map_err(|e| api_error(py, &e))?;
+        let v = disagg_api::handoff::handoff(&cat, &spec, &ranks)
+            .map_err(|e| api_error(py, &invalid(e)))?;
         to_py(py, &v)
+    })
+}
+
+/// An engine's refusal as the server answers it: 422, naming the field when the message names a
+/// key.
+fn invalid(e: disagg_model::Error) -> ApiError {
+    match e {
+        disagg_model::Error::Invalid { what, why } => {
+            let field = what.chars().all(|c| c.is_ascii_lowercase() || c == '_');
+            ApiError::invalid(field.then_some(what.as_str()), format!("{what}: {why}"))
+        }
+        other => ApiError::invalid(None, other.to_string()),
+    }
+}
+
+/// `catalogue(path)`: `disagg list --json`, with the entries of a catalogue TOML file when given.
+#[pyfunction]
+#[pyo3(signature = (path=None))]
+pub(crate) fn catalogue(py: Python<'_>, path: Option<String>) -> PyResult<Bound<'_, PyAny>> {
+    guard(|| {
+        let cat = catalogue_of(py, path.as_deref())?;
+        to_py(py, &disagg_api::catalogue::list_json(&cat, None))
+    })
+}
+
+/// `compare(scenario, options)`: `disagg compare --json`. Options are scenario keys, and
+/// `variant` (one `NAME=VALUE,...` or a list of them), `sweep_rate` (a rate or a list), `yes`,
+/// `quiet`, `catalogue`.
+#[pyfunction]
+#[pyo3(signature = (scenario=None, options=None))]
+pub(crate) fn compare<'py>(
+    py: Python<'py>,
+    scenario: Option<&Bound<'py, PyAny>>,
+    options: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    guard(|| {
+        let mut m = options_map(options)?;
+        let cat = take_catalogue(py, &mut m)?;
+        let bad = |key: &str, what: &str, got: &Value| {
+            config_error(py, &format!("{key}: expected {what}, got {got}"), Some(key))
+        };
+        let variants = match m.remove("variant") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::String(v)) => vec![v],
+            Some(Value::Array(a)) => a
+                .iter()
+                .map(|v| match v {
+                    Value::String(s) => Ok(s.clone()),
+                    other => Err(bad("variant", "NAME=VALUE,... strings", other)),
+                })
+                .collect::<PyResult<_>>()?,
+            Some(other) => return Err(bad("variant", "NAME=VALUE,... strings", &other)),
+        };
+        let rate = |v: &Value| v.as_f64().ok_or_else(|| bad("sweep_rate", "rates", v));
+        let sweep_rate = match m.remove("sweep_rate") {
+            None | Some(Value::Null) => None,
+            Some(Value::Array(a)) => Some(a.iter().map(rate).collect::<PyResult<Vec<f64>>>()?),
+            Some(v) => Some(vec![rate(&v)?]),
+        };
+        let mut switch = |key: &str| match m.remove(key) {
+            None | Some(Value::Null) | Some(Value::Bool(false)) => Ok(false),
+            Some(Value::Bool(true)) => Ok(true),
+            Some(other) => Err(bad(key, "True or False", &other)),
+        };
+        let (yes, quiet) = (switch("yes")?, switch("quiet")?);
+        let mode_given = m.get("mode").map(|v| match v {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        });
+        let base = scenario_of(py, scenario, m)?;
+        let opts = disagg_api::compare::CompareOptions {
+            variants,
+            sweep_rate,
+            mode_given,
+            yes,
+            series: false,
+            quiet,
+        };
+        let mut warnings = disagg_api::report::Warnings::default();
+        let cmp = disagg_api::compare::prepare(&base, &cat, &opts, &mut warnings)
+            .map_err(|e| cli_error(py, &e.0))?;
+        let sums = py
+            .detach(|| cmp.run(&mut warnings, |_, _| {}))
+            .map_err(|e| cli_error(py, &e.0))?;
+        to_py(py, &cmp.json(&sums, &warnings))
+    })
+}
+
+/// `trace_stats(path, options)`: `disagg trace-stats PATH --json`. Options are the trace-reading
+/// keys (`trace_format`, `time_scale`, `trace_start`, ...) or their flags' names with '_' for '-'
+/// (`start`, `sort`); True is a switch given, False and None leave an option out.
+#[pyfunction]
+#[pyo3(signature = (path, options=None))]
+pub(crate) fn trace_stats<'py>(
+    py: Python<'py>,
+    path: String,
+    options: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    guard(|| {
+        let mut s = Scenario::default();
+        for (name, v) in options_map(options)? {
+            let flag = format!("--{}", name.replace('_', "-"));
+            let Some(opt) =
+                disagg_sim::options::trace_reading().find(|o| o.key == name || o.flag == flag)
+            else {
+                let valid: Vec<&str> = disagg_sim::options::trace_reading()
+                    .map(|o| o.key)
+                    .collect();
+                return Err(errors_make(py, "unknown_option", (name, valid))?);
+            };
+            let raw = match v {
+                Value::Null | Value::Bool(false) => continue,
+                Value::Bool(true) => "true".to_string(),
+                Value::String(text) => text,
+                other => other.to_string(),
+            };
+            s.set(opt.key, &raw)
+                .map_err(|e| cli_error(py, &e.to_string()))?;
+        }
+        let opts = disagg_trace::ReadOptions {
+            keep_hash_ids: true,
+            ..s.trace_read_options(None)
+        };
+        let file = std::path::PathBuf::from(&path);
+        let t = py
+            .detach(|| disagg_api::trace::read_trace(&file, &opts))
+            .map_err(|e| cli_error(py, &e.0))?;
+        for w in &t.report.warnings {
+            eprintln!("warning: {}", disagg_model::escape(w));
+        }
+        to_py(
+            py,
+            &disagg_api::trace::stats_json(&file.display().to_string(), &t),
+        )
     })
 }
 

@@ -27,7 +27,7 @@ pub(crate) fn read_text(py: Python<'_>, path: &Bound<'_, PyAny>, field: &str) ->
 }
 
 /// `write_text(path, text, field)`: writes `text` to output `path` (the value of option `field`)
-/// whole or not at all, by the command line's rules ([`disagg_cli::output`]), but only to a
+/// whole or not at all, by the command line's rules ([`disagg_api::output`]), but only to a
 /// regular file ([`output_path`]).
 #[pyfunction]
 pub(crate) fn write_text(
@@ -38,7 +38,7 @@ pub(crate) fn write_text(
 ) -> PyResult<()> {
     guard(|| {
         let path = output_path(py, path, field)?;
-        py.detach(|| disagg_cli::output::write_file_atomic(field, &path, text.as_bytes()))
+        py.detach(|| disagg_api::output::write_file_atomic(field, &path, text.as_bytes()))
             .map_err(|e| config_error(py, &e.0, Some(field)))
     })
 }
@@ -54,7 +54,7 @@ fn path_of(path: &Bound<'_, PyAny>, field: &str) -> PyResult<std::path::PathBuf>
 }
 
 /// An output path from Python, checked by the command line's rules
-/// ([`disagg_cli::output::resolve`]: not a directory, in a directory that exists), and refused
+/// ([`disagg_api::output::resolve`]: not a directory, in a directory that exists), and refused
 /// when it is a FIFO or a device: opening a FIFO waits for a reader (the call would hang) and a
 /// device is no file to keep. `-` is a file of that name, not standard output.
 pub(crate) fn output_path(
@@ -66,8 +66,8 @@ pub(crate) fn output_path(
     if path.as_os_str() == "-" {
         path = std::path::Path::new(".").join("-");
     }
-    match disagg_cli::output::resolve(field, &path) {
-        Ok(disagg_cli::output::Target::Through(_)) => Err(config_error(
+    match disagg_api::output::resolve(field, &path) {
+        Ok(disagg_api::output::Target::Through(_)) => Err(config_error(
             py,
             &format!(
                 "{field}: '{}' is a FIFO or a device; give the path of a regular file",

@@ -53,6 +53,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(commands::handoff, m)?)?;
     m.add_function(wrap_pyfunction!(sweep::sweep, m)?)?;
     m.add_function(wrap_pyfunction!(sweep::jsonl, m)?)?;
+    m.add_function(wrap_pyfunction!(commands::compare, m)?)?;
+    m.add_function(wrap_pyfunction!(commands::catalogue, m)?)?;
+    m.add_function(wrap_pyfunction!(commands::trace_stats, m)?)?;
     m.add_function(wrap_pyfunction!(commands::cli, m)?)?;
     m.add_function(wrap_pyfunction!(commands::help, m)?)?;
     m.add_function(wrap_pyfunction!(commands::presets, m)?)?;

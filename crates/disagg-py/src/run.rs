@@ -83,9 +83,6 @@ impl disagg_sim::Observer for StopWhen<'_> {
     }
 }
 
-/// Reads one stamp of a request record.
-type Stamp = fn(&disagg_sim::RequestRecord) -> Option<f64>;
-
 /// A column of f64 (None as NaN) as a NumPy array.
 fn f64_array<'py>(
     np: &Bound<'py, PyModule>,
@@ -131,65 +128,35 @@ impl RunHandle {
 
     /// The report `disagg run` prints.
     fn text(&self) -> String {
-        disagg_cli::report::text(&self.summary)
+        disagg_api::report::text(&self.summary)
     }
 
     /// Per-request columns as NumPy arrays (`disagg run --requests-out` columns; stamps in
     /// seconds, NaN where a request has none).
     fn requests<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        use disagg_api::requests::{columns, rows, Cell};
         let np = py.import("numpy")?;
-        let recs: Vec<_> = self.run.requests().collect();
+        let rows: Vec<Vec<Cell>> = rows(&self.run).collect();
         let d = PyDict::new(py);
-        let nan = |x: Option<f64>| x.unwrap_or(f64::NAN);
-        d.set_item("rid", i64_array(&np, recs.iter().map(|r| r.rid as i64))?)?;
-        d.set_item(
-            "arrival_s",
-            f64_array(&np, recs.iter().map(|r| r.arrival_s))?,
-        )?;
-        d.set_item(
-            "prompt_len",
-            i64_array(&np, recs.iter().map(|r| r.prompt_len as i64))?,
-        )?;
-        d.set_item(
-            "output_len",
-            i64_array(&np, recs.iter().map(|r| r.output_len as i64))?,
-        )?;
-        let cols: [(&str, Stamp); 6] = [
-            ("prefill_start_s", |r| r.prefill_start_s),
-            ("first_token_s", |r| r.first_token_s),
-            ("kv_start_s", |r| r.kv_start_s),
-            ("kv_ready_s", |r| r.kv_ready_s),
-            ("decode_start_s", |r| r.decode_start_s),
-            ("finish_s", |r| r.finish_s),
-        ];
-        for (name, get) in cols {
-            d.set_item(name, f64_array(&np, recs.iter().map(|r| nan(get(r))))?)?;
-        }
-        if self.run.scheduler().is_some() {
-            let levers: Vec<_> = recs.iter().map(|r| self.run.lever_record(r.rid)).collect();
-            if levers.iter().all(Option::is_some) {
-                let l: Vec<_> = levers.into_iter().flatten().collect();
-                d.set_item(
-                    "sched_delay_s",
-                    f64_array(&np, l.iter().map(|r| r.sched_delay_s))?,
-                )?;
-                d.set_item(
-                    "preemptions",
-                    i64_array(&np, l.iter().map(|r| r.preemptions as i64))?,
-                )?;
-                d.set_item(
-                    "prefix_hit_tokens",
-                    i64_array(&np, l.iter().map(|r| r.prefix_hit_tokens as i64))?,
-                )?;
-                d.set_item("n_itl", i64_array(&np, l.iter().map(|r| r.n_itl as i64))?)?;
-                d.set_item(
-                    "itl_max_s",
-                    f64_array(&np, l.iter().map(|r| nan(r.itl_max_s)))?,
-                )?;
-                d.set_item(
-                    "n_itl_zero",
-                    i64_array(&np, l.iter().map(|r| r.n_itl_zero as i64))?,
-                )?;
+        // A column every request has a cell in (a scheduled run's lever columns need every
+        // request's lever record).
+        for (j, name) in columns(&self.run).into_iter().enumerate() {
+            if !rows.iter().all(|r| r.len() > j) {
+                continue;
+            }
+            // Times (`..._s`) are reals, NaN where a request has none; the others are counts.
+            if name.ends_with("_s") {
+                let xs = rows.iter().map(|r| match r[j] {
+                    Cell::Real(x) => x.unwrap_or(f64::NAN),
+                    Cell::Int(n) => n as f64,
+                });
+                d.set_item(name, f64_array(&np, xs)?)?;
+            } else {
+                let ns = rows.iter().map(|r| match r[j] {
+                    Cell::Int(n) => n as i64,
+                    Cell::Real(x) => x.unwrap_or(f64::NAN) as i64,
+                });
+                d.set_item(name, i64_array(&np, ns)?)?;
             }
         }
         Ok(d)
@@ -281,7 +248,7 @@ impl RunHandle {
         let (cfg, workload) = (&self.cfg, &self.workload);
         with_signals(py, |poll| -> Result<(), String> {
             let mut pending =
-                disagg_cli::output::Pending::create("path", &path).map_err(|e| e.0)?;
+                disagg_api::output::Pending::create("path", &path).map_err(|e| e.0)?;
             let mut tr = (ChromeTrace::new(pending.writer()), poll);
             simulate_workload(cfg, workload, &mut tr).map_err(|e| e.to_string())?;
             let finished = tr.0.finish().map(drop);

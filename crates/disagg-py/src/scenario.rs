@@ -15,8 +15,11 @@ pub(crate) fn catalogue_of(py: Python<'_>, path: Option<&str>) -> PyResult<Catal
     if let Some(p) = path.filter(|p| !std::path::Path::new(p).exists()) {
         return Err(missing_file(py, "catalogue", p));
     }
-    disagg_cli::custom::load_catalogue(path.map(std::path::Path::new))
-        .map_err(|e| cli_error(py, &e.0))
+    disagg_api::custom::load_catalogue(
+        path.map(std::path::Path::new),
+        &mut disagg_api::report::Warnings::default(),
+    )
+    .map_err(|e| cli_error(py, &e.0))
 }
 
 pub(crate) fn take_catalogue(py: Python<'_>, m: &mut Map<String, Value>) -> PyResult<Catalogue> {

@@ -53,43 +53,24 @@ pub(crate) fn sweep<'py>(
             }
         }
         let vary = options_map(vary)?;
-        let to_table = |m: Map<String, Value>, what: &str| -> PyResult<toml::Table> {
-            let mut t = toml::Table::new();
-            for (k, v) in m {
-                if v.is_null() {
-                    if what == "base" {
-                        continue; // unset: the default
-                    }
-                    return Err(config_error(
-                        py,
-                        &format!("vary.{k}: None is not a value an axis can take"),
-                        Some(&k),
-                    ));
-                }
-                // TOML has no null: None among an axis's values would be TOML's "unsupported
-                // unit type" otherwise.
-                if what == "vary" && v.as_array().is_some_and(|a| a.iter().any(Value::is_null)) {
-                    return Err(config_error(
-                        py,
-                        &format!("vary.{k}: None is not a value an axis can take"),
-                        Some(&k),
-                    ));
-                }
-                let tv = toml::Value::try_from(&v)
-                    .map_err(|e| config_error(py, &format!("{what}.{k}: {e}"), Some(&k)))?;
-                t.insert(k, tv);
+        // None among an axis's values is the option unset: only an optional option takes it.
+        for (k, v) in &vary {
+            let optional = disagg_sim::options::for_key(k).is_some_and(|o| o.optional);
+            let has_none =
+                v.is_null() || v.as_array().is_some_and(|a| a.iter().any(Value::is_null));
+            if has_none && !optional {
+                return Err(config_error(
+                    py,
+                    &format!("vary.{k}: None is not a value an axis can take"),
+                    Some(k),
+                ));
             }
-            Ok(t)
-        };
-        let sw = disagg_cli::sweep_cmd::from_tables(
-            to_table(base, "base")?,
-            to_table(vary, "vary")?,
-            "sweep",
-        )
-        .map_err(|e| sweep_error(py, &e.0))?;
+        }
+        let sw =
+            disagg_api::sweep::from_json(base, vary, "sweep").map_err(|e| sweep_error(py, &e.0))?;
         let limit = memory_limit().map_err(|e| config_error(py, &e, Some("requests")))?;
         let rows = interruptible(py, |cancel| {
-            disagg_cli::sweep_cmd::rows(&sw, &cat, shard, threads, cancel, limit)
+            disagg_api::sweep::rows(&sw, &cat, shard, threads, cancel, limit)
         })?
         .map_err(|e| {
             if e.0.starts_with("requests: ") {
@@ -209,7 +190,7 @@ fn sweep_error(py: Python<'_>, message: &str) -> PyErr {
 /// names no option: the axis value of run I that the scenario keys reject on its own names it,
 /// and the message gains the run's axis values as the CLI writes them for other errors
 /// (`run 0 (rate="x"): invalid type: string "x", expected f64`).
-fn sweep_run_error(py: Python<'_>, sw: &disagg_cli::sweep_cmd::Sweep, message: &str) -> PyErr {
+fn sweep_run_error(py: Python<'_>, sw: &disagg_api::sweep::Sweep, message: &str) -> PyErr {
     let run = message
         .strip_prefix("run ")
         .and_then(|rest| rest.split_once(": "))

@@ -186,6 +186,28 @@ def test_requests_lever_columns():
     assert np.all(q["n_itl"] == q["output_len"] - 1)
 
 
+
+def test_requests_handoff_hit_column():
+    # --prefix-handoff adds the hand-off hit column, as in `disagg run --requests-out`.
+    r = disagg.run(model="llama3-8b", devices_per_instance=1, requests=6, rate=0.5,
+                   system_prompts=1, system_len=1024, prefix_share=1.0, decode=1,
+                   prefix_caching=True, prefix_handoff=True, decode_router="prefix")
+    q = r.requests
+    assert q["handoff_hit_tokens"].shape == (len(r),)
+    assert q["handoff_hit_tokens"][0] == 0 and q["handoff_hit_tokens"][1] == 1024
+    assert "handoff_hit_tokens" not in disagg.run(**SMALL).requests
+
+
+def test_sweep_none_unsets_an_optional_option():
+    # None in the base is "no compression" (not the preset's FP8); None among an axis's values too.
+    base = {"preset": "eth25g-14rps-fp8", "requests": 20}
+    [row] = disagg.sweep({**base, "kv_compress": None}, vary={"rate": [14.0]})
+    assert row["scenario"].get("kv_compress") is None
+    assert row["summary"] == disagg.sweep("eth25g-14rps", vary={"requests": [20]})[0]["summary"]
+    rows = disagg.sweep(base, vary={"kv_compress": [None, "fp8"]})
+    assert [r["axes"]["kv_compress"] for r in rows] == [None, "fp8"]
+    assert rows[1]["summary"] == disagg.sweep(base, vary={"rate": [14.0]})[0]["summary"]
+
 def test_to_pandas_and_to_arrow():
     pd = pytest.importorskip("pandas")
     pa = pytest.importorskip("pyarrow")

@@ -22,7 +22,7 @@ use disagg_sim::{
 };
 use serde_json::{json, Map, Value};
 
-use crate::input::{api_spelling, handoff_json, object, overlay, take, ApiError};
+use crate::input::{api_spelling, object, overlay, take, ApiError};
 use crate::observe::{latency_samples, Deadline, Series};
 use crate::{page, Limits, Response};
 
@@ -190,27 +190,13 @@ impl Api {
     fn catalogue_json(&self) -> Value {
         let cat = &self.catalogue;
         let models: Vec<Value> = cat.models.iter().map(model_json).collect();
-        let devices: Vec<Value> = cat
-            .devices
-            .iter()
-            .map(|d| {
-                let mut v = serde_json::to_value(d).expect("json");
-                v.as_object_mut()
-                    .expect("object")
-                    .insert("ridge_flop_per_byte".into(), json!(d.ridge_point()));
-                v
-            })
-            .collect();
         let l = &self.limits;
         json!({
             "models": models,
-            "devices": devices,
+            "devices": disagg_api::catalogue::devices_json(cat),
             "links": cat.links,
             "compression": cat.compression,
-            "compress_at": [
-                {"key": "transit", "alias": "link", "description": "a stage in the link compresses at line rate (1.6 ops per line byte, 1 pJ per input bit, 1 µs)"},
-                {"key": "endpoint", "alias": "gpu", "description": "the prefill GPU compresses before sending; the pass lengthens the prefill step"}
-            ],
+            "compress_at": disagg_api::catalogue::compress_at_json(),
             "send": SendMode::NAMES,
             "formats": disagg_model::QuantFormat::NAMES,
             "scenario_defaults": Scenario::default(),
@@ -524,6 +510,18 @@ impl Api {
 
 /// One model of `/api/catalogue` ([`disagg_sim::model_json::model_json`]; a model without layer
 /// kinds answers exactly as before issue 16).
+/// `disagg handoff --json` for `a` over catalogue `cat` ([`disagg_api::handoff::handoff`]), with
+/// `ranks` when any rank option is set. Invalid values are 422s naming the field.
+fn handoff_json(cat: &Catalogue, a: &HandoffSpec, r: &RankSpec) -> Result<Value, ApiError> {
+    disagg_api::handoff::handoff(cat, a, r).map_err(|e| match e {
+        disagg_model::Error::Invalid { what, why } => {
+            let field = what.chars().all(|c| c.is_ascii_lowercase() || c == '_');
+            ApiError::invalid(field.then_some(what.as_str()), format!("{what}: {why}"))
+        }
+        other => ApiError::invalid(None, other.to_string()),
+    })
+}
+
 fn model_json(m: &ModelSpec) -> Value {
     disagg_sim::model_json::model_json(m)
 }
@@ -612,22 +610,16 @@ fn engine_error(e: disagg_model::Error, time_limit: Duration) -> ApiError {
     ApiError::invalid(field.as_deref(), msg)
 }
 
+/// A sweep point: its rate, completed requests, and the registry's compact metrics
+/// ([`disagg_api::metrics::COMPACT`]: the page's metric names).
 fn compact_json(rate: f64, s: &Summary) -> Value {
-    json!({
-        "rate": rate,
-        "completed": s.requests.completed,
-        "ttft_p50_s": s.ttft_s.p50,
-        "ttft_p99_s": s.ttft_s.p99,
-        "tpot_p50_s": s.tpot_s.p50,
-        "tpot_p99_s": s.tpot_s.p99,
-        "handoff_p50_s": s.handoff_s.p50,
-        "handoff_p99_s": s.handoff_s.p99,
-        "slo_attainment": s.slo_attainment,
-        "goodput_rps": s.goodput_rps,
-        "throughput_rps": s.throughput_rps,
-        "link_busy": s.link_busy,
-        "j_per_token": s.j_per_token,
-    })
+    let mut o = Map::new();
+    o.insert("rate".into(), json!(rate));
+    o.insert("completed".into(), json!(s.requests.completed));
+    for m in disagg_api::metrics::pick(disagg_api::metrics::COMPACT) {
+        o.insert(m.key.into(), json!((m.get)(s)));
+    }
+    Value::Object(o)
 }
 
 /// The JSON document of one run, as `disagg run --json` prints it.

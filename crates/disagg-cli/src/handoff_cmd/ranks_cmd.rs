@@ -8,7 +8,7 @@ use disagg_model::{
     SendMode,
 };
 
-use super::{flag_error, HandoffArgs};
+use super::args::{flag_error, HandoffArgs};
 use crate::format as f;
 use crate::output::outln;
 use crate::{CmdResult, UsageError};

@@ -261,7 +261,7 @@ def compare(scenario: Optional[str] = None, /, **options: Any) -> Dict[str, Any]
     if scenario is not None:
         options = {"preset": scenario, **options}
     _check_inputs(options)
-    return _json_command(["compare", "--json", "--quiet"] + _flags(options), "compare")
+    return _core.compare(None, {"quiet": True, **options})
 
 
 def plan(scenario: Optional[str] = None, /, **options: Any) -> Dict[str, Any]:
@@ -281,7 +281,7 @@ def trace_stats(path: Union[str, "os.PathLike[str]"], **options: Any) -> Dict[st
     `run`, or the flags' names with '_' for '-')."""
     if not os.path.exists(os.fspath(path)):
         raise _errors.missing_file("path", os.fspath(path))
-    return _json_command(["trace-stats", os.fspath(path), "--json"] + _flags(options), "trace-stats")
+    return _core.trace_stats(os.fspath(path), dict(options))
 
 
 def handoff(**options: Any) -> Dict[str, Any]:
@@ -296,11 +296,10 @@ def handoff(**options: Any) -> Dict[str, Any]:
 def catalogue(catalogue: Optional[Union[str, "os.PathLike[str]"]] = None) -> Dict[str, Any]:
     """Models, devices, links and compression formats: `disagg list --json` (with the entries of
     a `catalogue` TOML file when given)."""
-    args = ["list", "--json"]
-    if catalogue is not None:
-        _check_inputs({"catalogue": catalogue})
-        args = ["--catalogue", os.fspath(catalogue)] + args
-    return _json_command(args)
+    if catalogue is None:
+        return _core.catalogue(None)
+    _check_inputs({"catalogue": catalogue})
+    return _core.catalogue(os.fspath(catalogue))
 
 
 def presets() -> List[Dict[str, Any]]:

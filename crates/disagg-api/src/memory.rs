@@ -1,10 +1,32 @@
-//! Will a command's runs fit in memory? Every command asks the one budget of
+//! Will a command's runs fit? A count known before it starts is capped ([`check_count`]), and
+//! its memory: every command asks the one budget of
 //! [`disagg_sim::budget`] (as the server and the Python package do) before it generates a request.
 
 use disagg_sim::budget;
 use disagg_sim::SimConfig;
 
-use crate::UsageError;
+use crate::error::UsageError;
+
+/// Most candidates a plan (or runs a comparison) may have without `--yes`.
+pub const MAX_CANDIDATES_WITHOUT_YES: u64 = 10_000;
+
+/// The rule of a command whose size is known before it starts (`plan --target-rate`'s
+/// candidates, `compare --sweep-rate`'s runs): more than [`MAX_CANDIDATES_WITHOUT_YES`] is
+/// refused without `--yes`, in one line that states the count and what to shorten.
+pub fn check_count(
+    command: &str,
+    count: u64,
+    what: &str,
+    shorten: &str,
+    yes: bool,
+) -> Result<(), UsageError> {
+    if count > MAX_CANDIDATES_WITHOUT_YES && !yes {
+        return Err(UsageError(format!(
+            "the {command} has {count} {what}, more than {MAX_CANDIDATES_WITHOUT_YES}: shorten {shorten}, or add --yes to run it"
+        )));
+    }
+    Ok(())
+}
 
 /// How a command runs: `parallel` runs in memory at once; whether it has `--yes` (and its value)
 /// and `--threads`, for the remedies the refusal names.

@@ -114,6 +114,16 @@ pub fn rps(r: f64) -> String {
     format!("{} req/s", fixed(r, 1))
 }
 
+/// `x` with `dp` decimals, or `n/a` when it is undefined (NaN: an empty sample, or a ratio
+/// without a denominator).
+pub fn or_na(x: f64, dp: usize) -> String {
+    if x.is_nan() {
+        "n/a".to_string()
+    } else {
+        format!("{x:.dp$}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use crate::{CmdResult, UsageError};
+use crate::error::{CmdResult, UsageError};
 
 /// Set when standard output turned out to be a closed pipe: the process ends quietly (status 0).
 static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
@@ -84,23 +84,46 @@ pub fn flush_stdout() -> Result<(), UsageError> {
 }
 
 /// Like `print!`, but a failed write returns from the enclosing function with a [`UsageError`].
+#[macro_export]
 macro_rules! out {
     ($($arg:tt)*) => {
-        $crate::output::write_stdout(format_args!($($arg)*))?
+        $crate::output::write_stdout(::std::format_args!($($arg)*))?
     };
 }
 
 /// Like `println!`, but a failed write returns from the enclosing function with a [`UsageError`].
+#[macro_export]
 macro_rules! outln {
     () => {
-        $crate::output::write_stdout(format_args!("\n"))?
+        $crate::output::write_stdout(::std::format_args!("\n"))?
     };
     ($($arg:tt)*) => {
-        $crate::output::write_stdout(format_args!("{}\n", format_args!($($arg)*)))?
+        $crate::output::write_stdout(::std::format_args!("{}\n", ::std::format_args!($($arg)*)))?
     };
 }
 
-pub(crate) use {out, outln};
+pub use crate::{out, outln};
+
+/// The directories an output created (a `--plot` directory and its parents), deepest first, so
+/// a failed command can remove them again.
+static CREATED_DIRS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// Notes directories created for an output, deepest first ([`remove_created_dirs`]).
+pub fn note_created_dirs(dirs: impl IntoIterator<Item = PathBuf>) {
+    CREATED_DIRS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .extend(dirs);
+}
+
+/// Removes the directories noted by [`note_created_dirs`] that are still empty (after a
+/// failure).
+pub fn remove_created_dirs() {
+    let dirs = std::mem::take(&mut *CREATED_DIRS.lock().unwrap_or_else(|e| e.into_inner()));
+    for d in dirs {
+        let _ = std::fs::remove_dir(d);
+    }
+}
 
 /// Where an output flag's value points.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -421,7 +444,7 @@ pub fn clean_up_on_signals() {
             let mut b = [0u8; 1];
             if read.read_exact(&mut b).is_ok() {
                 remove_temp_files();
-                crate::plots::remove_created_dirs();
+                remove_created_dirs();
                 // Holding the lock: no temporary file is created between the removal and the end.
                 let _live = temp_files();
                 std::process::exit(128 + i32::from(b[0]));

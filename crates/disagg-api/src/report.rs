@@ -16,49 +16,50 @@ fn ms8(x: f64) -> String {
     }
 }
 
-/// `x` with `dp` decimals, or `n/a` when it is undefined (NaN: an empty sample, or a ratio
-/// without a denominator).
-pub fn or_na(x: f64, dp: usize) -> String {
-    if x.is_nan() {
-        "n/a".to_string()
-    } else {
-        format!("{x:.dp$}")
-    }
-}
+pub use crate::format::or_na;
 
 /// A percentage of a fraction with one decimal, or `n/a`.
 fn pct1(x: f64) -> String {
     fixed(100.0 * x, 1)
 }
 
-static WARNINGS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+/// The warnings of one command: each distinct message is printed once on stderr as `warning:
+/// MSG` when told, and kept for the JSON output (a value each command holds, not a global).
+#[derive(Clone, Debug, Default)]
+pub struct Warnings(Vec<String>);
 
-/// Prints `warning: MSG` on stderr (once per distinct message) and keeps it for the JSON output.
-pub fn warn(msg: &str) {
-    let mut w = WARNINGS.lock().unwrap_or_else(|e| e.into_inner());
-    if !w.iter().any(|m| m == msg) {
-        eprintln!("warning: {}", disagg_model::escape(msg));
-        w.push(msg.to_string());
+impl Warnings {
+    /// Prints `warning: MSG` on stderr (once per distinct message) and keeps it.
+    pub fn warn(&mut self, msg: &str) {
+        if !self.0.iter().any(|m| m == msg) {
+            eprintln!("warning: {}", disagg_model::escape(msg));
+            self.0.push(msg.to_string());
+        }
     }
-}
 
-/// Prints a run's own warnings ([`Summary::warnings`]) through [`warn`].
-pub fn warn_summary(s: &Summary) {
-    for m in &s.warnings {
-        warn(m);
+    /// Tells a run's own warnings ([`Summary::warnings`]) through [`Warnings::warn`].
+    pub fn summary(&mut self, s: &Summary) {
+        for m in &s.warnings {
+            self.warn(m);
+        }
     }
-}
 
-/// The generator's prompt clipping of `cfg`'s workload, through [`warn`] (for commands that run
-/// many configurations of one workload and print no per-run report: `plan`).
-pub fn warn_clipping(cfg: &disagg_sim::SimConfig) {
-    let w = cfg.requests();
-    if w.clipped_prompts > 0 {
-        warn(&disagg_sim::workload::clipping_warning(
-            w.clipped_prompts,
-            w.requests.len() as u64,
-            cfg.workload.prompt.hi.max(0) as u64,
-        ));
+    /// Tells the generator's prompt clipping of `cfg`'s workload (for commands that run many
+    /// configurations of one workload and print no per-run report: `plan`).
+    pub fn clipping(&mut self, cfg: &disagg_sim::SimConfig) {
+        let w = cfg.requests();
+        if w.clipped_prompts > 0 {
+            self.warn(&disagg_sim::workload::clipping_warning(
+                w.clipped_prompts,
+                w.requests.len() as u64,
+                cfg.workload.prompt.hi.max(0) as u64,
+            ));
+        }
+    }
+
+    /// Every warning told so far (for a `warnings` array in JSON output; empty: leave it out).
+    pub fn list(&self) -> &[String] {
+        &self.0
     }
 }
 
@@ -83,27 +84,17 @@ impl RunWarnings {
         }
     }
 
-    /// Prints one line if any run warned.
-    pub fn finish(self) {
+    /// Tells one line through `warnings` if any run warned.
+    pub fn finish(self, warnings: &mut Warnings) {
         match self.first {
-            Some(m) if self.warned == 1 => warn(&m),
-            Some(m) => warn(&format!(
+            Some(m) if self.warned == 1 => warnings.warn(&m),
+            Some(m) => warnings.warn(&format!(
                 "{} of {} runs warned (each run's summary.warnings in --jsonl); the first: {m}",
                 self.warned, self.n
             )),
             None => {}
         }
     }
-}
-
-/// Forgets the warnings kept so far (an in-process caller runs many commands in one process).
-pub fn clear_warnings() {
-    WARNINGS.lock().unwrap_or_else(|e| e.into_inner()).clear();
-}
-
-/// Every warning printed so far (for a `warnings` array in JSON output; empty: leave it out).
-pub fn warnings() -> Vec<String> {
-    WARNINGS.lock().unwrap_or_else(|e| e.into_inner()).clone()
 }
 
 fn pct0(x: f64) -> String {
@@ -217,12 +208,13 @@ pub fn text(s: &Summary) -> String {
             ms8(d.p99)
         );
     }
+    let [goodput] = crate::metrics::pick(["goodput_rps"]);
     let _ = writeln!(
         o,
         "throughput   {:9.0} tok/s   {:.2} req/s   goodput {} req/s   SLO met {}{}",
         s.throughput_tok_s,
         s.throughput_rps,
-        or_na(s.goodput_rps, 2),
+        goodput.cell_or_na(s),
         pct_sign(s.slo_attainment),
         offered_note(s)
     );
