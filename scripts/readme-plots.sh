@@ -23,7 +23,7 @@ find "$out" \( -path "$out/calibration" -o -path "$out/python" \) -prune -o -nam
 # "Calibrated to measured GPUs": the fit's charts (needs ../shared/calibration/, the SplitwiseSim
 # and Vidur measurements, which are not in this repository; skipped without them).
 if [ -f ../shared/calibration/splitwise/perf_model.csv ]; then
-  DISAGG_BLESS_PLOTS=1 cargo test -q -p disagg --test readme readme_calibration_plots_are_current
+  DISAGG_BLESS_PLOTS=1 cargo test -q -p disagg --test suite readme::readme_calibration_plots_are_current
 else
   echo "skipped docs/plots/calibration: ../shared/calibration is absent" >&2
 fi

@@ -3,7 +3,7 @@
 //!
 //! `cargo run --release -p disagg-sim --example cost_tables` prints it (Markdown); the README's
 //! copy and every cell against the reference's own summaries are checked by
-//! tests/readme_cost_levers.rs.
+//! tests/suite/readme_cost_levers.rs.
 
 use disagg_sim::{simulate_config, Summary};
 

@@ -4,7 +4,7 @@
 //!
 //! `cargo run --release -p disagg-sim --example levers_tables` prints all three (Markdown);
 //! `... -- batching`, `... -- multiturn` or `... -- reuse` one of them. The README's copies are
-//! checked against this output by tests/readme_levers.rs.
+//! checked against this output by tests/suite/readme_levers.rs.
 
 use disagg_sim::{simulate_config, Summary};
 

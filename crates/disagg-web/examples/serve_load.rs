@@ -8,7 +8,7 @@
 //! cargo run --release -p disagg-web --example serve_load [-- RUNS_PER_CLIENT]
 //! ```
 
-#[path = "../tests/common/mod.rs"]
+#[path = "../tests/suite/common/mod.rs"]
 mod common;
 
 use std::time::{Duration, Instant};

@@ -1,7 +1,7 @@
 //! What the scheduling levers measure, in the CLI's outputs (issue 12): the `--requests-out`
 //! columns, the report block, and the plain outputs left byte-identical without the levers.
 
-mod common;
+use crate::common;
 #[allow(unused_imports)]
 use common::*;
 

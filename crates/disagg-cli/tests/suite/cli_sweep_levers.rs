@@ -3,7 +3,7 @@
 //! `disagg run` of its options, and a layout that does not match the devices per instance refused
 //! before anything runs.
 
-mod common;
+use crate::common;
 #[allow(unused_imports)]
 use common::*;
 

@@ -5,7 +5,7 @@
 //! the server still serves, and the process's RSS grew by less than [`RSS_GROWTH_BOUND`].
 //! Loopback only, bounded in count and in time (it ends by itself in well under a minute).
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};

@@ -2,10 +2,10 @@
 //! (`../shared/traces/README.md`). The real traces are read from `../shared/traces/` (or
 //! `$DISAGG_TRACES_DIR`); each test is skipped with a message when its trace is absent.
 
-mod common;
+use crate::common;
+use crate::shared_traces;
 #[allow(unused_imports)]
 use common::*;
-mod shared_traces;
 use shared_traces::shared_trace;
 
 use serde_json::Value;

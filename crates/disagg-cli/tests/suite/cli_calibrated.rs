@@ -3,7 +3,7 @@
 //! `handoff` output, its overheads in the step times (hand arithmetic), bad overlay values, and
 //! the models added with the calibration data.
 
-mod common;
+use crate::common;
 #[allow(unused_imports)]
 use common::*;
 

@@ -3,10 +3,10 @@
 //! `../shared/traces/` or `$DISAGG_TRACES_DIR`, skipped with a message when absent), named session
 //! workloads, and bad input.
 
-mod common;
+use crate::common;
+use crate::shared_traces;
 #[allow(unused_imports)]
 use common::*;
-mod shared_traces;
 use shared_traces::shared_trace;
 
 use serde_json::Value;

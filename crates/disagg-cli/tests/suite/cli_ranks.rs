@@ -5,7 +5,7 @@
 //! Llama-3-70B: 327,680 KV bytes per token; a 2,048-token prompt S = 671,088,640 B, one KV head's
 //! share S / 8 = 83,886,080 B. 100 GbE: 12.5e9 B/s, 20 µs.
 
-mod common;
+use crate::common;
 #[allow(unused_imports)]
 use common::*;
 

@@ -2,7 +2,7 @@
 //! lost, nothing is left behind, nothing panics. Safe as root: /dev/null is only reached through
 //! a symbolic link inside a temporary directory, FIFOs are made in temporary directories.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;

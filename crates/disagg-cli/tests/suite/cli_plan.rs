@@ -1,6 +1,6 @@
 //! `disagg plan` against brute force on a small grid, and its bad input.
 
-mod common;
+use crate::common;
 #[allow(unused_imports)]
 use common::*;
 

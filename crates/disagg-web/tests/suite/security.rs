@@ -2,7 +2,7 @@
 //! CORS preflight), `Content-Type`; no endpoint opens a file; stalled bodies, idle connections,
 //! the connection bound and the simulation queue.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

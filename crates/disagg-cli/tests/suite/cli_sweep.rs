@@ -1,7 +1,7 @@
 //! `disagg sweep`: determinism across thread counts, shard-and-merge byte identity, specs and
 //! bad input.
 
-mod common;
+use crate::common;
 #[allow(unused_imports)]
 use common::*;
 

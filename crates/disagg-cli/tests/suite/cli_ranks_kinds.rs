@@ -6,7 +6,7 @@
 //! linear layers' state is 36 * (6,144 + 131,072) * 2 = 9,879,552 B, one of the 12 full layers'
 //! 2 KV heads (256 wide) 12 * 512 * 2048 * 2 = 25,165,824 B.
 
-mod common;
+use crate::common;
 #[allow(unused_imports)]
 use common::*;
 

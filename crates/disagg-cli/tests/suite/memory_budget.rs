@@ -1,8 +1,6 @@
 //! Memory bounded by construction (issue 24): closed-loop turns are linear in memory, and every
 //! command that simulates checks the one budget (`disagg_sim::budget`) before it allocates.
 
-mod common;
-
 use std::process::Command;
 
 /// Runs `disagg ARGS` under an address-space limit of `kib` KiB (`ulimit -v`), with `env` set.

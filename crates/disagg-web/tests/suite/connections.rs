@@ -4,7 +4,7 @@
 //! is busy is a new one refused with a 503. Client sockets bind other loopback addresses
 //! (127.0.0.2, ...) to be other peers.
 
-mod common;
+use crate::common;
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};

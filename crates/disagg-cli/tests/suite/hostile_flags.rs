@@ -2,7 +2,7 @@
 //! is now an error (exit 2, one `error:` line naming the flag) or exactly one `warning:` line,
 //! and the SLO figures say how rejected requests count.
 
-mod common;
+use crate::common;
 #[allow(unused_imports)]
 use common::*;
 

@@ -2,7 +2,7 @@
 //! reference refuses is one line naming the option, exit status 2; the levers' blocks in `--json`
 //! and the report; a run that does not use them is unchanged.
 
-mod common;
+use crate::common;
 
 use common::*;
 

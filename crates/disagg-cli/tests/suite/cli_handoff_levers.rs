@@ -3,7 +3,7 @@
 //! tests/fixtures/levers/cost.json) through the CLI's JSON with `==`, the text lines, the
 //! one-line errors of `disagg run`, and the rank-aware hand-off under a KV format.
 
-mod common;
+use crate::common;
 #[allow(unused_imports)]
 use common::*;
 use serde_json::Value;
@@ -11,7 +11,7 @@ use serde_json::Value;
 #[test]
 fn the_fourteen_handoff_fixtures_through_the_json() {
     let v: Value = serde_json::from_str(include_str!(
-        "../../disagg-model/tests/fixtures/levers/cost.json"
+        "../../../disagg-model/tests/fixtures/levers/cost.json"
     ))
     .unwrap();
     let mut n = 0;

@@ -2,8 +2,8 @@
 
 use std::process::Command;
 
-mod common;
-mod shared_traces;
+use crate::common;
+use crate::shared_traces;
 
 fn block(readme: &str, name: &str) -> String {
     let begin = format!("<!-- {name}:begin -->");

@@ -2,7 +2,7 @@
 //! holding the expected series, and the plotted points of the CDFs are read back through the
 //! chart's own tick labels and checked against values computed here from `--requests-out`.
 
-mod common;
+use crate::common;
 #[allow(unused_imports)]
 use common::*;
 

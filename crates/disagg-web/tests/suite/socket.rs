@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use disagg_web::{Limits, ServeOptions, Server};
 
-mod common;
+use crate::common;
 use serde_json::Value;
 
 fn start(threads: usize) -> disagg_web::RunningServer {

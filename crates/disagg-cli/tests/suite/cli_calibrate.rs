@@ -2,7 +2,7 @@
 //! generated from, and the real measurements of `../shared/calibration/` (skipped with a message
 //! when absent).
 
-mod common;
+use crate::common;
 #[allow(unused_imports)]
 use common::*;
 

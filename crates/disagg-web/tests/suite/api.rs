@@ -1463,7 +1463,7 @@ fn catalogue_layer_kind_keys_only_on_served_models() {
 /// is in the response exactly as recorded from the API at commit 8ef5690 (before this change).
 #[test]
 fn catalogue_other_models_unchanged() {
-    let before = include_str!("data/catalogue-models-before-16.jsonl");
+    let before = include_str!("../data/catalogue-models-before-16.jsonl");
     let r = call("GET", "/api/catalogue", Value::Null);
     assert_eq!(r.status, 200);
     let text = r.text();

@@ -3,7 +3,7 @@
 //! and the server goes on answering; a long closed-loop run stays small (its VmHWM is read from
 //! /proc). The child is this test binary itself, re-run with `DISAGG_WEB_CHILD` set.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::SocketAddr;
@@ -39,7 +39,7 @@ fn child_server() {
         ..ServeOptions::default()
     })
     .expect("binds");
-    // (The harness has printed `test child_server ... ` without a newline before this.)
+    // (The harness has printed `test memory::child_server ... ` without a newline before this.)
     println!("\nCHILD_PORT={}", server.addr().port());
     std::io::stdout().flush().unwrap();
     std::thread::spawn(|| {
@@ -67,7 +67,7 @@ impl ChildServer {
         let mut child = Command::new("sh")
             .arg("-c")
             .arg(format!(
-                "ulimit -v {ULIMIT_V_KIB} && exec \"$0\" child_server --exact --nocapture \
+                "ulimit -v {ULIMIT_V_KIB} && exec \"$0\" memory::child_server --exact --nocapture \
                  --test-threads=1"
             ))
             .arg(exe)

@@ -4,7 +4,7 @@
 //! to a file that does not exist yet. Safe as root: the only device used is /dev/null, FIFOs and
 //! links are made in temporary directories.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::os::unix::fs::FileTypeExt;

@@ -3,7 +3,7 @@
 //! what is refused. Byte counts are those of ../shared/models/models.json (cited in
 //! crates/disagg-model/tests/fixtures/served_models.json) or hand arithmetic.
 
-mod common;
+use crate::common;
 use common::*;
 
 #[test]

@@ -1,7 +1,7 @@
 //! `disagg handoff` and `disagg list` as a user runs them: exit codes, JSON shape, the chapter's
 //! numbers, and one-line errors for bad input.
 
-mod common;
+use crate::common;
 #[allow(unused_imports)]
 use common::*;
 

@@ -3,7 +3,7 @@
 //! of the same configuration, the columns that appear only with the axes, the candidate count
 //! guard and bad items.
 
-mod common;
+use crate::common;
 #[allow(unused_imports)]
 use common::*;
 

@@ -1,7 +1,7 @@
 //! `disagg run`, `compare` and `presets` as a user runs them: the chapter's numbers through the
 //! binary, JSON shape, output files, determinism and bad input.
 
-mod common;
+use crate::common;
 #[allow(unused_imports)]
 use common::*;
 

@@ -5,7 +5,7 @@
 //! so a new numeric flag is covered as soon as it has a range (and a unit test in the CLI makes
 //! every numeric flag have one).
 
-mod common;
+use crate::common;
 #[allow(unused_imports)]
 use common::*;
 

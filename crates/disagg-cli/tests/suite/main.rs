@@ -1,0 +1,29 @@
+//! Every integration test of this crate in one test binary (one link instead of one per file).
+
+mod capture;
+mod cli_calibrate;
+mod cli_calibrated;
+mod cli_cost_levers;
+mod cli_handoff;
+mod cli_handoff_levers;
+mod cli_levers;
+mod cli_plan;
+mod cli_plan_axes;
+mod cli_plots;
+mod cli_ranks;
+mod cli_ranks_kinds;
+mod cli_replay;
+mod cli_run;
+mod cli_served;
+mod cli_sweep;
+mod cli_sweep_levers;
+mod cli_trace;
+mod common;
+mod hostile_files;
+mod hostile_flags;
+mod hostile_outputs;
+mod hostile_paths;
+mod hostile_values;
+mod memory_budget;
+mod readme;
+mod shared_traces;
