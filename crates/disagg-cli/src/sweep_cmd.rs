@@ -478,7 +478,7 @@ impl RowSink<plots::Latencies> for Sinks<'_> {
     }
 }
 
-/// The scheduler cells of a row's summary (levers-scheduling.md §11.1): mean running,
+/// The scheduler cells of a row's summary (`docs/levers.md#lever-metrics`): mean running,
 /// preemptions, prefix hit rate (%), scheduling delay p50 (ms); `-` where the run has none.
 fn sched_cells(s: &Value) -> String {
     let b = &s["scheduler"];

@@ -42,7 +42,7 @@ pub struct HandoffSpec {
     pub devices_per_instance: u64,
     /// One row per catalogue link.
     pub all_links: bool,
-    /// KV cache format (levers-cost.md §6): the hand-off's bytes per value; `None`: BF16.
+    /// KV cache format (`docs/cost-model.md#quantisation`): the hand-off's bytes per value; `None`: BF16.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kv_format: Option<String>,
     /// Weight format: the prefill step's weight bytes; `None`: BF16.
@@ -53,7 +53,7 @@ pub struct HandoffSpec {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub compute_format: Option<String>,
     /// Speculative decoding's draft, `mtp` or a model key: its KV of the prompt crosses too
-    /// (levers-cost.md §7.5); `None`: no draft.
+    /// (`docs/levers.md#speculative`); `None`: no draft.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub speculative: Option<String>,
 }
@@ -237,7 +237,7 @@ fn keyed(e: Error) -> Error {
     }
 }
 
-/// The checks of levers-cost.md §2.3 items 2 to 4 and 6 that concern the calculator, in that
+/// The checks of `docs/levers.md#scheduled-instances` items 2 to 4 and 6 that concern the calculator, in that
 /// order, when a format is given or a draft is: the compute format is BF16 or the weight
 /// format; formats and drafts need an attention model without CED; a non-BF16 KV format or a
 /// draft without a compression stage (`compressed`).

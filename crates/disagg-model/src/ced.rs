@@ -1,11 +1,11 @@
-//! The causal encoder-decoder (CED; levers-cost.md §8): its derived sizes (§8.1) and its steps
-//! (§8.2). The bottom E of the model's L layers are a causal encoder; each of the D = L − E decoder
+//! The causal encoder-decoder (CED; `docs/levers.md#ced`): its derived sizes (`docs/levers.md#ced`) and its steps
+//! (`docs/levers.md#ced`). The bottom E of the model's L layers are a causal encoder; each of the D = L − E decoder
 //! layers projects its K and V from the last encoder state with its own weights. A prompt token
 //! runs the encoder and those projections; the last W prompt tokens are replayed through the whole
 //! model, on the prefill instance (the default) or on the decode instance (`replay_on = decode`,
 //! whose prefill pool then runs the encoder only).
 //!
-//! Everything is integer FLOPs and the reference's float grouping (cost-model.md §1); a model
+//! Everything is integer FLOPs and the reference's float grouping (`docs/exactness.md`); a model
 //! without CED never reaches this file (one branch at the top of [`CostModel::prefill`] and
 //! [`CostModel::prefill_work`], and one in [`CostModel::resident_weight_bytes`]).
 
@@ -57,8 +57,8 @@ impl CostModel {
         self.opts.prefill_only && self.ced().is_some_and(|c| c.replay_on == ReplayOn::Decode)
     }
 
-    /// Weight bytes the instance keeps resident (the KV capacity's deduction, cost-model.md
-    /// §3.3): `fl(ced_prefill_resident_params) * wb` on an encoder-only instance, else the whole
+    /// Weight bytes the instance keeps resident (the KV capacity's deduction, `docs/cost-model.md`
+    /// `docs/cost-model.md#kv-capacity`): `fl(ced_prefill_resident_params) * wb` on an encoder-only instance, else the whole
     /// model's `weight_bytes_total`.
     pub fn resident_weight_bytes(&self) -> f64 {
         match self.ced() {
@@ -69,7 +69,7 @@ impl CostModel {
         }
     }
 
-    /// FLOPs and bytes of a CED prefill over whole prompts (levers-cost.md §8.2): the encoder
+    /// FLOPs and bytes of a CED prefill over whole prompts (`docs/levers.md#ced`): the encoder
     /// and the decoder's K/V projections on every token; unless the instance is encoder-only, the
     /// replay of each prompt's last `min(s, W)` tokens through the D decoder layers and the LM
     /// head. Panics on a model without CED.
@@ -117,7 +117,7 @@ impl CostModel {
         self.step(f, b)
     }
 
-    /// FLOPs and bytes of a decode-pool step with replays (levers-cost.md §8.2, `ced_step`): `b`
+    /// FLOPs and bytes of a decode-pool step with replays (`docs/levers.md#ced`, `ced_step`): `b`
     /// rows decoding over `ctx` cached positions in total, as `decode_sum`, and each newly admitted
     /// request `(s, w)` running its last `w` prompt tokens through the whole model (its `s` prompt
     /// positions of KV are read). With no replay it is `decode_work(ctx, b)`.

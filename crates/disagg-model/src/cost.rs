@@ -1,7 +1,7 @@
-//! The roofline cost model with a power roof (cost-model.md §3): the only place that knows how long a
+//! The roofline cost model with a power roof (`docs/cost-model.md#roofline`): the only place that knows how long a
 //! step takes and what it costs in energy.
 //!
-//! Bit-exactness rules (cost-model.md §1): FLOP counts are exact integers (`i128`) converted once
+//! Bit-exactness rules (`docs/exactness.md`): FLOP counts are exact integers (`i128`) converted once
 //! with `as f64`; every float expression keeps the reference's grouping; the cube root is
 //! `pow(|x|, 1/3)` with the sign copied; KV capacity uses CPython's float floor division.
 
@@ -64,7 +64,7 @@ pub enum Bound {
     Memory,
     /// The power budget lowered the clock or stretched the step.
     Power,
-    /// The optical transform engine took longer than the GPU part (levers-cost.md §10.2).
+    /// The optical transform engine took longer than the GPU part (`docs/levers.md#fft-mixing`).
     Optical,
 }
 
@@ -98,7 +98,7 @@ pub struct StepCost {
     /// Memory energy, joules.
     pub memory_j: f64,
     /// Seconds of scale-up communication inside the step (0.0 without a parallel layout;
-    /// levers-cost.md §5.4).
+    /// `docs/cost-model.md#parallelism`).
     pub comm_time_s: f64,
     /// Scale-up link energy of the step, joules (0.0 without a parallel layout).
     pub comm_j: f64,
@@ -133,12 +133,12 @@ pub struct CostOptions {
     /// Lowest clock fraction (0.4).
     pub s_min: f64,
     /// Rate multiple of the compute format's native units over BF16 (1.0; 2.0 for FP8/INT8
-    /// W8A8, 4.0 for FP4 on B200; levers-cost.md §6.2). Multiplies the FLOP rate and divides the
+    /// W8A8, 4.0 for FP4 on B200; `docs/cost-model.md#quantisation`). Multiplies the FLOP rate and divides the
     /// energy per FLOP.
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub compute_speedup: f64,
     /// The prefill pool's cost model (false): a CED model with the replay on decode then runs the
-    /// encoder only (levers-cost.md §8.2); changes nothing for any other model.
+    /// encoder only (`docs/levers.md#ced`); changes nothing for any other model.
     #[serde(default, skip_serializing_if = "is_false")]
     pub prefill_only: bool,
 }
@@ -318,7 +318,7 @@ impl CostModel {
         self.per_seq_overhead
     }
 
-    /// A step's wall time from its time `t` after the power logic (cost-model.md §3.5; with a
+    /// A step's wall time from its time `t` after the power logic (`docs/cost-model.md#roofline`; with a
     /// layout, `(slots * t) + comm_time`): `t + step_overhead`, then `+ per_seq_overhead *
     /// fl(rows)` for a device that has one (fitted devices; `rows` is the sequences the step
     /// serves). Without a per-sequence term this is `t + step_overhead`, bit for bit as before.
@@ -344,7 +344,7 @@ impl CostModel {
     }
 
     /// Weight bytes a pass over `t` tokens reads: `W + fl(t)*e` for a dense model, the experts
-    /// touched `wbr(t)` for MoE (levers-cost.md §4).
+    /// touched `wbr(t)` for MoE (`docs/cost-model.md#moe`).
     #[inline]
     pub fn weight_read(&self, t: u64) -> f64 {
         match &self.moe {
@@ -356,8 +356,8 @@ impl CostModel {
         }
     }
 
-    /// KV capacity of the instance in tokens (cost-model.md §3.3); in sequences for a distilled
-    /// Hyena model ([`CostModel::cache_unit_bytes`], levers-cost.md §9.1).
+    /// KV capacity of the instance in tokens (`docs/cost-model.md#kv-capacity`); in sequences for a distilled
+    /// Hyena model ([`CostModel::cache_unit_bytes`], `docs/levers.md#fft-mixing`).
     pub fn kv_capacity_tokens(&self) -> Result<u64, Error> {
         if self.layout.is_some() {
             return self.kv_capacity_levers(None);
@@ -376,7 +376,7 @@ impl CostModel {
         Ok(py_floordiv(free, self.cache_unit_bytes()) as u64)
     }
 
-    /// The three roofs (cost-model.md §3.4), steps 1 to 9 in order.
+    /// The three roofs (`docs/cost-model.md#roofline`), steps 1 to 9 in order.
     pub fn step_time_raw(&self, f: f64, b: f64) -> RawStep {
         let tc = f / self.flops_rate;
         let tm = b / self.byte_rate;
@@ -418,7 +418,7 @@ impl CostModel {
         RawStep { t, ec, em, bound }
     }
 
-    /// A step of `flops` and `bytes` (cost-model.md §3.5): the roofs plus the fixed overhead.
+    /// A step of `flops` and `bytes` (`docs/cost-model.md#roofline`): the roofs plus the fixed overhead.
     pub fn step(&self, flops: i128, bytes: f64) -> StepCost {
         self.step_of(PyNum::Int(flops), crate::pymath::fl(flops), bytes)
     }
@@ -443,7 +443,7 @@ impl CostModel {
 
     /// The cost of a pass of `f` FLOPs over `t` tokens touching `k` KV positions: weight bytes
     /// `Wb = weight_read(t)`, other bytes `Ob = fl(k) * kvb`; `step(F, Wb + Ob)`, or
-    /// `_parallel(F, Wb, Ob, T)` with a layout (levers-cost.md §5.4).
+    /// `_parallel(F, Wb, Ob, T)` with a layout (`docs/cost-model.md#parallelism`).
     #[inline]
     pub fn pass(&self, f: i128, t: u64, k: u64) -> StepCost {
         self.pass_ob(f, t, k as f64 * self.kv_bytes_per_token)
@@ -460,7 +460,7 @@ impl CostModel {
         }
     }
 
-    /// This cost model on a parallel layout (levers-cost.md §5): its stage model (`tp` devices,
+    /// This cost model on a parallel layout (`docs/cost-model.md#parallelism`): its stage model (`tp` devices,
     /// no overhead) and scale-up link are built here; the layout is not checked (call
     /// [`Parallel::check`] first, as the reference does).
     pub fn with_layout(mut self, par: Parallel, catalogue: &Catalogue) -> Result<Self, Error> {
@@ -478,7 +478,7 @@ impl CostModel {
         self.layout.as_deref().map(|l| l.link_name().to_string())
     }
 
-    /// FLOPs and bytes of a prefill batch of whole prompts (cost-model.md §3.6).
+    /// FLOPs and bytes of a prefill batch of whole prompts (`docs/cost-model.md#prefill-step`).
     pub fn prefill_work(&self, lens: impl IntoIterator<Item = u64>) -> (i128, f64) {
         if self.model.ced.is_some() {
             return self.ced_prefill_work(lens);
@@ -512,7 +512,7 @@ impl CostModel {
         (f, total as u64, ob)
     }
 
-    /// FLOPs (exact) and tokens of a prefill batch of whole prompts (cost-model.md §3.6).
+    /// FLOPs (exact) and tokens of a prefill batch of whole prompts (`docs/cost-model.md#prefill-step`).
     pub fn prefill_flops(&self, lens: impl IntoIterator<Item = u64>) -> (i128, u64) {
         if let Some(a) = self.model.arch.as_deref() {
             let (f, t, _) = self.arch_prefill(a, lens);
@@ -535,8 +535,8 @@ impl CostModel {
         (f, total as u64)
     }
 
-    /// The cost of a prefill step over whole prompts (an FFT-mixing model's: levers-cost.md §9.3,
-    /// §10.2; a CED model's: §8.2). A fitted device's per-sequence term counts the prompts.
+    /// The cost of a prefill step over whole prompts (an FFT-mixing model's: `docs/levers.md#fft-mixing`,
+    /// `docs/levers.md#fft-mixing`; a CED model's: `docs/levers.md#ced`). A fitted device's per-sequence term counts the prompts.
     pub fn prefill(&self, lens: impl IntoIterator<Item = u64>) -> StepCost {
         if self.model.fft.is_some() {
             return self.fft_prefill(&lens.into_iter().collect::<Vec<_>>());
@@ -556,7 +556,7 @@ impl CostModel {
     }
 
     /// FLOPs and bytes of a decode step: `ctx` is the total cached context over a batch of `b`
-    /// (cost-model.md §3.7).
+    /// (`docs/cost-model.md#decode-step`).
     #[inline]
     pub fn decode_work(&self, ctx: u64, b: u64) -> (i128, f64) {
         if self.model.arch.is_some() {
@@ -656,7 +656,7 @@ impl CostModel {
     }
 
     /// Adds the endpoint compression pass for the prompts handed off by a prefill batch
-    /// (cost-model.md §4.4). `handed_off` yields the prompt lengths of the requests with more than
+    /// (`docs/cost-model.md#compression`). `handed_off` yields the prompt lengths of the requests with more than
     /// one output token, in batch order. Returns the cost unchanged for `none` or when nothing is
     /// handed off.
     pub fn endpoint_pass(
@@ -701,7 +701,7 @@ impl CostModel {
     }
 
     /// Adds the prefill chunks of a pass to its FLOPs `f`, tokens `t` and KV positions `k`
-    /// (levers-scheduling.md §7.1, the loop): the LM-head-dependent linear term, the causal tail
+    /// (`docs/levers.md#batch-policies`, the loop): the LM-head-dependent linear term, the causal tail
     /// `2*L*d*c*(2*p0 + c + 1)`, `t += c`, `k += p0 + c`.
     fn add_chunks(&self, chunks: &[Chunk], f: &mut i128, t: &mut i128, k: &mut i128) {
         for ch in chunks {
@@ -723,7 +723,7 @@ impl CostModel {
         self.weight_read(t as u64) + k as f64 * self.kv_bytes_per_token
     }
 
-    /// FLOPs (exact), tokens and KV positions of a mixed step (levers-scheduling.md §7.1): `b`
+    /// FLOPs (exact), tokens and KV positions of a mixed step (`docs/levers.md#batch-policies`): `b`
     /// decode rows over `ctx` cached positions in total, plus the prefill `chunks` in order.
     pub fn step_mixed_pass(&self, ctx: u64, b: u64, chunks: &[Chunk]) -> (i128, u64, u64) {
         let (ctx, b) = (ctx as i128, b as i128);
@@ -815,7 +815,7 @@ impl CostModel {
     }
 
     /// FLOPs (exact), tokens and KV positions of a speculative verify pass
-    /// (levers-scheduling.md §10.2, levers-cost.md §7.3): `b` rows of `c` positions each
+    /// (`docs/levers.md#speculative`): `b` rows of `c` positions each
     /// (`c = gamma + 1`) after `ctx` cached positions in total, plus the prefill `chunks` exactly
     /// as in a mixed step.
     pub fn step_spec_pass(&self, ctx: u64, b: u64, c: u64, chunks: &[Chunk]) -> (i128, u64, u64) {
@@ -842,13 +842,13 @@ impl CostModel {
         self.add_rows(self.pass(f, t, k), b + chunks.len() as u64)
     }
 
-    /// KV capacity in tokens with a speculative draft resident (levers-scheduling.md §10.1,
-    /// levers-cost.md §5.6, §7.5).
+    /// KV capacity in tokens with a speculative draft resident (`docs/levers.md#speculative`,
+    /// `docs/cost-model.md#kv-capacity`, `docs/levers.md#speculative`).
     pub fn kv_capacity_tokens_with_draft(&self, draft: &Draft) -> Result<u64, Error> {
         self.kv_capacity_levers(Some(draft))
     }
 
-    /// `_kv_capacity_levers` (levers-cost.md §5.6), used with a layout or a draft: per GPU
+    /// `_kv_capacity_levers` (`docs/cost-model.md#kv-capacity`), used with a layout or a draft: per GPU
     /// `room = cap * mem_util`; `(tp, pp)` the layout's, else `(n, 1)`; `unit = kvb / pp (+ the
     /// draft's kvb)`; stage s holds `L/pp` layers (all experts), the first also the embedding
     /// and the last the LM head, plus the draft's resident bytes; capacity
@@ -931,7 +931,7 @@ impl Layout {
         &self.link.name
     }
 
-    /// levers-cost.md §5.4, steps 1 to 18.
+    /// `docs/cost-model.md#parallelism`, steps 1 to 18.
     pub(crate) fn step(&self, base: &CostModel, f: i128, wb: f64, ob: f64, t: u64) -> StepCost {
         let (l, stage, link) = (&self.par, &self.stage, &self.link);
         let m = &base.model;
@@ -1038,7 +1038,7 @@ impl ArchTerms {
     }
 }
 
-/// A prefill chunk of a mixed step (levers-scheduling.md §7.1): `c` new prompt tokens after `p0`
+/// A prefill chunk of a mixed step (`docs/levers.md#batch-policies`): `c` new prompt tokens after `p0`
 /// already in the KV cache; `last` when it ends its prompt (the LM head runs on it under
 /// `prefill_lm_head = "last"`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

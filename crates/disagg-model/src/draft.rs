@@ -1,4 +1,4 @@
-//! Speculative decoding's cost side (levers-scheduling.md §10.1-§10.3, levers-cost.md §7): the
+//! Speculative decoding's cost side (`docs/levers.md#speculative`-`docs/levers.md#speculative`): the
 //! draft model of a target, its cost model, and the cost of one speculative step (the target's
 //! verify pass followed by the draft's passes).
 //!
@@ -15,7 +15,7 @@ use crate::error::Error;
 
 impl Draft {
     /// The pool's draft cost model: the draft on the pool's device and devices per instance, with
-    /// no per-pass overhead, not a prefill pool's (`prefill_only` false, levers-cost.md §2.4) and
+    /// no per-pass overhead, not a prefill pool's (`prefill_only` false, `docs/cost-model.md#parallelism`) and
     /// every other option (power cap, DVFS, ...) the target's.
     pub fn cost_model(
         &self,
@@ -32,7 +32,7 @@ impl Draft {
     }
 }
 
-/// The cost of one speculative step (levers-scheduling.md §10.3) with `gamma` drafted tokens per
+/// The cost of one speculative step (`docs/levers.md#speculative`) with `gamma` drafted tokens per
 /// row: the target's verify pass (`step_spec(ctx, b, gamma + 1, chunks)`, or `step_mixed(0, 0,
 /// chunks)` when `b = 0`), then the draft's prefill of the chunks (if any), then its `gamma`
 /// decode passes `decode_sum(ctx + j*b, b)` (if `b > 0`). Times, FLOPs, bytes, compute and memory

@@ -1,5 +1,5 @@
 //! FFT-mixing models (Hyena, hybrid, block-circulant) and the optical transform engine: the op
-//! ledger [`Ops`] and the steps built on it (levers-cost.md §9, §10).
+//! ledger [`Ops`] and the steps built on it (`docs/levers.md#fft-mixing`).
 //!
 //! Bit-exactness: every ledger entry is a double built in the spec's order and grouping; integer
 //! products are exact (`i128`) and converted once (`fl(N)`, `as f64`, round to nearest even) at the
@@ -12,7 +12,7 @@ use crate::cost::{Bound, CostModel, PyNum, StepCost};
 use crate::pymath::{pow2_at_least, rfft_flops};
 use crate::variants::{DecodeStyle, FftMixing};
 
-/// The op ledger of a pass (`Ops`, levers-cost.md §9.2): FLOPs by kind. Dense matrix work,
+/// The op ledger of a pass (`Ops`, `docs/levers.md#fft-mixing`): FLOPs by kind. Dense matrix work,
 /// attention scores, Fourier transforms, Fourier-plane (spectral) multiplies and everything else
 /// (short convolutions, gating, cached-input reads, block-circulant accumulation).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -140,7 +140,7 @@ impl ModelSpec {
         }
     }
 
-    /// A Hyena layer over the prompts `lens` (`Hy(lens)`, levers-cost.md §9.2): the in- and
+    /// A Hyena layer over the prompts `lens` (`Hy(lens)`, `docs/levers.md#fft-mixing`): the in- and
     /// out-projections, the short convolution and gating, then per prompt the transforms and
     /// Fourier-plane multiplies of the `N*d` long convolutions at length `pow2(2s)`.
     pub fn hyena_layer_ops(&self, f: &FftMixing, lens: &[u64]) -> Ops {
@@ -287,7 +287,7 @@ impl ModelSpec {
         v
     }
 
-    /// The admission unit (`cache_unit_bytes`, levers-cost.md §9.1): the KV (or cached-input)
+    /// The admission unit (`cache_unit_bytes`, `docs/levers.md#fft-mixing`): the KV (or cached-input)
     /// bytes per token, or the distilled state per sequence when nothing is cached per token.
     pub fn cache_unit_bytes(&self) -> f64 {
         let kvb = self.kv_bytes_per_token();
@@ -328,7 +328,7 @@ impl ModelSpec {
     }
 }
 
-/// The optical engine's share of a prefill (`optical_terms`, levers-cost.md §10.2).
+/// The optical engine's share of a prefill (`optical_terms`, `docs/levers.md#fft-mixing`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct OpticalTerms {
     /// Passes per conversion `K` for the model's output format.
@@ -344,7 +344,7 @@ pub struct OpticalTerms {
 }
 
 /// A prefill on a transform-engine device: the step (its energy includes the conversions) and
-/// the optical extras the simulator accounts separately (levers-cost.md §10.3).
+/// the optical extras the simulator accounts separately (`docs/levers.md#fft-mixing`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct OpticalStep {
     /// The step: FLOPs are the GPU's (`o.digital`), `energy = (ec + em) + optical_j`.
@@ -367,7 +367,7 @@ impl CostModel {
         }
     }
 
-    /// The admission unit of the instance's cache (levers-cost.md §9.1): bytes per token, or per
+    /// The admission unit of the instance's cache (`docs/levers.md#fft-mixing`): bytes per token, or per
     /// sequence for a distilled Hyena model (its capacity counts sequences).
     pub fn cache_unit_bytes(&self) -> f64 {
         if self.model.arch.is_some() {
@@ -424,7 +424,7 @@ impl CostModel {
         })
     }
 
-    /// A prefill of an FFT-mixing model with its optical extras (levers-cost.md §9.3, §10.2): on
+    /// A prefill of an FFT-mixing model with its optical extras (`docs/levers.md#fft-mixing`): on
     /// a transform-engine device the engine takes the transforms and spectral multiplies
     /// (`optical_j`, `optical_flops` set); elsewhere the whole ledger runs digitally at the
     /// device's `fft_efficiency` and reads the filter spectra (extras 0.0). A transformer gets
@@ -483,7 +483,7 @@ impl CostModel {
         self.prefill_optical(lens).step
     }
 
-    /// FLOPs (a double) and bytes of an FFT-mixing decode step (levers-cost.md §9.3), on every
+    /// FLOPs (a double) and bytes of an FFT-mixing decode step (`docs/levers.md#fft-mixing`), on every
     /// device at its `fft_efficiency`: `B = (W + fl(b)*e) + fl(ctx + b)*kvb`, plus
     /// `fl(b) * state` for a distilled model.
     pub fn fft_decode_work(&self, ctx: u64, b: u64) -> (f64, f64) {

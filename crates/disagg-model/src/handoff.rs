@@ -1,4 +1,4 @@
-//! The KV hand-off: what one prompt's cache costs to move (cost-model.md §4.2, §7), and the
+//! The KV hand-off: what one prompt's cache costs to move (`docs/cost-model.md#handoff`, `docs/cost-model.md#seed-calculator`), and the
 //! chapter's layer-wise closed form. The link model of the simulator asks [`transfer`] for every
 //! hand-off; the calculator (`disagg handoff`) asks [`handoff`].
 
@@ -19,7 +19,7 @@ crate::named_enum! {
     }
 }
 
-/// One transfer over one channel (cost-model.md §4.2).
+/// One transfer over one channel (`docs/cost-model.md#handoff`).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct Transfer {
     /// Time the transfer holds a channel, seconds: `fixed_s + stream_s`.
@@ -227,8 +227,8 @@ pub fn handoff(
     handoff_draft(prefill, None, link, transit, send, prompt_tokens)
 }
 
-/// The transfer of a prompt's KV, the speculative draft's too when there is one (levers-cost.md
-/// §7.5): `S = handoff_bytes(P) + (fl(P) * draft.kv_bytes_per_token)`, the simulator's bytes.
+/// The transfer of a prompt's KV, the speculative draft's too when there is one (`docs/levers.md`
+/// `docs/levers.md#speculative`): `S = handoff_bytes(P) + (fl(P) * draft.kv_bytes_per_token)`, the simulator's bytes.
 fn transfer_with_draft(
     prefill: &CostModel,
     draft: Option<&CostModel>,

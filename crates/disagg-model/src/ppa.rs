@@ -1,4 +1,4 @@
-//! `--ppa`: die area, silicon cost and performance per W / mm² / $ (levers-cost.md §11).
+//! `--ppa`: die area, silicon cost and performance per W / mm² / $ (`docs/levers.md#ppa`).
 //!
 //! Pure functions of plain inputs: the area never feeds back into time or energy. Areas are keyed
 //! by the device's display **name** (the reference's `DIE_MM2`); devices not listed have no area

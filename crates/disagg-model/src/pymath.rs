@@ -3,9 +3,9 @@
 //! Everything here reproduces CPython (3.11/3.12) results bit for bit:
 //! [`round_half_even`] is `round(float)`, [`fsum`]/[`Fsum`] are `math.fsum`, [`fmean`] is
 //! `statistics.fmean`, [`py_floordiv`] is float `//`, [`cbrt_py`] is the cost model's cube root
-//! (cost-model.md N5), [`percentile`] is the simulator's linear percentile (simulator.md §5.2),
-//! [`bit_length`], [`pow2_at_least`], [`rfft_flops`], [`ipow`] are the helpers of cost-model.md N9,
-//! and [`neumaier_sum`] is CPython 3.12's builtin `sum()` of floats (levers-scheduling.md §11.3).
+//! (`docs/cost-model.md` N5), [`percentile`] is the simulator's linear percentile (`docs/exactness.md#percentiles`),
+//! [`bit_length`], [`pow2_at_least`], [`rfft_flops`], [`ipow`] are the helpers of `docs/cost-model.md` N9,
+//! and [`neumaier_sum`] is CPython 3.12's builtin `sum()` of floats (`docs/exactness.md#fsum`).
 
 /// Python `round(x)` for a float: round half to even, returned as a float holding an integer.
 #[inline]
@@ -184,7 +184,7 @@ impl FromIterator<f64> for Fsum {
     }
 }
 
-/// CPython `divmod(a, b)` for floats: `(a // b, a % b)` (cost-model.md N6).
+/// CPython `divmod(a, b)` for floats: `(a // b, a % b)` (`docs/cost-model.md` N6).
 ///
 /// `b == 0` raises `ZeroDivisionError` in Python; here it yields `(a / b, NaN)`.
 pub fn py_divmod(a: f64, b: f64) -> (f64, f64) {
@@ -214,7 +214,7 @@ pub fn py_divmod(a: f64, b: f64) -> (f64, f64) {
     (floordiv, m)
 }
 
-/// CPython float floor division `a // b` (cost-model.md N6). `py_floordiv(1.0, 0.1) == 9.0`.
+/// CPython float floor division `a // b` (`docs/cost-model.md` N6). `py_floordiv(1.0, 0.1) == 9.0`.
 ///
 /// `b == 0` raises in Python; here it returns `a / b` (±inf or NaN).
 #[inline]
@@ -229,13 +229,13 @@ pub fn py_mod(a: f64, b: f64) -> f64 {
 }
 
 /// The cost model's cube root: `copysign(pow(|x|, 1/3), x)` with the platform libm `pow`
-/// (cost-model.md N5). Deliberately not `f64::cbrt`.
+/// (`docs/cost-model.md` N5). Deliberately not `f64::cbrt`.
 #[inline]
 pub fn cbrt_py(x: f64) -> f64 {
     x.abs().powf(1.0 / 3.0).copysign(x)
 }
 
-/// Linear-interpolation percentile of an ascending-sorted slice (simulator.md §5.2, cost-model.md
+/// Linear-interpolation percentile of an ascending-sorted slice (`docs/exactness.md#percentiles`, `docs/cost-model.md`
 /// Appendix C): `k = ((n-1)*p)/100`, `lo = floor(k)`, `hi = ceil(k)`,
 /// value `s[lo] + (s[hi] - s[lo]) * (k - lo)`. Empty input gives NaN.
 ///
@@ -292,13 +292,13 @@ pub fn pow2_at_least(n: u64) -> u64 {
 }
 
 /// FLOPs of a real FFT of length `n`: `(2.5 * n) * (bit_length(n) - 1)` with the logarithm an exact
-/// integer (cost-model.md N9).
+/// integer (`docs/cost-model.md` N9).
 #[inline]
 pub fn rfft_flops(n: u64) -> f64 {
     (2.5 * n as f64) * ((bit_length(n) as i64 - 1) as f64)
 }
 
-/// CPython 3.12's builtin `sum()` of floats (levers-scheduling.md §11.3): Neumaier-compensated.
+/// CPython 3.12's builtin `sum()` of floats (`docs/exactness.md#fsum`): Neumaier-compensated.
 /// The integer start `0` plus the first value gives `f` (so a lone `-0.0` sums to `+0.0`, as in
 /// CPython), `c = 0.0`; for each further `x`: `t = f + x`, `c += (f - t) + x` if `|f| >= |x|`
 /// else `(x - t) + f`, `f = t`; at the end `f += c` if `c` is non-zero and finite. The empty sum
@@ -337,7 +337,7 @@ pub fn fl(x: i128) -> f64 {
 }
 
 /// `x` to the integer power `n` by binary exponentiation, low bit first from `r = 1.0`
-/// (cost-model.md N9 `ipow`): while `n`: if `n` is odd `r *= x`; `x *= x`; `n >>= 1`.
+/// (`docs/cost-model.md` N9 `ipow`): while `n`: if `n` is odd `r *= x`; `x *= x`; `n >>= 1`.
 pub fn ipow(mut x: f64, mut n: u64) -> f64 {
     let mut r = 1.0;
     while n != 0 {
@@ -350,7 +350,7 @@ pub fn ipow(mut x: f64, mut n: u64) -> f64 {
     r
 }
 
-/// Python's `int / int` for non-negative integers (levers-cost.md §1 R1): the correctly rounded
+/// Python's `int / int` for non-negative integers (`docs/exactness.md#integer-flops` R1): the correctly rounded
 /// double of the exact rational `a / b`. The quotient is taken with at least 55 significant bits,
 /// its last bit forced to 1 when anything was discarded (round to odd), and then rounded once to
 /// 53 bits by the `u128 -> f64` conversion: the same result as rounding the exact rational.

@@ -1,4 +1,4 @@
-//! The quantisation lever (levers-cost.md §6): weight, KV-cache and compute formats.
+//! The quantisation lever (`docs/cost-model.md#quantisation`): weight, KV-cache and compute formats.
 //!
 //! A non-BF16 weight or KV format replaces the model by a copy with `weight_bytes` / `kv_bytes`
 //! of the format (everywhere: every pool, capacity, hand-off bytes, the speculative draft); a
@@ -28,7 +28,7 @@ crate::named_enum! {
 }
 
 impl QuantFormat {
-    /// Bytes per value, block scales included (levers-cost.md §6.1): 2.0, 1.0, 1.0,
+    /// Bytes per value, block scales included (`docs/cost-model.md#quantisation`): 2.0, 1.0, 1.0,
     /// `0.5 + 2/128`, `0.5 + 1/32`.
     pub fn bytes(self) -> f64 {
         match self {
@@ -58,7 +58,7 @@ impl Formats {
         *self != Formats::default()
     }
 
-    /// The checks of levers-cost.md §2.3 items 2 and 3 that concern the formats alone, in order:
+    /// The checks of `docs/levers.md#scheduled-instances` items 2 and 3 that concern the formats alone, in order:
     /// the compute format is BF16 or the weight format; formats need an attention model without
     /// CED.
     pub fn check(&self, model: &ModelSpec) -> Result<(), Error> {
@@ -78,7 +78,7 @@ impl Formats {
         Ok(())
     }
 
-    /// The model with the weight and KV formats' bytes per value (levers-cost.md §6.2 item 1);
+    /// The model with the weight and KV formats' bytes per value (`docs/cost-model.md#quantisation` item 1);
     /// unchanged when both are BF16.
     pub fn apply(&self, model: &ModelSpec) -> ModelSpec {
         if self.weight == QuantFormat::Bf16 && self.kv == QuantFormat::Bf16 {
@@ -91,7 +91,7 @@ impl Formats {
         }
     }
 
-    /// The compute speed-up on `device` (levers-cost.md §2.4 item 1): 1.0 for BF16, else the
+    /// The compute speed-up on `device` (`docs/cost-model.md#parallelism` item 1): 1.0 for BF16, else the
     /// device's native multiple for the compute format; an error naming the role's pool when
     /// the device has no such units.
     pub fn compute_speedup(&self, device: &Device, role: &str) -> Result<f64, Error> {

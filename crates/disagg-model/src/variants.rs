@@ -1,7 +1,7 @@
-//! Model variants beyond the dense transformer (levers-cost.md §3): FFT-mixing models (Hyena,
-//! hybrid, block-circulant; §9) and the causal encoder-decoder (CED; §8). Mixture of experts is
+//! Model variants beyond the dense transformer (`docs/cost-model.md#catalogue`): FFT-mixing models (Hyena,
+//! hybrid, block-circulant; `docs/levers.md#fft-mixing`) and the causal encoder-decoder (CED; `docs/levers.md#ced`). Mixture of experts is
 //! [`crate::Moe`]. Each is an optional part of a [`crate::ModelSpec`]; a model with none of them
-//! is the dense transformer of cost-model.md, unchanged.
+//! is the dense transformer of `docs/cost-model.md`, unchanged.
 
 use serde::{Deserialize, Serialize};
 
@@ -144,7 +144,7 @@ named_enum! {
 }
 
 impl ActFormat {
-    /// Effective bits the engine's conversion must deliver (`ENOB_REQUIRED`, levers-cost.md §10.1).
+    /// Effective bits the engine's conversion must deliver (`ENOB_REQUIRED`, `docs/levers.md#fft-mixing`).
     pub fn enob_required(self) -> u32 {
         match self {
             ActFormat::Bf16 => 11,
@@ -165,7 +165,7 @@ named_enum! {
     }
 }
 
-/// An FFT-mixing model's extra shape (levers-cost.md §3.1, §9.1).
+/// An FFT-mixing model's extra shape (`docs/cost-model.md#catalogue`, `docs/levers.md#fft-mixing`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FftMixing {
     /// `hyena` or `hybrid`.
@@ -201,7 +201,7 @@ impl FftMixing {
         }
     }
 
-    /// Construction checks of levers-cost.md §3.1 that concern the mixer, in order.
+    /// Construction checks of `docs/cost-model.md#catalogue` that concern the mixer, in order.
     pub fn validate(&self, key: &str) -> Result<(), Error> {
         let bad = |what: &str, why: &str| Err(Error::invalid(format!("model '{key}' {what}"), why));
         if self.circulant_block > 0 && self.mixer != Mixer::Hyena {
@@ -287,7 +287,7 @@ impl FftMixing {
     }
 }
 
-/// A causal encoder-decoder's extra shape (levers-cost.md §8.1).
+/// A causal encoder-decoder's extra shape (`docs/levers.md#ced`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Ced {
     /// Encoder layers E (the bottom E of the model's L).
@@ -308,7 +308,7 @@ impl Ced {
         }
     }
 
-    /// `0 < E < n_layers` and `W >= 1` (levers-cost.md §3.1).
+    /// `0 < E < n_layers` and `W >= 1` (`docs/cost-model.md#catalogue`).
     pub fn validate(&self, key: &str, n_layers: u64) -> Result<(), Error> {
         if self.encoder_layers == 0 || self.encoder_layers >= n_layers {
             return Err(Error::invalid(
@@ -342,7 +342,7 @@ named_enum! {
 }
 
 /// The optical Fourier-transform engine of the `optical-fft` devices (`TransformEngine`,
-/// levers-cost.md §10.1).
+/// `docs/levers.md#fft-mixing`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TransformEngine {
     /// Converter samples per second (1e12).

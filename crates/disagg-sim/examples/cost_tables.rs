@@ -1,5 +1,5 @@
 //! The README's "Parallelism, formats and speculative decoding" table: the reference's whole runs
-//! with the cost levers (levers-cost.md §13.2), each row one preset (`disagg run --preset NAME`).
+//! with the cost levers (`docs/exactness.md#verification`), each row one preset (`disagg run --preset NAME`).
 //!
 //! `cargo run --release -p disagg-sim --example cost_tables` prints it (Markdown); the README's
 //! copy and every cell against the reference's own summaries are checked by

@@ -1,6 +1,6 @@
-//! The README's "Scheduling and KV memory" tables: results.md §19 (batching policies) and §21
+//! The README's "Scheduling and KV memory" tables: `docs/levers.md#batch-policies` (batching policies) and `docs/levers.md#prefix-caching`
 //! (prefix caching: multi-turn chat, reuse distance under LRU), each row one run of its preset
-//! (`disagg run --preset NAME` gives the same run), formatted as results.md formats them.
+//! (`disagg run --preset NAME` gives the same run), formatted as `docs/exactness.md#verification` formats them.
 //!
 //! `cargo run --release -p disagg-sim --example levers_tables` prints all three (Markdown);
 //! `... -- batching`, `... -- multiturn` or `... -- reuse` one of them. The README's copies are
@@ -37,7 +37,7 @@ pub fn grouped(x: f64) -> String {
     out
 }
 
-/// Seconds as results.md writes them: `249.4 ms` below a second, `1,194 ms` above.
+/// Seconds as `docs/exactness.md#verification` writes them: `249.4 ms` below a second, `1,194 ms` above.
 pub fn ms(s: f64) -> String {
     let m = 1e3 * s;
     if m < 1000.0 {
@@ -52,7 +52,7 @@ fn sched(s: &Summary) -> &disagg_sim::sched::report::SchedulerSummary {
     s.scheduler.as_ref().expect("a scheduled run")
 }
 
-/// §19: the batching policies on Mistral-7B, one A100, at 2.025 req/s.
+/// `docs/levers.md#batch-policies`: the batching policies on Mistral-7B, one A100, at 2.025 req/s.
 pub fn batching() -> String {
     let mut t = String::from(
         "| Policy | TTFT p50 | TTFT p99 | ITL p50 | ITL p99 | TPOT p99 | Scheduling delay p50 \
@@ -86,7 +86,7 @@ pub fn batching() -> String {
     t
 }
 
-/// §21: 4-turn chat at 50 sessions/s, prefix cache off and on.
+/// `docs/levers.md#prefix-caching`: 4-turn chat at 50 sessions/s, prefix cache off and on.
 pub fn multiturn() -> String {
     let mut t = String::from(
         "| Outputs | Throughput off req/s | on req/s | Gain | Hit rate | TTFT p50 off \
@@ -119,7 +119,7 @@ pub fn multiturn() -> String {
     t
 }
 
-/// §21: reuse distance under LRU on OPT-13B, one A100-40GB, against the mean think time.
+/// `docs/levers.md#prefix-caching`: reuse distance under LRU on OPT-13B, one A100-40GB, against the mean think time.
 pub fn reuse() -> String {
     let mut t = String::from(
         "| Mean think time | Hit rate | Tokens evicted | TTFT p50 |\n|---|---:|---:|---:|\n",

@@ -1,4 +1,4 @@
-//! The decode instance of a causal encoder-decoder with the replay on decode (levers-cost.md §8.3,
+//! The decode instance of a causal encoder-decoder with the replay on decode (`docs/levers.md#ced`,
 //! the reference's `CedDecodeInstance`). A child module of [`crate::plain`]: it drives the same
 //! instance state as the plain decode loop.
 //!
@@ -19,7 +19,7 @@
 use super::*;
 
 impl<O: Observer> Sim<'_, O> {
-    /// Admits from the queue, then starts the next step (§8.3); idle when nothing runs.
+    /// Admits from the queue, then starts the next step (`docs/levers.md#ced`); idle when nothing runs.
     pub(super) fn ced_body(&mut self, d: usize, w: u64) {
         let now = self.core.q.now();
         let j = self.decode[d].step_end.len() as u64;
@@ -56,7 +56,7 @@ impl<O: Observer> Sim<'_, O> {
             .schedule_in(cost.time_s, Ev::StepEnd(self.n_prefill + d as u32));
     }
 
-    /// The end of a decode step (§8.3): accounting over the whole running list, then in running
+    /// The end of a decode step (`docs/levers.md#ced`): accounting over the whole running list, then in running
     /// order the first tokens of the replayed rows, a token for every decoding row, and the
     /// finishes; then the next step.
     pub(super) fn ced_step_end(&mut self, d: usize) {

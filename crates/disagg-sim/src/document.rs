@@ -64,7 +64,7 @@ mod tests {
             ["schema_version", "tool", "version", "scenario", "summary"]
         );
         assert_eq!(v["tool"], "disagg");
-        // The reference's default SLOs (simulator.md §7.1) are filled in when none was given.
+        // The reference's default SLOs (`docs/serving-model.md#outputs`) are filled in when none was given.
         assert_eq!(v["scenario"]["ttft_slo"], 1.0);
         assert_eq!(v["scenario"]["tpot_slo"], 0.025);
         let w = serde_json::to_value(RunDocument::new(&sc, &s, vec!["careful".into()])).unwrap();

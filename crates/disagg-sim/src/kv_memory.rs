@@ -1,4 +1,4 @@
-//! KV memory of a scheduled instance in units (levers-scheduling.md §1.2, §3.1–§3.2): the
+//! KV memory of a scheduled instance in units (`docs/exactness.md#operation-order`, `docs/levers.md#kv-reservation`–`docs/levers.md#kv-reservation`): the
 //! reservation policies and their integer arithmetic.
 //!
 //! Issue 12 groundwork: the policies and the per-instance constants, pinned by the spec's values.
@@ -44,7 +44,7 @@ pub struct KvUnits {
 }
 
 impl KvUnits {
-    /// The constants of an instance holding `capacity_tokens` of KV (§3.1). `prefill`: a
+    /// The constants of an instance holding `capacity_tokens` of KV (`docs/levers.md#kv-reservation`). `prefill`: a
     /// disaggregated prefill instance, which keeps no watermark.
     pub fn new(
         policy: KvPolicy,
@@ -58,7 +58,7 @@ impl KvUnits {
         let block_tokens = if paged { block_size } else { 1 };
         let capacity = capacity_tokens / block_tokens;
         let watermark = if paged && !prefill {
-            // The double product, truncated toward zero (§1.2).
+            // The double product, truncated toward zero (`docs/exactness.md#operation-order`).
             (watermark_frac * capacity as f64).trunc() as u64
         } else {
             0
@@ -94,7 +94,7 @@ impl KvUnits {
     }
 
     /// `full_need(r)`, checked once at arrival: what the whole sequence of `prompt` + `output`
-    /// tokens would need on a colocated or decode instance (§3.2).
+    /// tokens would need on a colocated or decode instance (`docs/levers.md#kv-reservation`).
     pub fn full_need(&self, prompt: u64, output: u64) -> u64 {
         match self.policy {
             KvPolicy::Oracle => self.tok(prompt + output),
@@ -124,7 +124,7 @@ mod tests {
 
     #[test]
     fn pow2_of_the_spec() {
-        // §1.2: pow2(1) = 1, pow2(200) = 256, pow2(256) = 256, pow2(257) = 512.
+        // `docs/exactness.md#operation-order`: pow2(1) = 1, pow2(200) = 256, pow2(256) = 256, pow2(257) = 512.
         assert_eq!([pow2(1), pow2(2), pow2(3), pow2(5)], [1, 2, 4, 8]);
         assert_eq!([pow2(200), pow2(256), pow2(257)], [256, 256, 512]);
         assert_eq!(pow2(1 << 40), 1 << 40);
@@ -148,7 +148,7 @@ mod tests {
 
     #[test]
     fn capacities_and_watermarks_of_the_golden_runs() {
-        // §3.1: OPT-13B on 1xA100-40GB holds 11,969 tokens: blocks of 16 give U 748, WM 7; 32:
+        // `docs/levers.md#kv-reservation`: OPT-13B on 1xA100-40GB holds 11,969 tokens: blocks of 16 give U 748, WM 7; 32:
         // 374 / 3; 4: 2,992 / 29; 1: 11,969 / 119; 1,024: 11 / 0. Llama-3-8B on 1xH100, 426,788
         // tokens in blocks of 16: 26,674 / 266. OPT-13B + MTP, 10,927 tokens: 682 / 6.
         let cases = [
@@ -178,7 +178,7 @@ mod tests {
 
     #[test]
     fn needs_of_each_policy() {
-        // P = 1000, O = 200, h = 300 (§3.2's table, by hand).
+        // P = 1000, O = 200, h = 300 (`docs/levers.md#kv-reservation`'s table, by hand).
         let k = |p| KvUnits::new(p, 100_000, 16, 0.01, 2048, false);
         let o = k(KvPolicy::Oracle);
         assert_eq!(

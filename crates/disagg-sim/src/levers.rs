@@ -1,7 +1,7 @@
-//! The scheduling and KV-memory levers of a run (levers-scheduling.md §2.1): batch policy, token
+//! The scheduling and KV-memory levers of a run (`docs/levers.md#scheduled-instances`): batch policy, token
 //! budget, KV reservation policy, paged blocks and preemption, prefix caching, speculative
 //! decoding. [`Levers`] is what the engine sees, validated; it is present in a [`SimConfig`]
-//! exactly when the levers switch the scheduled instances on (§2.1 "switch-on").
+//! exactly when the levers switch the scheduled instances on (`docs/levers.md#scheduled-instances` "switch-on").
 //!
 //! [`SimConfig`]: crate::SimConfig
 
@@ -48,7 +48,7 @@ impl Preemption {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum DecodeRouter {
-    /// The smallest load, the first on ties (the reference, §4).
+    /// The smallest load, the first on ties (the reference, `docs/serving-model.md#routing`).
     #[default]
     LeastLoaded,
     /// The longest cached prefix of the request's chain on the decode instance
@@ -75,13 +75,13 @@ impl DecodeRouter {
     }
 }
 
-/// When a swapped-out row comes back (`--swap-in`; levers-scheduling.md §6.4, §16.1).
+/// When a swapped-out row comes back (`--swap-in`; `docs/levers.md#paged-kv`, `docs/levers.md#quirks`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum SwapIn {
     /// As soon as its own blocks fit (the reference): a row swapped out for lack of its next
     /// block comes back at the next boundary and is swapped out again by that step's growth check
-    /// (two host transfers per step until memory frees, §16.1).
+    /// (two host transfers per step until memory frees, `docs/levers.md#quirks`).
     #[default]
     OwnBlocks,
     /// Only when the blocks its next step needs fit too (vLLM does not swap in a sequence it
@@ -108,7 +108,7 @@ impl SwapIn {
     }
 }
 
-/// Speculative decoding's scheduling side (§10): the draft, tokens drafted per verify pass and the
+/// Speculative decoding's scheduling side (`docs/levers.md#speculative`): the draft, tokens drafted per verify pass and the
 /// acceptance probability of each, and the seed of the acceptance draws.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Speculative {
@@ -122,7 +122,7 @@ pub struct Speculative {
     pub seed: u64,
 }
 
-/// The levers of a scheduled run, validated (§2.3).
+/// The levers of a scheduled run, validated (`docs/levers.md#scheduled-instances`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Levers {
     /// Batch policy as configured (a prefill instance runs decode-priority as prefill-priority).
@@ -156,7 +156,7 @@ pub struct Levers {
     pub decode_router: DecodeRouter,
 }
 
-/// A request's cacheable prompt prefix (§8.1): its segments root first, each an interned key and
+/// A request's cacheable prompt prefix (`docs/levers.md#prefix-caching`): its segments root first, each an interned key and
 /// a token count, and the key of the segment it adds when it finishes. Keys are interned per
 /// workload (`sys<k>`, `s<sid>t<j>` in the session generator; block hashes in a trace).
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -166,7 +166,7 @@ pub(crate) fn should_stop<O: Observer + ?Sized>(events: &mut u64, obs: &mut O) -
 /// The no-op observer.
 impl Observer for () {}
 
-/// One recorded sample row (simulator.md §7.3 "Samples").
+/// One recorded sample row (`docs/serving-model.md#outputs` "Samples").
 #[derive(Clone, Debug, PartialEq)]
 pub struct SampleRow {
     /// Time, s.

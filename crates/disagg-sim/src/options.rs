@@ -402,11 +402,11 @@ const SCENARIO: &str = "Scenario";
 const HARDWARE: &str = "Model and hardware";
 const POOLS: &str = "Pools and link";
 const BEYOND: &str = "Beyond the reference";
-/// The heading of the cost levers (levers-cost.md §5, §6).
+/// The heading of the cost levers (`docs/cost-model.md#parallelism`, `docs/cost-model.md#quantisation`).
 pub const PARALLEL: &str = "Parallelism and formats";
-/// The heading of the FFT-mixing, optical engine and PPA options (levers-cost.md §9-§11).
+/// The heading of the FFT-mixing, optical engine and PPA options (`docs/levers.md#fft-mixing`-`docs/levers.md#ppa`).
 pub const OPTICAL: &str = "FFT-mixing models, optical engine and PPA";
-/// The heading of the scheduling levers (levers-scheduling.md §2.2).
+/// The heading of the scheduling levers (`docs/levers.md#scheduled-instances`).
 pub const LEVERS: &str = "Scheduling and KV memory";
 const WORKLOAD: &str = "Workload";
 const TRACE: &str = "Trace replay";
@@ -1065,8 +1065,8 @@ mod tests {
 
     #[test]
     fn the_scheduling_rows_parse_their_shown_defaults() {
-        // levers-scheduling.md §2.2's flags, in its order, under one heading (with
-        // --max-decode-batch, a SimConfig field §2.2's CLI does not expose).
+        // `docs/levers.md#scheduled-instances`'s flags, in its order, under one heading (with
+        // --max-decode-batch, a SimConfig field `docs/levers.md#scheduled-instances`'s CLI does not expose).
         let rows: Vec<&Opt> = OPTIONS.iter().filter(|o| o.heading == LEVERS).collect();
         let flags: Vec<&str> = rows.iter().map(|o| o.flag).collect();
         assert_eq!(

@@ -1,4 +1,4 @@
-//! The serving model (simulator.md §1–§3): requests, prefill/decode/colocated instances as explicit
+//! The serving model (`docs/serving-model.md#topology`–`docs/serving-model.md#event-order`): requests, prefill/decode/colocated instances as explicit
 //! state machines, routers, the KV hand-off, and the end of the run. It drives the generic
 //! [`EventQueue`] and asks the cost model how long each step and transfer takes; how bytes move on
 //! a link is the link model's business ([`crate::link`]).
@@ -49,7 +49,7 @@ use crate::pyrand::GenRequest;
 use crate::scenario::{LinkTopology, Mode, ReserveKvOn, Role, SimConfig};
 use crate::workload::ClosedLoop;
 
-/// The decode instance of a CED model with the replay on decode (levers-cost.md §8.3).
+/// The decode instance of a CED model with the replay on decode (`docs/levers.md#ced`).
 #[path = "ced.rs"]
 mod ced;
 
@@ -71,7 +71,7 @@ struct Planned {
     bound: Bound,
 }
 
-/// A prefill instance (§2.2).
+/// A prefill instance (`docs/cost-model.md#parallelism`).
 struct PrefillInst {
     queue: VecDeque<u32>,
     queued_tokens: u64,
@@ -88,7 +88,7 @@ struct PrefillInst {
     stats: InstanceStats,
 }
 
-/// A decode instance: the plain per-step loop (§2.5) or the fast macro-step path (§2.6).
+/// A decode instance: the plain per-step loop (`docs/cost-model.md#parallelism`) or the fast macro-step path (`docs/cost-model.md#parallelism`).
 struct DecodeInst {
     queue: VecDeque<u32>,
     /// Plain path: running requests in admission order.
@@ -120,7 +120,7 @@ enum Phase {
     Decode,
 }
 
-/// A colocated instance (§2.7).
+/// A colocated instance (`docs/cost-model.md#parallelism`).
 struct ColocInst {
     queue: VecDeque<u32>,
     running: Vec<u32>,
@@ -167,7 +167,7 @@ struct DecodeSide<'b> {
     step_start: f64,
 }
 
-/// Commits a plain decode step that ended at `now` (simulator.md §2.5 step 4): accounting, one
+/// Commits a plain decode step that ended at `now` (`docs/serving-model.md#decode-instance` step 4): accounting, one
 /// token for every running request, and the finishes, in running order.
 #[allow(clippy::too_many_arguments)]
 #[inline]
@@ -230,7 +230,7 @@ struct Sim<'a, O: Observer> {
     /// Static power of the prefill, colocated instances' optical engines, W.
     p_ostatic: f64,
     c_ostatic: f64,
-    /// The model is FFT-mixing (levers-cost.md §9): prefills through `prefill_optical`, fast
+    /// The model is FFT-mixing (`docs/levers.md#fft-mixing`): prefills through `prefill_optical`, fast
     /// decode steps through `fft_decode_work`.
     fft: bool,
     kv_cap0: u64,
@@ -244,7 +244,7 @@ struct Sim<'a, O: Observer> {
     n_prefill: u32,
     max_prefill_tokens: u64,
     max_batch: usize,
-    /// CED with the replay on decode (levers-cost.md §8.3): the replay window W; `None` for
+    /// CED with the replay on decode (`docs/levers.md#ced`): the replay window W; `None` for
     /// every other run.
     ced_replay: Option<u64>,
 }
@@ -598,13 +598,13 @@ impl<'a, O: Observer> Sim<'a, O> {
         self.need(i) > self.kv_cap0
     }
 
-    /// Routes an admitted request (§1.3 step 3).
+    /// Routes an admitted request (`docs/exactness.md#integer-flops` step 3).
     #[inline]
     fn route(&mut self, i: u32) {
         {
             match self.cfg.mode {
                 Mode::Disagg => {
-                    // First instance with the least queued prompt tokens (§2.1).
+                    // First instance with the least queued prompt tokens (`docs/cost-model.md#parallelism`).
                     let mut best = 0;
                     let mut best_load = u64::MAX;
                     for (k, p) in self.prefill.iter().enumerate() {
@@ -660,7 +660,7 @@ impl<'a, O: Observer> Sim<'a, O> {
         }
         if inst.in_macro {
             // Interrupt (URGENT in SimPy, handled right after this handler): finish the step in
-            // flight and stop at its boundary (§2.6).
+            // flight and stop at its boundary (`docs/cost-model.md#parallelism`).
             inst.in_macro = false;
             let now = self.core.q.now();
             let k = inst.plan_ends.len();
@@ -708,7 +708,7 @@ impl<'a, O: Observer> Sim<'a, O> {
         }
     }
 
-    // ── prefill (§2.2) ───────────────────────────────────────────────────
+    // ── prefill (`docs/cost-model.md#parallelism`) ───────────────────────────────────────────────────
 
     fn prefill_body(&mut self, p: usize) {
         let now = self.core.q.now();
@@ -734,7 +734,7 @@ impl<'a, O: Observer> Sim<'a, O> {
             reqs[rid as usize].prefill_start = now;
         }
         let cm = self.pcost.expect("prefill pool");
-        // CED, replay on decode: every request is handed off (§8.3).
+        // CED, replay on decode: every request is handed off (`docs/levers.md#ced`).
         let ced = self.ced_replay.is_some();
         let (mut cost, optical) = if self.fft {
             let lens: Vec<u64> = inst
@@ -813,7 +813,7 @@ impl<'a, O: Observer> Sim<'a, O> {
             });
             scratch.clear();
             if ced {
-                // CED, replay on decode (§8.3): no first token here; every request is handed off.
+                // CED, replay on decode (`docs/levers.md#ced`): no first token here; every request is handed off.
                 for &rid in &inst.batch {
                     reqs[rid as usize].prefill_done = now;
                     scratch.push(rid);
@@ -831,7 +831,7 @@ impl<'a, O: Observer> Sim<'a, O> {
             }
         }
         // The instance loops at once (same timestamp), then the hand-off processes start and
-        // request the link, in batch order (§3.4 a).
+        // request the link, in batch order (`docs/cost-model.md#catalogue` a).
         self.prefill_body(p);
         for k in 0..self.scratch.len() {
             let rid = self.scratch[k];
@@ -855,11 +855,11 @@ impl<'a, O: Observer> Sim<'a, O> {
         }
     }
 
-    // ── hand-off and KV links (§2.3) ─────────────────────────────────────
+    // ── hand-off and KV links (`docs/levers.md#scheduled-instances`) ─────────────────────────────────────
 
     /// Decode router: the first instance with the least queue + running (+ hand-offs already bound
     /// for it, which is 0 unless decode instances are chosen at hand-off start), among those that
-    /// have `room` free KV tokens if given (§2.1).
+    /// have `room` free KV tokens if given (`docs/cost-model.md#parallelism`).
     fn pick_decode(&self, room: Option<u64>) -> Option<usize> {
         let cap = self.kv_cap0;
         let mut best = None;
@@ -969,13 +969,13 @@ impl<'a, O: Observer> Sim<'a, O> {
             self.link.inbound[target as usize] -= 1;
             target as usize
         } else {
-            // Decode router: first instance with the least queue + running (§2.1).
+            // Decode router: first instance with the least queue + running (`docs/cost-model.md#parallelism`).
             self.pick_decode(None).expect("a decode instance")
         };
         self.submit_decode(d, rid);
     }
 
-    // ── decode (§2.5, §2.6) ──────────────────────────────────────────────
+    // ── decode (`docs/cost-model.md#parallelism`) ──────────────────────────────────────────────
 
     fn decode_body(&mut self, d: usize) {
         if self.cfg.fast_forward && !self.rows_cost {
@@ -1129,7 +1129,7 @@ impl<'a, O: Observer> Sim<'a, O> {
         let mut ctx = inst.ctx_sum;
         for _ in 0..k {
             let (ff, by) = if fft {
-                // An FFT-mixing model's FLOPs are a double (levers-cost.md §9.3).
+                // An FFT-mixing model's FLOPs are a double (`docs/levers.md#fft-mixing`).
                 cm.fft_decode_work(ctx, b)
             } else {
                 let (f, by) = cm.decode_work(ctx, b);
@@ -1227,7 +1227,7 @@ impl<'a, O: Observer> Sim<'a, O> {
         }
     }
 
-    // ── colocated (§2.7) ─────────────────────────────────────────────────
+    // ── colocated (`docs/cost-model.md#parallelism`) ─────────────────────────────────────────────────
 
     fn coloc_body(&mut self, c: usize) {
         let now = self.core.q.now();
@@ -1363,7 +1363,7 @@ impl<'a, O: Observer> Sim<'a, O> {
 
 #[cfg(test)]
 mod tests {
-    //! The step accounting of a transform-engine prefill (levers-cost.md §10.3), with dyadic
+    //! The step accounting of a transform-engine prefill (`docs/levers.md#fft-mixing`), with dyadic
     //! values chosen by hand so every sum below is exact.
 
     use super::*;
@@ -1427,7 +1427,7 @@ mod tests {
     fn other_steps_keep_the_ordinary_books() {
         let mut s = InstanceStats::default();
         // No conversions, memory-bound: the engine's static power is not in the peak
-        // (levers-cost.md §14.3 item 4): 100 + 4 / 0.5 = 108 W.
+        // (`docs/levers.md#quirks` item 4): 100 + 4 / 0.5 = 108 W.
         s.account_prefill(&step(0.5, Bound::Memory), (0.0, 0.0), 2, 100.0, 20.0);
         assert_eq!(s.peak_power_w, 108.0);
         assert_eq!(

@@ -1,5 +1,5 @@
-//! Named scenarios: the chapter's configurations (results.md §10, §14, §15 of the reference) and
-//! those of the scheduling levers (§19-§21), so that `disagg run --preset NAME` reproduces a
+//! Named scenarios: the chapter's configurations (`docs/cost-model.md#pools`, `docs/cost-model.md#handoff`, `docs/cost-model.md#compression` of the reference) and
+//! those of the scheduling levers (`docs/levers.md#batch-policies`-`docs/levers.md#prefix-caching`), so that `disagg run --preset NAME` reproduces a
 //! published row (where a row needs what the spec does not give, its group and text say so).
 
 use crate::scenario::{Mode, Scenario};
@@ -19,7 +19,7 @@ pub struct Preset {
 
 /// The chapter's base: Llama-3-8B, one H100 per instance, 1P1D over InfiniBand NDR, 8 req/s,
 /// prompts 2,048 and outputs 256 tokens (cv 0.5), 800 requests, seed 1, the exact fast decode path
-/// (results.md §10–§15).
+/// (`docs/cost-model.md#pools`–`docs/cost-model.md#compression`).
 pub fn chapter_base() -> Scenario {
     Scenario {
         model: "llama3-8b".into(),
@@ -262,7 +262,7 @@ fn one_colocated(model: &str, device: &str) -> Scenario {
     }
 }
 
-/// results.md §19's mechanism rows (levers-results.json `section_19.mechanism`): Mistral-7B on one
+/// `docs/levers.md#batch-policies`'s mechanism rows (levers-results.json `section_19.mechanism`): Mistral-7B on one
 /// A100 at 0.8 x the prefill-priority capacity (2.025 req/s), 500 requests with the lognormal fit
 /// of openchat_sharegpt4's lengths clipped at 7,168 and 1,024 tokens, seed 1, the decode batch
 /// capped at 128 (as in the reference).
@@ -281,9 +281,9 @@ fn batching_base() -> Scenario {
     }
 }
 
-/// results.md §20's conventions (levers-scheduling.md §15): OPT-13B on one A100-40GB, host link
+/// `docs/levers.md#kv-reservation`'s conventions (`docs/exactness.md#verification`): OPT-13B on one A100-40GB, host link
 /// PCIe Gen4, a token budget of 8192, chat-like lengths (means 161.31 and 337.99 tokens, cv 1),
-/// seed 1. The spec gives neither §20's rates nor its request counts (its values are held back):
+/// seed 1. The spec gives neither `docs/levers.md`'s rates nor its request counts (its values are held back):
 /// these presets run the golden run lv2's load, 6 req/s and 500 requests (approximate in that
 /// only). Both lengths are clipped at 1,024 tokens, as in the reference.
 fn kv_base() -> Scenario {
@@ -302,7 +302,7 @@ fn kv_base() -> Scenario {
     }
 }
 
-/// The whole runs of the cost levers (levers-cost.md §13.2, `levers-cost-runs.json`): each preset
+/// The whole runs of the cost levers (`docs/exactness.md#verification`, `levers-cost-runs.json`): each preset
 /// is the reference's command line of one run, so `disagg run --preset NAME` reproduces its
 /// summary exactly.
 fn cost_levers() -> Vec<Preset> {
@@ -413,7 +413,7 @@ fn flags(f: &[&str]) -> Scenario {
     Scenario::from_flags(f).expect("a preset's flags")
 }
 
-/// results.md §11 (levers-cost.md §13.2 `results_md.s11`): six models (the Llama-3-8B transformer
+/// `docs/levers.md#fft-mixing` (`docs/exactness.md#verification` `results_md.s11`): six models (the Llama-3-8B transformer
 /// and the FFT-mixing variants) in five configurations each, with `--ppa`.
 fn optical_table() -> Vec<Preset> {
     let group = "results.md §11 FFT-mixing models and the optical transform engine (with --ppa)";
@@ -497,10 +497,10 @@ fn optical_table() -> Vec<Preset> {
     v
 }
 
-/// results.md §17 and §18 (levers-cost.md §13.2 `results_md.s17` / `s18`): Llama-3-70B
+/// `docs/levers.md#ced` and `docs/serving-model.md#routing` (`docs/exactness.md#verification` `results_md.s17` / `s18`): Llama-3-70B
 /// decoder-only against CED 40+40 with the replay on prefill or on decode, six 4xH100 instances
-/// split 3P3D (§17; vary `--prefill`/`--decode` for the other splits) or 4x2-GPU prefill + 4x4-GPU
-/// decode (§18). `disagg plan --max-rate --preset NAME` runs the reference's bisection.
+/// split 3P3D (`docs/levers.md`; vary `--prefill`/`--decode` for the other splits) or 4x2-GPU prefill + 4x4-GPU
+/// decode (`docs/levers.md`). `disagg plan --max-rate --preset NAME` runs the reference's bisection.
 fn ced_capacity() -> Vec<Preset> {
     let group17 = "results.md §17 CED vs decoder-only capacity (disagg plan --max-rate)";
     let group18 = "results.md §18 CED vs decoder-only with 2-GPU prefill instances";
@@ -590,7 +590,7 @@ fn ced_capacity() -> Vec<Preset> {
     v
 }
 
-/// results.md §21's prefix-caching configuration: Mistral-7B on one A100, a token budget of 8192
+/// `docs/levers.md#prefix-caching`'s prefix-caching configuration: Mistral-7B on one A100, a token budget of 8192
 /// (so that the cache-off run is the scheduled instance too), prefix caching `on` or off.
 fn prefix_base(on: bool) -> Scenario {
     Scenario {
@@ -600,8 +600,8 @@ fn prefix_base(on: bool) -> Scenario {
     }
 }
 
-/// The presets of the scheduling levers: results.md §19, §20 and §21 (levers-results.json's
-/// `config` and `workload` entries; levers-scheduling.md §15).
+/// The presets of the scheduling levers: `docs/levers.md#batch-policies`, `docs/levers.md#kv-reservation` and `docs/levers.md#prefix-caching` (levers-results.json's
+/// `config` and `workload` entries; `docs/exactness.md#verification`).
 fn levers() -> Vec<Preset> {
     use crate::levers::{BatchPolicy, KvPolicy, Preemption};
     let mut v = Vec::new();
@@ -709,7 +709,7 @@ fn levers() -> Vec<Preset> {
             },
         });
     }
-    // §21, multi-turn chat: 4 turns, no think time, 800 requests at 50 sessions/s; new input per
+    // `docs/levers.md#prefix-caching`, multi-turn chat: 4 turns, no think time, 800 requests at 50 sessions/s; new input per
     // turn 384 tokens (cv 0.19) clipped to 256-512 tokens, outputs 6 tokens clipped to 4-8 or 384
     // clipped to 256-512 (cv 0.19). Exactly the reference's configurations.
     let group = "results.md §21 prefix caching, multi-turn chat at 50 sessions/s";
@@ -766,7 +766,7 @@ fn levers() -> Vec<Preset> {
             },
         });
     }
-    // §21, hit rate against latency: one-turn sessions, 600 requests, 4 system prompts of the
+    // `docs/levers.md#prefix-caching`, hit rate against latency: one-turn sessions, 600 requests, 4 system prompts of the
     // given length, at 0.5 x the saturated throughput with the cache off (the reference's
     // `latency_rate`, full precision). Exactly the reference's configurations.
     let group = "results.md §21 prefix caching, hit rate against latency (system prompts)";
@@ -874,7 +874,7 @@ fn levers() -> Vec<Preset> {
             },
         });
     }
-    // §21, reuse distance under LRU: OPT-13B on one A100-40GB (host link PCIe Gen4), 4-turn
+    // `docs/levers.md#prefix-caching`, reuse distance under LRU: OPT-13B on one A100-40GB (host link PCIe Gen4), 4-turn
     // sessions at 0.2 sessions/s, 8 x 256-token system prompts, 400 requests, new input 384
     // tokens (cv 0.19) clipped to 256-512 tokens, outputs 64 (cv 0.5). Exactly the reference's
     // configurations.

@@ -1,5 +1,5 @@
 //! A bit-exact port of the parts of CPython's `random` module the reference simulator uses
-//! (simulator.md §4): the MT19937 generator seeded like `random.Random(int)`, `random()`,
+//! (`docs/serving-model.md#arrivals`): the MT19937 generator seeded like `random.Random(int)`, `random()`,
 //! `expovariate`, `normalvariate` (Kinderman–Monahan), `lognormvariate`, `getrandbits`,
 //! `randrange`, plus the workload's [`LengthDist`] and [`poisson_workload`].
 //!

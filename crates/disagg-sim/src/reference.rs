@@ -1,4 +1,4 @@
-//! The reference simulator's `summarise` dictionary (simulator.md §5; the `--json` summary of
+//! The reference simulator's `summarise` dictionary (`docs/serving-model.md#metrics`; the `--json` summary of
 //! `disagg-sim`, golden `summary_full`) laid out from our [`Summary`]: the same keys, the same
 //! nesting, the same key order, every number the same f64.
 //!

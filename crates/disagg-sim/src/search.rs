@@ -1,4 +1,4 @@
-//! Capacity questions (simulator.md §5.9): closed-form upper bounds per resource, and the highest
+//! Capacity questions (`docs/serving-model.md#capacity`): closed-form upper bounds per resource, and the highest
 //! Poisson rate that still meets the SLO target, by bisection on full simulations.
 
 use disagg_model::handoff::transfer_bytes;

@@ -1,4 +1,4 @@
-//! Session workloads: the reference's chat-session generator (`chat_sessions`, simulator.md §4.4) and
+//! Session workloads: the reference's chat-session generator (`chat_sessions`, `docs/serving-model.md#arrivals`) and
 //! its five named workloads (`WORKLOADS`: chat, coding-agent, offline-batch, long-rag, voice) with
 //! their SLOs.
 //!
@@ -128,7 +128,7 @@ pub fn chat_sessions(
     out
 }
 
-/// The prefix chains of a session workload (levers-scheduling.md §8.4): turn `j` of session `s`
+/// The prefix chains of a session workload (`docs/levers.md#sessions`): turn `j` of session `s`
 /// starts with its system prompt `sys<k>` (if any) and the segments `s<s>t0 .. s<s>t<j-1>` (each
 /// an earlier turn's new input and reply); with more than one turn it emits `s<s>t<j>` when it
 /// finishes. Keys are interned in first-use order. The turns of a session share one segment

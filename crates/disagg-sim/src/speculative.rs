@@ -1,5 +1,5 @@
-//! Speculative decoding's acceptance draws (levers-scheduling.md §10.4) and the closed form of the
-//! tokens per verify pass (§11.1): the reference's mulberry32 generator, bit for bit.
+//! Speculative decoding's acceptance draws (`docs/levers.md#speculative`) and the closed form of the
+//! tokens per verify pass (`docs/levers.md#lever-metrics`): the reference's mulberry32 generator, bit for bit.
 
 use disagg_model::pymath::ipow;
 
@@ -37,7 +37,7 @@ pub fn draw_accepted(mut a: u32, alpha: f64, gamma: u32) -> (u32, u32) {
     (a, k)
 }
 
-/// Expected tokens per verify pass (§11.1): `gamma + 1` if `alpha >= 1`, else
+/// Expected tokens per verify pass (`docs/levers.md#lever-metrics`): `gamma + 1` if `alpha >= 1`, else
 /// `(1 - alpha^(gamma+1)) / (1 - alpha)` with the power by binary exponentiation.
 pub fn expected_tokens(alpha: f64, gamma: u32) -> f64 {
     if alpha >= 1.0 {
@@ -53,7 +53,7 @@ mod tests {
 
     #[test]
     fn seed_states() {
-        // §10.4's vectors.
+        // `docs/levers.md#speculative`'s vectors.
         assert_eq!(seed_state(0, 0), 0);
         assert_eq!(seed_state(7, 3), 3_668_339_994);
         assert_eq!(seed_state(123_456, 799), 3_475_419_567);
@@ -70,7 +70,7 @@ mod tests {
 
     #[test]
     fn mulberry32_vectors() {
-        // §10.4: from seed_state(0, 5) = 387276917, five steps.
+        // `docs/levers.md#speculative`: from seed_state(0, 5) = 387276917, five steps.
         let want = [
             (2_218_842_730, 0.21900374488905072),
             (4_050_408_543, 0.884141055168584),
@@ -96,7 +96,7 @@ mod tests {
 
     #[test]
     fn draw_accepted_vectors() {
-        // §10.4: eight successive draws (alpha 0.7, gamma 3) from seed_state(0, 5).
+        // `docs/levers.md#speculative`: eight successive draws (alpha 0.7, gamma 3) from seed_state(0, 5).
         let mut a = seed_state(0, 5);
         let mut ks = vec![];
         for _ in 0..8 {
@@ -124,7 +124,7 @@ mod tests {
 
     #[test]
     fn expected_tokens_values() {
-        // §11.1's values.
+        // `docs/levers.md#lever-metrics`'s values.
         assert_eq!(expected_tokens(0.7, 3), 2.5329999999999995);
         assert_eq!(expected_tokens(0.8, 4), 3.3615999999999997);
         assert_eq!(expected_tokens(0.6, 2), 1.96);

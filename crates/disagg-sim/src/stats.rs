@@ -1,4 +1,4 @@
-//! Exact distribution summaries (simulator.md §5.2) of multisets given as `(value, count)` pairs,
+//! Exact distribution summaries (`docs/exactness.md#percentiles`) of multisets given as `(value, count)` pairs,
 //! without materialising or sorting the whole multiset.
 //!
 //! * `mean` = `math.fsum(xs) / len(xs)`: each `value * count` is added to an exact [`Fsum`] as
@@ -313,7 +313,7 @@ mod tests {
         assert!(d.mean.is_nan() && d.p50.is_nan() && d.max.is_nan());
     }
 
-    /// The spec's percentile (simulator.md §5.2) of an ascending slice written out by hand:
+    /// The spec's percentile (`docs/exactness.md#percentiles`) of an ascending slice written out by hand:
     /// `k = ((n - 1) * p) / 100`, `s[lo] + (s[hi] - s[lo]) * (k - lo)`.
     fn spec_pct(s: &[f64], p: u64) -> f64 {
         let k = ((s.len() as u64 - 1) * p) as f64 / 100.0;

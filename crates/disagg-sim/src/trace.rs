@@ -1,4 +1,4 @@
-//! Chrome / Perfetto trace-event JSON (simulator.md §7.3), streamed to any `io::Write`.
+//! Chrome / Perfetto trace-event JSON (`docs/serving-model.md#outputs`), streamed to any `io::Write`.
 //!
 //! Layout: `{"traceEvents": [...], "displayTimeUnit": "ms"}`. Tracks ("processes") get ids 1, 2, ...
 //! in order of first use, each announced by a `process_name` metadata event; tracks are the

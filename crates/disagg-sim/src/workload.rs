@@ -61,7 +61,7 @@ pub struct Workload {
     /// Closed-loop turns, if any.
     pub closed: Option<ClosedLoop>,
     /// Cacheable prompt prefixes (session generator, or a trace's block hashes); read only with
-    /// prefix caching on (levers-scheduling.md §8.1).
+    /// prefix caching on (`docs/levers.md#prefix-caching`).
     pub chains: Option<Arc<crate::levers::PrefixChains>>,
     /// Generated prompts (each turn's new input) drawn at or above the generator's cap
     /// ([`LengthDist::hi`](crate::pyrand::LengthDist), 32,768 tokens) and so clipped to it, as

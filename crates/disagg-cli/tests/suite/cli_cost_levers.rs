@@ -1,4 +1,4 @@
-//! The cost levers at the command line (levers-cost.md §2.3, §5.3, §6): every combination the
+//! The cost levers at the command line (`docs/levers.md#scheduled-instances`, `docs/cost-model.md#parallelism`, `docs/cost-model.md#quantisation`): every combination the
 //! reference refuses is one line naming the option, exit status 2; the levers' blocks in `--json`
 //! and the report; a run that does not use them is unchanged.
 
@@ -119,12 +119,12 @@ fn layout_checks_of_5_3_in_order() {
         args.extend(flags);
         bad(&args, &[want]);
     }
-    // A layout that does not fit names the stage (levers-cost.md §5.5).
+    // A layout that does not fit names the stage (`docs/cost-model.md#parallelism`).
     bad(
         &["run", "--device", "a100-40g", "--pp", "4"],
         &["Llama-3-70B does not fit: 36.3 GB of weights per GPU in stage 0 of 1 x 4 A100-SXM-40GB (36.0 GB usable)"],
     );
-    // Python's `or`: zero degrees and imbalance mean the default (levers-cost.md §14.3 item 1).
+    // Python's `or`: zero degrees and imbalance mean the default (`docs/levers.md#quirks` item 1).
     let v = ok_json(&[
         "run",
         "--model",
@@ -145,7 +145,7 @@ fn layout_checks_of_5_3_in_order() {
 
 #[test]
 fn format_units_of_each_pool() {
-    // §2.4: each pool looks up its own device's units.
+    // `docs/cost-model.md#parallelism`: each pool looks up its own device's units.
     bad(
         &[
             "run",
@@ -262,7 +262,7 @@ fn devices_from_layout_lets_a_sweep_vary_tp() {
 }
 
 /// The FFT-mixing models, the optical engine and `--ppa` at the command line
-/// (levers-cost.md §9.3, §10.1, §11): the report's lines, from the run of
+/// (`docs/levers.md#fft-mixing`, `docs/levers.md#ppa`): the report's lines, from the run of
 /// tests/fixtures/levers/cost-runs.json runs[7], whose summary has prefill-0 optical-bound
 /// 1.0, conversions 218.18524192210953 J, static 2137.2669171825232 J; the breakdown's optical
 /// static 0.053394634567116385 and conversions 0.005450849946120237; ppa total_mm2 1731.0,

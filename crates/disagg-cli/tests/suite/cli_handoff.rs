@@ -165,7 +165,7 @@ fn custom_shapes_links_and_devices() {
         v["kv_bytes_per_token"].as_f64(),
         Some((2 * 16 * 8 * 64) as f64)
     );
-    // A custom device: twice an H100's FLOPs and power budget is two H100s (cost-model.md §6.1).
+    // A custom device: twice an H100's FLOPs and power budget is two H100s (`docs/exactness.md#verification`).
     let v = ok_json(&[
         "handoff",
         "--device-peak-tflops",

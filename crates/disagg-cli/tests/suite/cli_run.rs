@@ -21,7 +21,7 @@ fn f(v: &Value) -> f64 {
 
 #[test]
 fn json_schema_and_the_chapters_saturated_link() {
-    // results.md §15 load sweep, 14 req/s, no compression (simulator.md §6.2, full precision).
+    // `docs/cost-model.md#compression` load sweep, 14 req/s, no compression (`docs/exactness.md#verification`, full precision).
     let v = ok_json(&["run", "--preset", "eth25g-14rps", "--json"]);
     assert_eq!(v["schema_version"], 1);
     let s = &v["summary"];
@@ -154,7 +154,7 @@ fn the_batch_cap_and_length_bounds_at_their_defaults_change_nothing() {
 
 #[test]
 fn requests_csv_matches_reference_stamps() {
-    // simulator.md §6.3: stamps of the §10 H100+H100 run.
+    // `docs/exactness.md#verification`: stamps of the `docs/serving-model.md` H100+H100 run.
     let p = tmp("req.csv");
     ok(&[
         "run",
@@ -469,7 +469,7 @@ fn echo_restored(text: &str, keys: &[(&str, &str, &str)]) -> String {
 
 #[test]
 fn inert_scheduling_settings_leave_the_run_byte_identical() {
-    // levers-scheduling.md §2.1: block size, max_seq_len, preemption mode, host link and the
+    // `docs/levers.md#scheduled-instances`: block size, max_seq_len, preemption mode, host link and the
     // speculative parameters without --speculative switch nothing on. The run's output is the
     // plain run's byte for byte, but for the echo of the options given.
     let inert: [(&str, &str, &str, &str); 7] = [
@@ -734,7 +734,7 @@ fn a_batch_policy_sweep_runs_the_scheduled_and_the_plain_instance() {
 
 #[test]
 fn fast_is_accepted_and_changes_nothing_with_the_levers_in_colocated_mode() {
-    // levers-scheduling.md §2.3 item 8: there is no colocated fast path, so --fast has no effect.
+    // `docs/levers.md#scheduled-instances` item 8: there is no colocated fast path, so --fast has no effect.
     let base = [
         "run",
         "--json",

@@ -641,7 +641,7 @@ fn custom_hardware_flags_work_in_run_compare_sweep_and_plan() {
     );
 }
 
-/// The scheduling levers (issue 12, levers-scheduling.md §2.2-§2.3): every refusal is exit 2 and
+/// The scheduling levers (issue 12, `docs/levers.md#scheduled-instances`-`docs/levers.md#scheduled-instances`): every refusal is exit 2 and
 /// one `error:` line naming the flag with its valid range or choices, in `run`, `compare`,
 /// `sweep` and scenario files alike. Nothing here runs a simulation (each is refused while the
 /// configuration is built).
@@ -693,7 +693,7 @@ fn scheduling_lever_refusals_name_the_flag_and_what_is_valid() {
             vec!["--host-link", "pcie6"],
             vec!["--host-link", "'pcie6'", links],
         ),
-        // Combinations (§2.3, in its order).
+        // Combinations (`docs/levers.md#scheduled-instances`, in its order).
         (
             vec!["--batch-policy", "chunked", "--fast"],
             vec!["--fast", "fast path", "scheduling levers"],
@@ -838,7 +838,7 @@ fn scheduling_lever_keys_in_scenario_files_read_as_the_flags() {
             "speculative = \"mtp\"\nfast = true\n",
             &["--fast", "speculative decoding"],
         ),
-        // The cost levers' keys, the same way (levers-cost.md §2.3).
+        // The cost levers' keys, the same way (`docs/levers.md#scheduled-instances`).
         ("tp = 4\nfast = true\n", &["--fast", "parallelism"]),
         (
             "weight_format = \"fp8\"\nfast = true\n",

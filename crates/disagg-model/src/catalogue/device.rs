@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::Error;
 use crate::variants::TransformEngine;
 
-/// An accelerator (`Accelerator`, cost-model.md §2.3). Rates are SI: FLOP/s, bytes/s, bytes, W.
+/// An accelerator (`Accelerator`, `docs/cost-model.md#catalogue`). Rates are SI: FLOP/s, bytes/s, bytes, W.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Device {
     /// Catalogue key (`h100`).
@@ -38,10 +38,10 @@ pub struct Device {
     pub scale_up: String,
     /// Efficiency of FFT work on the digital units relative to dense FLOPs (1.0): an FFT-mixing
     /// model's transform and spectral FLOPs take `1 / fft_efficiency` of their count in time and
-    /// energy (levers-cost.md §9.3).
+    /// energy (`docs/levers.md#fft-mixing`).
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub fft_efficiency: f64,
-    /// An optical Fourier-transform engine beside the GPU (levers-cost.md §10).
+    /// An optical Fourier-transform engine beside the GPU (`docs/levers.md#fft-mixing`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub engine: Option<TransformEngine>,
     /// A fitted device's fixed time per step, seconds: replaces the cost model's

@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
 
-/// A KV link (`Link`, cost-model.md §2.4): per channel and per direction.
+/// A KV link (`Link`, `docs/cost-model.md#catalogue`): per channel and per direction.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Link {
     /// Catalogue key (`eth-25g`).
@@ -32,7 +32,7 @@ impl Link {
         self.latency_s + self.wire_time(nbytes)
     }
 
-    /// A host-link swap of `blocks` KV blocks holding `nbytes` (levers-scheduling.md §6.2): one
+    /// A host-link swap of `blocks` KV blocks holding `nbytes` (`docs/levers.md#paged-kv`): one
     /// latency per block, `blocks * latency + nbytes / bandwidth`.
     pub fn blocks_transfer_time(&self, blocks: u64, nbytes: f64) -> f64 {
         blocks as f64 * self.latency_s + self.wire_time(nbytes)

@@ -4,7 +4,7 @@
 use crate::catalogue::{Catalogue, ModelSpec};
 use crate::error::Error;
 
-/// The draft model of a speculative target (levers-scheduling.md §10.1).
+/// The draft model of a speculative target (`docs/levers.md#speculative`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Draft {
     /// `mtp` or the catalogue key of the draft model.

@@ -7,7 +7,7 @@
 //!
 //! # FIFO channels (`fifo`, the reference)
 //!
-//! C independent channels and one FIFO queue (simulator.md §2.3). A transfer waits for a free
+//! C independent channels and one FIFO queue (`docs/serving-model.md#kv-link`). A transfer waits for a free
 //! channel, is granted it (`kv_start` = grant time `g`), holds it until its KV has landed, then
 //! releases it; the next waiting transfer is granted at the release time. A whole-cache transfer
 //! holds its channel for `fixed_s + stream_s` (the reference's `t = latency + bytes / bandwidth`).

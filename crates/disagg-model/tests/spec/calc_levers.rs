@@ -1,7 +1,7 @@
 //! The calculator's formats and speculative draft (`kv_format`, `weight_format`,
 //! `compute_format`, `speculative`): the 14 `handoff.*` entries of the reference's
 //! levers-cost-fixtures.json (copied unchanged into tests/fixtures/levers/cost.json) with `==`,
-//! the `quant.*` prefill times the formats give the prefill step, levers-cost.md §2.3's errors in
+//! the `quant.*` prefill times the formats give the prefill step, `docs/levers.md#scheduled-instances`'s errors in
 //! order, and the rank-aware hand-off's bytes under a KV format.
 
 use disagg_model::calc::{evaluate, formats_of, HandoffDoc, HandoffSpec};
@@ -91,7 +91,7 @@ fn every_handoff_fixture_through_the_calculator() {
 
 #[test]
 fn the_worked_examples_by_hand() {
-    // levers-cost.md §6.2 item 4: Llama-3-8B (L = 32, Hkv = 8, hd = 128) in FP8: 2*32*8*128*1 =
+    // `docs/cost-model.md#quantisation` item 4: Llama-3-8B (L = 32, Hkv = 8, hd = 128) in FP8: 2*32*8*128*1 =
     // 65,536 B a token, P = 2048: 134,217,728 B; ib-ndr 50 GB/s and 10 µs (0.00001 +
     // 134217728 / 5e10 = 0.00269435456 s); 15 pJ/bit: ((134217728 * 8) * 15) * 1e-12 J.
     let d = eval(&spec(|s| {
@@ -104,7 +104,7 @@ fn the_worked_examples_by_hand() {
     assert_eq!(h.wire_bytes, 134_217_728.0);
     assert_eq!(h.transfer_s, 0.00269435456);
     assert_eq!(h.link_energy_j, ((134_217_728.0 * 8.0) * 15.0) * 1e-12);
-    // §7.5: MTP's draft is one layer of the target: 2*1*8*128*2 = 4,096 B a token, so S =
+    // `docs/levers.md#speculative`: MTP's draft is one layer of the target: 2*1*8*128*2 = 4,096 B a token, so S =
     // 2048 * 131,072 + 2048 * 4,096 = 276,824,064 B and 1e-5 + S / 5e10 s.
     let d = eval(&spec(|s| {
         s.link = "ib-ndr".into();
@@ -128,7 +128,7 @@ fn the_worked_examples_by_hand() {
 
 #[test]
 fn the_formats_set_the_prefill_step() {
-    // The quant.* CostModel.prefill entries of the reference (levers-cost.md §6.2 items 1-2), the
+    // The quant.* CostModel.prefill entries of the reference (`docs/cost-model.md#quantisation` items 1-2), the
     // calculator's prefill step for the same model, device, devices and prompt.
     let es: Vec<Value> =
         serde_json::from_str(include_str!("../fixtures/levers/cost.json")).unwrap();
@@ -189,7 +189,7 @@ fn a_draft_adds_its_prefill_pass_and_its_kv() {
         .row
         .unwrap()
         .handoff;
-    // MTP: the target with one layer, run with no per-pass overhead (levers-cost.md §7.2).
+    // MTP: the target with one layer, run with no per-pass overhead (`docs/levers.md#speculative`).
     let target = c.model("llama3-8b").unwrap();
     let mtp = ModelSpec {
         n_layers: 1,
@@ -324,7 +324,7 @@ fn the_lever_checks_in_order() {
         err(&spec(|s| s.compute_format = some("x"))),
         "compute_format: unknown format 'x'; valid: bf16, fp8, int8, int4, fp4"
     );
-    // §2.3 item 2.
+    // `docs/levers.md#scheduled-instances` item 2.
     let item2 = "compute_format: compute_format is 'bf16' (weight-only: dequantised before the \
                  multiply) or the weight format itself (W8A8, W4A4)";
     assert_eq!(
@@ -384,7 +384,7 @@ fn the_lever_checks_in_order() {
         })),
         "speculative: speculative decoding with KV hand-off compression is not modelled"
     );
-    // Compute units of the prefill device (§2.4 item 1, the run's one line).
+    // Compute units of the prefill device (`docs/cost-model.md#parallelism` item 1, the run's one line).
     assert_eq!(
         err(&spec(|s| {
             s.prefill_device = "a100".into();

@@ -1,6 +1,6 @@
-//! The causal encoder-decoder (levers-cost.md §8): every `ced.*` entry and the CED `model.*`
+//! The causal encoder-decoder (`docs/levers.md#ced`): every `ced.*` entry and the CED `model.*`
 //! entries of the reference fixtures (copied into tests/fixtures/levers/ced.json, see the README
-//! there) reproduced bit for bit, the §8.1 sizes by hand, and §8.2's prefill and `ced_step`
+//! there) reproduced bit for bit, the `docs/levers.md#ced` sizes by hand, and `docs/levers.md#ced`'s prefill and `ced_step`
 //! written out in this file from the model's raw shape and compared over a grid of shapes,
 //! prompts, replay windows, LM-head placements and pool roles.
 
@@ -11,7 +11,7 @@ fn cat() -> Catalogue {
     Catalogue::builtin()
 }
 
-/// A catalogue model with the fixture's `model_overrides` applied (levers-cost.md §3.2: the
+/// A catalogue model with the fixture's `model_overrides` applied (`docs/cost-model.md#catalogue`: the
 /// LM head, then E, W and where the replay runs).
 fn model_of(cm: &Value) -> ModelSpec {
     let mut m = cat().model(cm["model"].as_str().unwrap()).unwrap().clone();
@@ -122,7 +122,7 @@ fn every_ced_fixture_entry() {
                 int(&out["ced_prefill_resident_params"]),
                 "{id}"
             );
-            // The dense model's sizes are unchanged by CED (§8.1).
+            // The dense model's sizes are unchanged by CED (`docs/levers.md#ced`).
             if let Some(p) = out.get("params") {
                 assert_eq!(m.params(), int(p), "{id}");
                 assert_eq!(m.matmul_params(), int(&out["matmul_params"]), "{id}");
@@ -186,7 +186,7 @@ fn every_ced_fixture_entry() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// §8.1 by hand.
+// `docs/levers.md#ced` by hand.
 
 #[test]
 fn sizes_of_8_1_by_hand() {
@@ -237,7 +237,7 @@ fn replay_attn_is_the_tail_of_the_causal_sum() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// §8.2 written out from the raw shape (nothing below calls the library's size functions).
+// `docs/levers.md#ced` written out from the raw shape (nothing below calls the library's size functions).
 
 struct Shape {
     l: i128,
@@ -407,7 +407,7 @@ fn ced_step_is_the_formula_of_8_2() {
             assert_eq!(cm.ced_step_work(ctx, b, replay), (sf, sb), "{key}");
             assert_eq!(cm.ced_step(ctx, b, replay), cm.step(sf, sb), "{key}");
         }
-        // With no replay it is decode_sum (§8.2), which CED leaves unchanged.
+        // With no replay it is decode_sum (`docs/levers.md#ced`), which CED leaves unchanged.
         assert_eq!(cm.ced_step(9000, 7, &[]), cm.decode_sum(9000, 7));
     }
 }
@@ -435,7 +435,7 @@ fn capacity_uses_the_resident_weights() {
     assert_eq!(eo.resident_weight_bytes(), 71_894_564_864.0);
     assert_eq!(eo.kv_capacity_tokens().unwrap(), 659_501);
     // Any other role or replay placement keeps the whole model resident: Llama-3-70B's 448,288
-    // tokens on 4xH100 (cost-model.md §3.3), weights 2 * 70,552,387,584 B.
+    // tokens on 4xH100 (`docs/cost-model.md#kv-capacity`), weights 2 * 70,552,387,584 B.
     for (on, po) in [(Decode, false), (Prefill, true), (Prefill, false)] {
         let cm = cm_of("llama3-70b-ced", "h100", 4, on, po);
         assert!(!cm.encoder_only());

@@ -1,5 +1,5 @@
-//! The reference's direct cost-function calls of levers-cost-fixtures.json (levers-cost.md
-//! §13.1) for the model catalogue (`model.*`), the quantisation lever (`quant.*`), hand-off bytes
+//! The reference's direct cost-function calls of levers-cost-fixtures.json (`docs/levers.md`
+//! `docs/exactness.md#verification`) for the model catalogue (`model.*`), the quantisation lever (`quant.*`), hand-off bytes
 //! (`handoff.*`), speculative decoding's cost side (`spec.*`, with layouts and formats too) and
 //! the plain capacity (`plain.*`): every output field with `==`. Each entry's cost model is built
 //! from its description the way the simulator builds a pool's (formats applied to the model,
@@ -68,7 +68,7 @@ fn layout(cm: &Value) -> Option<Parallel> {
     })
 }
 
-/// A pool's cost model (levers-cost.md §2.4), its draft's and the draft.
+/// A pool's cost model (`docs/cost-model.md#parallelism`), its draft's and the draft.
 fn build(cm: &Value) -> (CostModel, Option<(Draft, CostModel)>) {
     let c = cat();
     let m = model(cm);
@@ -334,7 +334,7 @@ fn every_entry() {
                         let d = Draft::new(&m, s["draft"].as_str().unwrap(), &c).unwrap();
                         let bytes = m.handoff_bytes(p) + p as f64 * d.kv_bytes_per_token();
                         // Both pools' capacity with the draft: one H100 per instance
-                        // (levers-cost.md §7.5's values).
+                        // (`docs/levers.md#speculative`'s values).
                         let h100 = c.device("h100").unwrap();
                         let cm1 = CostModel::new(&m, h100, 1, CostOptions::default()).unwrap();
                         let cap = cm1.kv_capacity_tokens_with_draft(&d).unwrap();

@@ -1,4 +1,4 @@
-//! FFT-mixing models, the optical transform engine and `--ppa` (levers-cost.md §9-§11): every
+//! FFT-mixing models, the optical transform engine and `--ppa` (`docs/levers.md#fft-mixing`-`docs/levers.md#ppa`): every
 //! `hy.*`, `ops.*`, `opt.*`, `ppa.*` entry of the reference fixtures and the `model.*` entries of
 //! the Hyena family (copied into tests/fixtures/levers/fft.json, see the README there), the `ppa`
 //! blocks of the reference's `--ppa` runs (tests/fixtures/levers/ppa_runs.json), and hand-worked
@@ -390,7 +390,7 @@ fn every_fft_optical_and_ppa_fixture_entry() {
 // ---------------------------------------------------------------------------------------------
 // The `ppa` blocks of whole runs.
 
-/// The roles of a run from its CLI flags (simulator.md §2: one prefill and one decode instance,
+/// The roles of a run from its CLI flags (`docs/serving-model.md#prefill-instance`: one prefill and one decode instance,
 /// or `--prefill + --decode` = 2 colocated ones; `--device` h100 unless given).
 fn roles_of(flags: &[String]) -> (Vec<(&'static str, String, u64)>, u32) {
     let get = |k: &str| {
@@ -463,7 +463,7 @@ fn ppa_blocks_of_the_reference_runs() {
             r["source"]
         );
     }
-    // 13 of the 31 runs have an optical-fft prefill pool: run 7, and 2 per model in §11 (6 models).
+    // 13 of the 31 runs have an optical-fft prefill pool: run 7, and 2 per model in `docs/serving-model.md` (6 models).
     assert_eq!(optical, 13);
 }
 
@@ -668,7 +668,7 @@ fn hyena_2_prefill_2048_by_hand() {
     assert_eq!(m.filter_spectrum_bytes(&[2048, 2048]), 2_148_532_224.0);
     // ... while 1000 (pow2 2048: 1025 bins) adds 32*8192*1025 = 268,697,600.
     assert_eq!(m.mask_values(&[1000, 2048]), 537_133_056 + 268_697_600);
-    // The step on 1xH100 (levers-cost.md §9.3's example): F a double, B with the spectra.
+    // The step on 1xH100 (`docs/levers.md#fft-mixing`'s example): F a double, B with the spectra.
     let s = cm("llama3-8b-hyena", "h100").prefill([2048]);
     assert_eq!(s.flops, PyNum::Float(34_110_631_837_696.0));
     assert_eq!(s.bytes, 19_858_980_864.0);
@@ -718,7 +718,7 @@ fn hybrid_layers_and_sizes_by_hand() {
 
 #[test]
 fn transformer_ledger_is_the_dense_flop_count() {
-    // For an attention model the ledger's total is cost-model.md §3.6/§3.7's integer F (every
+    // For an attention model the ledger's total is `docs/cost-model.md#prefill-step`/`docs/cost-model.md#decode-step`'s integer F (every
     // partial sum an integer below 2^53, so exact): 2*M*T + 2*L*d*P*(P+1), 2*M*b + 4*L*d*(ctx+b).
     let m = model("llama3-8b");
     let (l, d, mm) = (32i128, 4096i128, m.matmul_params());
@@ -767,7 +767,7 @@ fn fft_efficiency_scales_only_the_fft_work() {
 #[test]
 fn optical_prefill_by_hand() {
     // Circulant 256, last-token head, ENOB 11 (K = 4^0 = 1), 20 kHz masks, overlap
-    // (levers-cost.md §10.2's example).
+    // (`docs/levers.md#fft-mixing`'s example).
     let mut m = model("llama3-8b-hyena-circ");
     m.prefill_lm_head = LmHead::Last;
     let mut d = device("optical-fft");
@@ -829,7 +829,7 @@ fn optical_prefill_by_hand() {
 
 #[test]
 fn distilled_capacity_counts_sequences() {
-    // levers-cost.md §9.1: the distilled model reserves one 16,777,216-byte state per request;
+    // `docs/levers.md#fft-mixing`: the distilled model reserves one 16,777,216-byte state per request;
     // 1xH100 holds 3,238 (the direct Hyena-2: 103,625 tokens of 524,288 bytes).
     let c = cm("llama3-8b-hyena-dist", "h100");
     assert_eq!(c.cache_unit_bytes(), 16_777_216.0);
@@ -842,7 +842,7 @@ fn distilled_capacity_counts_sequences() {
 
 #[test]
 fn an_engine_exactly_as_slow_as_the_gpu_keeps_the_gpu_bound() {
-    // §10.2: the bound is `optical` only if t_opt > t_dig (strictly). Tune the converter rate so
+    // `docs/levers.md#fft-mixing`: the bound is `optical` only if t_opt > t_dig (strictly). Tune the converter rate so
     // that t_opt equals the GPU part's time to the last bit (mask rewrites made negligible: 277
     // rewrites at 1e300 Hz add ~1e-298 s, far below half an ulp of a millisecond).
     let m = model("llama3-8b-hyena-circ");

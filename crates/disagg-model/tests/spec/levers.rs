@@ -1,4 +1,4 @@
-//! The step costs of the scheduling levers (levers-scheduling.md §7, §10.1-§10.3): the mixed step,
+//! The step costs of the scheduling levers (`docs/levers.md#batch-policies`, `docs/levers.md#speculative`-`docs/levers.md#speculative`): the mixed step,
 //! the speculative verify pass, the draft model, its capacity and the cost of one speculative
 //! step, against the spec's worked values, its formulas written out below, and the reference
 //! outputs copied into tests/fixtures/levers/ (see the README there).
@@ -34,9 +34,9 @@ fn ch(p0: u64, c: u64, last: bool) -> Chunk {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The spec's formulas (§7.1, §10.2), written out from the model's fields.
+// The spec's formulas (`docs/levers.md#batch-policies`, `docs/levers.md#speculative`), written out from the model's fields.
 
-/// `(M, Lp, L, d, V, W, e, k)` of cost-model.md §2.1 and levers-scheduling.md §7.
+/// `(M, Lp, L, d, V, W, e, k)` of `docs/cost-model.md#catalogue` and `docs/levers.md#batch-policies`.
 struct Shape {
     m: i128,
     lp: i128,
@@ -74,7 +74,7 @@ fn shape(m: &ModelSpec) -> Shape {
     }
 }
 
-/// The chunk loop of §7.1 on `(F, T, K)`.
+/// The chunk loop of `docs/levers.md#batch-policies` on `(F, T, K)`.
 fn spec_chunks(s: &Shape, chunks: &[Chunk], f: &mut i128, t: &mut i128, k: &mut i128) {
     for c in chunks {
         let (p0, cc) = (c.p0 as i128, c.c as i128);
@@ -89,7 +89,7 @@ fn spec_chunks(s: &Shape, chunks: &[Chunk], f: &mut i128, t: &mut i128, k: &mut 
     }
 }
 
-/// §7.1 `step_mixed`: F and B.
+/// `docs/levers.md#batch-policies` `step_mixed`: F and B.
 fn spec_mixed(m: &ModelSpec, ctx: u64, b: u64, chunks: &[Chunk]) -> (i128, f64) {
     let s = shape(m);
     let (ctx, b) = (ctx as i128, b as i128);
@@ -99,7 +99,7 @@ fn spec_mixed(m: &ModelSpec, ctx: u64, b: u64, chunks: &[Chunk]) -> (i128, f64) 
     (f, (s.w + t as f64 * s.e) + k as f64 * s.k)
 }
 
-/// §10.2 `step_spec`: F and B.
+/// `docs/levers.md#speculative` `step_spec`: F and B.
 fn spec_verify(m: &ModelSpec, ctx: u64, b: u64, c: u64, chunks: &[Chunk]) -> (i128, f64) {
     let s = shape(m);
     let (ctx, b, c) = (ctx as i128, b as i128, c as i128);
@@ -128,13 +128,13 @@ fn random_chunks(r: &mut Lcg) -> Vec<Chunk> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// §7.1 the mixed step.
+// `docs/levers.md#batch-policies` the mixed step.
 
 #[test]
 fn mixed_step_table_of_7_1() {
     let c = cm("llama3-8b", "h100", 1);
     let last = llama8b_last();
-    // (cost model, ctx, b, chunks, F, B, time, bound): the table of §7.1, row by row.
+    // (cost model, ctx, b, chunks, F, B, time, bound): the table of `docs/levers.md#batch-policies`, row by row.
     type Row<'a> = (&'a CostModel, u64, u64, Vec<Chunk>, i128, f64, f64, Bound);
     let rows: Vec<Row> = vec![
         (
@@ -226,7 +226,7 @@ fn mixed_step_table_of_7_1() {
         assert_eq!(s.time_s, *t, "row {i}");
         assert_eq!(s.bound, *bound, "row {i}");
     }
-    // The hand check of the fourth row (§7.1): the decode part, then the two chunks.
+    // The hand check of the fourth row (`docs/levers.md#batch-policies`): the decode part, then the two chunks.
     let decode = 2 * 7_504_658_432i128 * 10 + 524_288 * 20_010;
     assert_eq!(decode, 150_093_168_640 + 10_491_002_880);
     let chunk1 = 2 * 7_504_658_432i128 * 200 + 262_144 * 200 * 201;
@@ -241,14 +241,14 @@ fn mixed_step_table_of_7_1() {
 
 #[test]
 fn mixed_step_opt13b_and_prefix_hits() {
-    // §7.1, last paragraph: OPT-13B on 1xA100-40GB.
+    // `docs/levers.md#batch-policies`, last paragraph: OPT-13B on 1xA100-40GB.
     let o = cm("opt-13b", "a100-40g", 1);
     let s = o.step_mixed(5000, 20, &[ch(0, 512, false)]);
     assert_eq!(s.flops, PyNum::Int(13_773_562_511_360));
     assert_eq!(s.bytes, 30217461760.0);
     assert_eq!(s.time_s, 0.0807655158004662);
     assert_eq!(s.bound, Bound::Compute);
-    // §8.3: a 4,000-token prompt with a 3,000-token hit against the whole prompt and a fresh
+    // `docs/levers.md#prefix-caching`: a 4,000-token prompt with a 3,000-token hit against the whole prompt and a fresh
     // 1,000-token one.
     let c = cm("llama3-8b", "h100", 1);
     assert_eq!(
@@ -269,7 +269,7 @@ fn mixed_step_opt13b_and_prefix_hits() {
 
 #[test]
 fn mixed_step_special_cases_and_the_formula() {
-    // §7.1: step_mixed(ctx, b, []) = decode_sum(ctx, b); step_mixed(0, 0, whole prompts) =
+    // `docs/levers.md#batch-policies`: step_mixed(ctx, b, []) = decode_sum(ctx, b); step_mixed(0, 0, whole prompts) =
     // prefill(prompts), under both LM-head settings; and every F, B is the formula's.
     let mut r = Lcg(12);
     for key in ["llama3-8b", "opt-13b", "llama3-70b", "llama3.2-1b"] {
@@ -305,7 +305,7 @@ fn mixed_step_special_cases_and_the_formula() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// §7.2 chunking overhead.
+// `docs/levers.md#batch-policies` chunking overhead.
 
 fn f64_of(v: &Value) -> f64 {
     v.as_f64().unwrap()
@@ -351,7 +351,7 @@ fn chunking_overhead_of_7_2() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// §10.1 the draft model and the capacity with a draft.
+// `docs/levers.md#speculative` the draft model and the capacity with a draft.
 
 #[test]
 fn mtp_draft_of_llama3_8b() {
@@ -450,7 +450,7 @@ fn draft_cost_model_options() {
         dvfs: true,
         s_min: 0.3,
         compute_speedup: 1.0,
-        // The prefill pool's options: the draft is never a prefill-only cost model (§2.4).
+        // The prefill pool's options: the draft is never a prefill-only cost model (`docs/levers.md#scheduled-instances`).
         prefill_only: true,
     };
     let dc = d.cost_model(&dev, 2, &opts).unwrap();
@@ -540,7 +540,7 @@ fn capacity_with_a_draft_at_the_edge() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// §10.2 the verify pass and §10.3 the speculative step.
+// `docs/levers.md#speculative` the verify pass and `docs/levers.md#speculative` the speculative step.
 
 #[test]
 fn verify_pass_is_the_formula() {
@@ -552,7 +552,7 @@ fn verify_pass_is_the_formula() {
             let c = cm_of(&m, "a100", 2, CostOptions::default());
             for _ in 0..40 {
                 let (ctx, b, cc) = (r.below(300_000), 1 + r.below(200), 1 + r.below(8));
-                // With c = 1 the verify pass is a decode step (§10.2).
+                // With c = 1 the verify pass is a decode step (`docs/levers.md#speculative`).
                 assert_eq!(c.step_spec(ctx, b, 1, &[]), c.decode_sum(ctx, b));
                 let chunks = random_chunks(&mut r);
                 let want = spec_verify(&m, ctx, b, cc, &chunks);
@@ -561,7 +561,7 @@ fn verify_pass_is_the_formula() {
             }
         }
     }
-    // By hand, Llama-3-8B, ctx 2264 over b = 3 rows, c = 4 (levers-cost.md §7.3):
+    // By hand, Llama-3-8B, ctx 2264 over b = 3 rows, c = 4 (`docs/levers.md#speculative`):
     // F = 2*7,504,658,432*3*4 + 262,144*4*(2*2264 + 3*5) = 180,111,802,368 + 4,763,680,768.
     let c = cm("llama3-8b", "h100", 1);
     let s = c.step_spec(2264, 3, 4, &[]);
@@ -635,7 +635,7 @@ fn speculative_step_table_of_10_3() {
     assert_eq!(s.flops, PyNum::Int(31_839_129_436_160 + 3_079_508_328_448));
     assert_eq!(s.bound, Bound::Compute);
 
-    // The Llama-3.2-1B draft. §10.3 quotes 0.011749468370149254 s (draft 0.004668229540298508 s)
+    // The Llama-3.2-1B draft. `docs/levers.md#fft-mixing` quotes 0.011749468370149254 s (draft 0.004668229540298508 s)
     // "with gamma = 3", but both are the values of gamma = 4 (a verify pass of c = 5 and four
     // draft passes; the reference fixtures of this draft, levers-cost-fixtures.json
     // `spec.llama3-8b.llama3.2-1b.g4.*`, use gamma = 4 too). gamma = 3 gives 0.0105817... s, one
@@ -655,7 +655,7 @@ fn speculative_step_table_of_10_3() {
 
 #[test]
 fn speculative_step_order_of_parts() {
-    // §10.3 written out over a grid: target part, then the draft's prefill of the chunks, then its
+    // `docs/levers.md#fft-mixing` written out over a grid: target part, then the draft's prefill of the chunks, then its
     // gamma decode passes at ctx + j*b; sums left to right from the target part.
     let mut r = Lcg(5);
     let t = cm_of(

@@ -1,4 +1,4 @@
-//! The quantisation lever's formats (levers-cost.md §6.1, §2.3, §2.4) and the transform
+//! The quantisation lever's formats (`docs/cost-model.md#quantisation`, `docs/levers.md#scheduled-instances`, `docs/cost-model.md#parallelism`) and the transform
 //! engine's field checks.
 
 use disagg_model::*;
@@ -106,7 +106,7 @@ fn engine_fields_are_checked() {
         e.tuning_w = 0.0
     })
     .is_ok());
-    // The passes and the conversion energy (levers-cost.md §10.1): ENOB 8 needs 4^(11-8) = 64
+    // The passes and the conversion energy (`docs/levers.md#fft-mixing`): ENOB 8 needs 4^(11-8) = 64
     // passes for BF16, 4^0 = 1 for INT8; intensity detection doubles them; a pair costs
     // (10 * 256) * 1e-3 + (20 * 256) * 1e-3 = 7.68 pJ.
     let e = base.engine.clone().unwrap();

@@ -1,5 +1,5 @@
-//! Every number of the seed chapter (`shared/seed/moving-the-kv-cache.txt`), through the hand-off
-//! calculator, with the exact doubles of cost-model.md §7.3 asserted with `==` and the chapter's
+//! Every number of the seed chapter (`docs/cost-model.md#seed-calculator`), through the hand-off
+//! calculator, with the exact doubles of `docs/cost-model.md#seed-calculator` asserted with `==` and the chapter's
 //! rounding checked as printed.
 
 use disagg_model::*;
@@ -70,7 +70,7 @@ fn seventy_b_on_four_h100_over_ib() {
     .unwrap();
     let h = handoff(&cm, c.link("ib-ndr").unwrap(), None, SendMode::Whole, 2048);
     assert_eq!(h.transfer_s, 0.0134317728);
-    // results.md §8's analytic KV-link ceiling: 50e9 / 671088640 = 74.5 req/s.
+    // `docs/serving-model.md#metrics`'s analytic KV-link ceiling: 50e9 / 671088640 = 74.5 req/s.
     assert_eq!(format!("{:.1}", h.link_saturation_rps), "74.5");
 }
 

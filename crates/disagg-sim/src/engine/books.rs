@@ -10,7 +10,7 @@ use super::EventQueue;
 use crate::observer::Observer;
 use crate::workload::ClosedLoop;
 
-/// Step accounting of one instance (simulator.md §5.4, §5.7). Every accumulator is a plain
+/// Step accounting of one instance (`docs/serving-model.md#metrics`, `docs/cost-model.md#energy`). Every accumulator is a plain
 /// left-to-right float sum in step order, as the reference.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct InstanceStats {
@@ -34,11 +34,11 @@ pub struct InstanceStats {
     pub memory_j: f64,
     /// Highest `idle_w + dynamic J / step time` over any step, W.
     pub peak_power_w: f64,
-    /// Scale-up communication time inside the steps, s (parallel layouts; levers-cost.md §5.7).
+    /// Scale-up communication time inside the steps, s (parallel layouts; `docs/cost-model.md#parallelism`).
     pub comm_s: f64,
     /// Scale-up link energy, J.
     pub comm_j: f64,
-    /// Time of steps whose bound was `optical` (the transform engine), s (levers-cost.md §10.3).
+    /// Time of steps whose bound was `optical` (the transform engine), s (`docs/levers.md#fft-mixing`).
     pub optical_bound_s: f64,
     /// Transform and Fourier-plane FLOPs the optical engine took.
     pub optical_flops: f64,
@@ -97,8 +97,8 @@ impl InstanceStats {
 }
 
 impl InstanceStats {
-    /// Accounts a prefill step on a transform-engine device (`account_optical`, levers-cost.md
-    /// §10.3): `c` is the step (its `compute_j` and `memory_j` are the GPU part's), `oj` and `of`
+    /// Accounts a prefill step on a transform-engine device (`account_optical`, `docs/levers.md`
+    /// `docs/levers.md#fft-mixing`): `c` is the step (its `compute_j` and `memory_j` are the GPU part's), `oj` and `of`
     /// the engine's conversion energy and FLOPs, `static_w` the instance's engine static power.
     /// The step's power for the peak is `(idle_w + static_w) + (((ec + em) + oj) / time)`.
     #[allow(clippy::too_many_arguments)]
@@ -151,7 +151,7 @@ impl InstanceStats {
         }
     }
 
-    /// Adds a step's scale-up communication time and energy (levers-cost.md §5.7).
+    /// Adds a step's scale-up communication time and energy (`docs/cost-model.md#parallelism`).
     #[inline(always)]
     pub(crate) fn account_comm(&mut self, c: &StepCost) {
         self.comm_s += c.comm_time_s;
@@ -159,7 +159,7 @@ impl InstanceStats {
     }
 }
 
-/// KV link totals over every link (simulator.md §2.3).
+/// KV link totals over every link (`docs/serving-model.md#kv-link`).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct LinkStats {
     /// Channel-seconds used, s: the sum of transfer times (FIFO: how long each held its channel;

@@ -17,7 +17,7 @@
 //! (FIFO). This is SimPy's `(time, priority, eid)` order without the priority class: the serving
 //! model reproduces SimPy's two URGENT cases (process start and interrupt) by doing that work
 //! synchronously, right after the handler that caused it, which is exactly when SimPy runs them
-//! (simulator.md §3.1, §3.6 item 1).
+//! (`docs/serving-model.md#event-order` item 1).
 //!
 //! Every scheduled time is computed by the caller as `now + delay` in double precision, as SimPy
 //! does; the queue never rounds or re-bases times. Popping an event sets the clock to its time.

@@ -1,4 +1,4 @@
-//! The `energy` block (simulator.md §5.7; the optical engines: levers-cost.md §10.3) and the
+//! The `energy` block (`docs/cost-model.md#energy`; the optical engines: `docs/levers.md#fft-mixing`) and the
 //! figures per token, per request and per watt.
 
 use serde::Serialize;
@@ -6,7 +6,7 @@ use serde::Serialize;
 use super::ctx::Ctx;
 use super::instances::OpticalSummary;
 
-/// Energy totals (simulator.md §5.7).
+/// Energy totals (`docs/cost-model.md#energy`).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct Energy {
     /// Total, J.
@@ -38,14 +38,14 @@ pub struct Energy {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub swap_frac: Option<f64>,
     /// Scale-up link energy of the parallel layouts, J (only when a pool has a layout;
-    /// levers-cost.md §5.7).
+    /// `docs/cost-model.md#parallelism`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scale_up_j: Option<f64>,
     /// `scale_up / total` (with `scale_up_j`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scale_up_frac: Option<f64>,
     /// Static energy of the optical transform engines, `Σ optical_static_w x H`, J (only when a
-    /// device has an engine; levers-cost.md §10.3).
+    /// device has an engine; `docs/levers.md#fft-mixing`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub optical_static_j: Option<f64>,
     /// `optical_static / total` (with `optical_static_j`).

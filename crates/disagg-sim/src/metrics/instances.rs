@@ -1,12 +1,12 @@
 //! The per-instance blocks: each instance's utilisation, roofline use, batch and power, and
-//! (devices with an optical engine) its engine's figures (simulator.md §5.4, §5.7).
+//! (devices with an optical engine) its engine's figures (`docs/serving-model.md#metrics`, `docs/cost-model.md#energy`).
 
 use serde::Serialize;
 
 use super::ctx::Ctx;
 use crate::scenario::Role;
 
-/// One instance's optical-engine figures (levers-cost.md §10.3; every instance when any device
+/// One instance's optical-engine figures (`docs/levers.md#fft-mixing`; every instance when any device
 /// has an engine).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct OpticalSummary {

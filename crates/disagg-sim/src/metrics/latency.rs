@@ -1,4 +1,4 @@
-//! The inter-token latency distribution (simulator.md §5.2), reconstructed from step ends.
+//! The inter-token latency distribution (`docs/exactness.md#percentiles`), reconstructed from step ends.
 
 use crate::engine::RunResult;
 use crate::stats::Dist;

@@ -1,4 +1,4 @@
-//! The KV link blocks: totals, each link's load, decode-memory waits (simulator.md §5.5).
+//! The KV link blocks: totals, each link's load, decode-memory waits (`docs/serving-model.md#metrics`).
 
 use serde::Serialize;
 

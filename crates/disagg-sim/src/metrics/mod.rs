@@ -1,8 +1,8 @@
-//! From a finished run to numbers (simulator.md §5, including the `results.py` extras of §5.8 and
-//! the analytic bounds of §5.9): one typed, serialisable [`Summary`].
+//! From a finished run to numbers (`docs/serving-model.md#metrics`, including the `results.py` extras of `docs/serving-model.md#metrics` and
+//! the analytic bounds of `docs/serving-model.md#capacity`): one typed, serialisable [`Summary`].
 //!
 //! Float expressions keep the reference's operation order; means are exact `fsum`s; percentiles use
-//! the §5.2 formula; NaN (an empty sample, or an undefined ratio) serialises as `null`.
+//! the `docs/exactness.md#percentiles` formula; NaN (an empty sample, or an undefined ratio) serialises as `null`.
 //!
 //! One file per block of the summary, each with its types and the function that computes it from
 //! the run ([`Ctx`]): [`requests`] (counts, latencies, SLOs), [`latency`] (the ITLs), [`link`],
@@ -42,7 +42,7 @@ pub use stages::{Hotspot, LittlesLaw, Stages, STAGES};
 /// Version of the [`Summary`] layout.
 pub const SCHEMA_VERSION: u32 = 1;
 
-/// Everything a run says (simulator.md §5).
+/// Everything a run says (`docs/serving-model.md#metrics`).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Summary {
     /// [`SCHEMA_VERSION`].
@@ -124,10 +124,10 @@ pub struct Summary {
     /// cap); left out when empty.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
-    /// Analytic capacity bounds (simulator.md §5.9; `None` if the model does not fit on the base
+    /// Analytic capacity bounds (`docs/serving-model.md#capacity`; `None` if the model does not fit on the base
     /// device).
     pub analytic: Option<Analytic>,
-    /// The scheduling levers' figures (levers-scheduling.md §11; only when they are on).
+    /// The scheduling levers' figures (`docs/levers.md#lever-metrics`; only when they are on).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scheduler: Option<crate::sched::SchedulerSummary>,
     /// Each role's parallel layout (only when a pool has one; empty for a colocated run with
@@ -144,7 +144,7 @@ pub struct Summary {
     /// Per instance, the optical engines' figures (only when a device has an engine).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub optical: Option<Vec<OpticalSummary>>,
-    /// Area, silicon cost and performance per W / mm² / $ (`--ppa` only; levers-cost.md §11).
+    /// Area, silicon cost and performance per W / mm² / $ (`--ppa` only; `docs/levers.md#ppa`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ppa: Option<disagg_model::ppa::PpaReport>,
     /// The pools whose device was fitted to measurements, with the fit's provenance (only when

@@ -1,4 +1,4 @@
-//! The `requests` block and the measured requests' latencies and SLOs (simulator.md §5.1-§5.3).
+//! The `requests` block and the measured requests' latencies and SLOs (`docs/serving-model.md#metrics`-`docs/serving-model.md#metrics`).
 
 use serde::Serialize;
 

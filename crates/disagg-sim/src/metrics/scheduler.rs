@@ -1,4 +1,4 @@
-//! The `scheduler` block (levers-scheduling.md §11): the scheduled run's block plus the measured
+//! The `scheduler` block (`docs/levers.md#lever-metrics`): the scheduled run's block plus the measured
 //! requests' scheduling delay and normalised latency.
 
 use super::ctx::Ctx;

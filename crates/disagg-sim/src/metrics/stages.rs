@@ -1,5 +1,5 @@
 //! Where the time goes: the stage breakdown of the measured requests, the hot-spot, and Little's
-//! law (simulator.md §5.6, §5.8).
+//! law (`docs/serving-model.md#metrics`).
 
 use serde::Serialize;
 
@@ -68,7 +68,7 @@ impl Stages {
 }
 
 /// The stage where the mean request waits longest (decode excluded) and the busiest resource that
-/// owns it (simulator.md §5.5).
+/// owns it (`docs/serving-model.md#metrics`).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Hotspot {
     /// Stage name (`None` without measured requests).
@@ -93,7 +93,7 @@ pub struct LittlesLaw {
 impl Req {
     #[inline]
     pub(super) fn stages(&self) -> [f64; 6] {
-        // The end of prefill: the first token, or a CED encoder step's end (levers-cost.md §8.3).
+        // The end of prefill: the first token, or a CED encoder step's end (`docs/levers.md#ced`).
         let ft = self.prefill_end();
         let handoff = if self.kv_ready.is_nan() {
             ft

@@ -1,4 +1,4 @@
-//! Summary metrics of hand-built run records (simulator.md §5): every request stamp, step
+//! Summary metrics of hand-built run records (`docs/serving-model.md#metrics`): every request stamp, step
 //! total and link total below is chosen by hand (dyadic times, so the arithmetic is exact),
 //! and every expected value is counted by hand or is the spec's formula written out.
 
@@ -342,7 +342,7 @@ fn main_fixture_energy_instances_and_link() {
     let h = 20.0;
     let (ip, id) = (r.cfg.pools[0].cost.idle_w(), r.cfg.pools[1].cost.idle_w());
     assert!(ip > 0.0 && id > 0.0);
-    // Left-to-right sums in instance order, as §5.7 says.
+    // Left-to-right sums in instance order, as `docs/cost-model.md#energy` says.
     let static_j = 0.0 + ip * h + ip * h + ip * h + ip * h + id * h;
     let compute_j = 0.0 + 100.0 + 200.0 + 300.0 + 0.0 + 40.0;
     let memory_j = 0.0 + 50.0 + 25.0 + 12.5 + 0.0 + 400.0;
@@ -862,7 +862,7 @@ fn optical_engines_energy_block_and_ppa() {
     let os = 40.0 * h;
     let static_j = 0.0 + ip * h + id * h;
     let (compute_j, memory_j) = (0.0 + 10.0 + 1.0, 0.0 + 5.0 + 0.5);
-    // levers-cost.md §10.3 then §5.7: optical static, conversions, then transit.
+    // `docs/levers.md#fft-mixing` then `docs/cost-model.md#parallelism`: optical static, conversions, then transit.
     let total =
         (((static_j + compute_j + memory_j + 2.0) + (0.0 + os + 0.0)) + (0.0 + 2.5 + 0.0)) + 0.5;
     assert_eq!(s.energy.total_j, total);
@@ -895,7 +895,7 @@ fn optical_engines_energy_block_and_ppa() {
         ]
     );
     // --ppa: optical-fft 817 + 100 mm², $357.23423079414755 per device; H100 814 mm²,
-    // $339.09863688464617 (levers-cost.md §11); 14 tokens over 8 s.
+    // $339.09863688464617 (`docs/levers.md#ppa`); 14 tokens over 8 s.
     let tok_s = 14.0 / h;
     let usd = (0.0 + 2.0 * 357.23423079414755) + 2.0 * 339.09863688464617;
     let ppa = s.ppa.as_ref().unwrap();
@@ -981,7 +981,7 @@ fn scheduled_itls_and_normalised_latency_follow_the_request_records() {
     let mean = itls.iter().sum::<f64>() / itls.len() as f64;
     assert!((s.itl_s.mean - mean).abs() <= 1e-12 * mean);
     assert_eq!(s.itl_s.max, *itls.last().unwrap());
-    // p50 by the spec's interpolation (simulator.md §5.2) over the sorted list.
+    // p50 by the spec's interpolation (`docs/exactness.md#percentiles`) over the sorted list.
     let k = ((itls.len() - 1) * 50) as f64 / 100.0;
     let (lo, hi) = (k.floor() as usize, k.ceil() as usize);
     let p50 = itls[lo] + (itls[hi] - itls[lo]) * (k - lo as f64);

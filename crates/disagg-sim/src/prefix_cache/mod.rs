@@ -1,16 +1,16 @@
-//! The prefix cache of one scheduled instance (levers-scheduling.md §8.1–§8.2): a tree of cached
+//! The prefix cache of one scheduled instance (`docs/levers.md#prefix-caching`–`docs/levers.md#prefix-caching`): a tree of cached
 //! prompt segments, keyed by segment key, with pin counts and eviction of unpinned leaves in an
 //! [`eviction`] order (least recently used, the reference's, unless `--prefix-eviction` says
 //! otherwise).
 //!
 //! Issue 12 groundwork: the data structure alone, pinned by the spec's API-level test and by the
-//! cache operations of its worked trace (§13.2). The scheduled instances that drive it (admission,
+//! cache operations of its worked trace (`docs/exactness.md#verification`). The scheduled instances that drive it (admission,
 //! `insert_chain`, `emit`, `room`) come with the scheduling levers.
 //!
 //! Nodes live in a slab and are named by [`NodeId`] handles, so the cache is `Send` and a request
 //! holds plain indices. The eviction candidates (unpinned leaves) are kept exactly, ordered by
 //! the eviction order's key and then the insertion counter `seq`; for LRU that is `(last, seq)`:
-//! the reference's lazy heap with stale entries gives the same order (§8.2).
+//! the reference's lazy heap with stale entries gives the same order (`docs/levers.md#prefix-caching`).
 
 use std::collections::{BTreeSet, HashMap};
 use std::hash::Hash;
@@ -289,7 +289,7 @@ mod tests {
 
     #[test]
     fn lru_order_of_the_reference_unit_test() {
-        // levers-scheduling.md §13.2, "LRU order at the API level": a (10, root, 0.0), b (20,
+        // `docs/exactness.md#verification`, "LRU order at the API level": a (10, root, 0.0), b (20,
         // child of a, 1.0), d (30, root, 2.0); unpin a at 3.0, b at 4.0, d at 3.5.
         let mut c = PrefixCache::new();
         let a = c.insert("a", 10, 10, None, 0.0);
@@ -472,7 +472,7 @@ mod tests {
         assert_eq!(c.cached_tokens(), 5);
     }
 
-    /// The cache operations of the worked trace of §13.2 (one OPT-13B instance, oracle policy,
+    /// The cache operations of the worked trace of `docs/exactness.md#verification` (one OPT-13B instance, oracle policy,
     /// so a segment's units are its tokens), at the trace's times; the instance's decisions (who
     /// is admitted when, how much to evict) are taken from the trace.
     #[test]
@@ -535,7 +535,7 @@ mod tests {
         assert_eq!(c.evicted_tokens(), 10_800);
     }
 
-    /// The spec's §8.2 text, literally: a list of segments, eviction by a linear scan for the
+    /// The spec's `docs/levers.md#prefix-caching` text, literally: a list of segments, eviction by a linear scan for the
     /// unpinned leaf with the smallest `(last, seq)`.
     #[derive(Default)]
     struct Naive {

@@ -40,8 +40,8 @@ impl Scenario {
         let levers = self.resolve_levers(cat, &model, kv_transit.is_some())?;
         self.check_ced(&model, levers.is_some())?;
         self.check_layer_kinds(&model)?;
-        // The analytic bounds keep the model as given (levers-cost.md §14.3 item 5); everything
-        // else sees the quantised copy (§2.2 step 2).
+        // The analytic bounds keep the model as given (`docs/levers.md#quirks` item 5); everything
+        // else sees the quantised copy (`docs/cost-model.md#parallelism` step 2).
         let plain_model = model;
         let model = self.formats().apply(&plain_model);
         let mut pools = self.pools(&model, &devices, cat)?;

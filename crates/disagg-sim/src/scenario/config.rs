@@ -30,7 +30,7 @@ pub struct Pool {
     /// KV capacity of one instance, tokens.
     pub kv_capacity_tokens: u64,
     /// Speculative decoding: the draft's cost model on this pool's devices (no per-step
-    /// overhead) and the KV bytes per token it stores (levers-scheduling.md §10.1).
+    /// overhead) and the KV bytes per token it stores (`docs/levers.md#speculative`).
     pub draft: Option<(CostModel, f64)>,
 }
 
@@ -79,13 +79,13 @@ pub struct SimConfig {
     /// Where the requests come from.
     pub source: Source,
     /// The cost model of `device` x `devices_per_instance` with the global cap and no DVFS, used by the
-    /// analytic capacity bounds (simulator.md §5.9); `None` if the model does not fit there.
+    /// analytic capacity bounds (`docs/serving-model.md#capacity`); `None` if the model does not fit there.
     pub base_cost: Option<CostModel>,
     /// The hand-off options (layer-wise streaming, link sharing and topology, decode-side
     /// reservation, TTFT convention).
     pub handoff: HandoffOptions,
     /// The scheduling levers, present exactly when they switch the scheduled instances on
-    /// (levers-scheduling.md §2.1); `None` runs the plain instances.
+    /// (`docs/levers.md#scheduled-instances`); `None` runs the plain instances.
     pub levers: Option<Levers>,
     /// The scenario this was built from.
     pub scenario: Scenario,
@@ -125,7 +125,7 @@ impl SimConfig {
     pub fn colocated_pool(&self) -> Option<&Pool> {
         self.pools.iter().find(|p| p.role == Role::Colocated)
     }
-    /// The replay window W of a CED model whose decode instances replay (levers-cost.md §8.3:
+    /// The replay window W of a CED model whose decode instances replay (`docs/levers.md#ced`:
     /// `--ced-replay-on decode`, disaggregated); `None` for every other run.
     pub fn ced_decode_replay(&self) -> Option<u64> {
         match self.model.ced {

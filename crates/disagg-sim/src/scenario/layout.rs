@@ -5,7 +5,7 @@ use disagg_model::{Error, Formats, ModelSpec, Parallel, QuantFormat};
 use super::{Mode, Role, Scenario};
 
 impl Scenario {
-    /// The weight, KV and compute formats (levers-cost.md §6).
+    /// The weight, KV and compute formats (`docs/cost-model.md#quantisation`).
     pub fn formats(&self) -> Formats {
         Formats {
             weight: self.weight_format,
@@ -29,7 +29,7 @@ impl Scenario {
         }
     }
 
-    /// The global layout (`--tp`, `--pp`, `--ep` or `--microbatches` given; levers-cost.md §5.2).
+    /// The global layout (`--tp`, `--pp`, `--ep` or `--microbatches` given; `docs/cost-model.md#parallelism`).
     pub(super) fn global_layout(&self) -> Option<Parallel> {
         let any = self.tp.is_some()
             || self.pp.is_some()
@@ -69,7 +69,7 @@ impl Scenario {
             || self.pool_layout(self.decode_tp, self.decode_pp).is_some()
     }
 
-    /// `check_levers_2` (levers-cost.md §2.3), when a format is not BF16, speculative decoding is
+    /// `check_levers_2` (`docs/levers.md#scheduled-instances`), when a format is not BF16, speculative decoding is
     /// on, the model is MoE or a layout is set: items 2 to 6 in order (item 1, the format names,
     /// is the options' parser's; the draft's name and vocabulary are checked where it is built).
     pub(super) fn check_cost_levers(

@@ -10,7 +10,7 @@ use super::{
 };
 
 impl Scenario {
-    /// Whether the levers switch the scheduled instances on (levers-scheduling.md §2.1): a batch
+    /// Whether the levers switch the scheduled instances on (`docs/levers.md#scheduled-instances`): a batch
     /// policy other than prefill-priority, a token budget (any value, 8192 included), a KV policy
     /// other than oracle, prefix caching, or speculative decoding. Block size, `max_seq_len`,
     /// preemption mode, host link and the speculative parameters alone are inert.
@@ -22,7 +22,7 @@ impl Scenario {
             || self.speculative.is_some()
     }
 
-    /// Step 7: the scheduling levers (levers-scheduling.md §2.1-§2.3): `None` unless they switch
+    /// Step 7: the scheduling levers (`docs/levers.md#scheduled-instances`-`docs/levers.md#scheduled-instances`): `None` unless they switch
     /// the scheduled instances on ([`Scenario::levers_on`]). The host link must be a catalogue
     /// link whether or not it is used (the reference's CLI choices). With the levers on, in this
     /// order: a model that is not an attention transformer (FFT-mixing), `--fast` in

@@ -41,7 +41,7 @@ impl Scenario {
         Ok(model)
     }
 
-    /// The CED overrides of levers-cost.md §3.2, in order after the LM head: E, W, where the
+    /// The CED overrides of `docs/cost-model.md#catalogue`, in order after the LM head: E, W, where the
     /// replay runs (each only if given; W and the placement are ignored unless E > 0 after the
     /// override; E = 0 turns CED off). Errors name the flag.
     pub(super) fn apply_ced(&self, model: &mut ModelSpec) -> Result<(), Error> {
@@ -88,13 +88,13 @@ impl Scenario {
         Ok(())
     }
 
-    /// Step 7b: what a CED model (levers-cost.md §8) runs with. The replay on decode needs
+    /// Step 7b: what a CED model (`docs/levers.md#ced`) runs with. The replay on decode needs
     /// disaggregated mode and the plain decode loop (not `--fast`), and keeps the reference's
     /// hand-off: whole caches after the encoder step (`--send whole`), the first token from the
     /// decode instance's replay step (`--first-token prefill`, the convention that counts it). CED
     /// is not modelled with the scheduling levers (speculative decoding included); formats other
     /// than BF16 are refused before, by the lever checks, and parallel layouts after, by each
-    /// pool's layout check (levers-cost.md §2.3, §5.3).
+    /// pool's layout check (`docs/levers.md#scheduled-instances`, `docs/cost-model.md#parallelism`).
     pub(super) fn check_ced(&self, model: &ModelSpec, levers: bool) -> Result<(), Error> {
         let Some(c) = model.ced else {
             return Ok(());

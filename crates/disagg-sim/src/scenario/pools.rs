@@ -25,7 +25,7 @@ impl PoolDevices {
     }
 }
 
-/// Speculative decoding: each pool's draft (levers-scheduling.md §10.1) — its cost model on the
+/// Speculative decoding: each pool's draft (`docs/levers.md#speculative`) — its cost model on the
 /// pool's devices, its KV bytes per token — and the pool's KV capacity with the draft resident.
 /// Errors name the draft (unknown, another vocabulary) or the pool it does not fit.
 pub(super) fn attach_draft(
@@ -73,7 +73,7 @@ impl Scenario {
     }
 
     /// `--fft-efficiency` and the `--ft-*` engine overrides applied to a device given on the
-    /// command line (levers-cost.md §9.3, §10.1); the `--ft-*` ones only to a device with an
+    /// command line (`docs/levers.md#fft-mixing`); the `--ft-*` ones only to a device with an
     /// engine.
     pub(super) fn engine_overrides(&self, mut d: Device) -> Device {
         if let Some(x) = self.fft_efficiency {

@@ -12,7 +12,7 @@ use super::{FirstToken, LinkSharing, LinkTopology, Mode, ReserveKvOn, DEFAULT_MA
 
 /// One simulation, as the reference CLI describes it. Field names are the CLI flags with `-` → `_`
 /// (but `trace_start`, `trace_duration`, `sort_trace`: `--start`, `--duration`, `--sort`); every
-/// default is the reference default (simulator.md §7.1). Each field has one row in
+/// default is the reference default (`docs/serving-model.md#outputs`). Each field has one row in
 /// [`crate::options::OPTIONS`] (its flag, kind and help), which every parser derives from; the
 /// enum fields read their names through that table in serde too.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -97,7 +97,7 @@ pub struct Scenario {
         deserialize_with = "crate::options::by_name_opt"
     )]
     pub kv_retention: Option<disagg_model::Retention>,
-    /// `--ced-encoder-layers`: E of a causal encoder-decoder (levers-cost.md §8; `None`: the
+    /// `--ced-encoder-layers`: E of a causal encoder-decoder (`docs/levers.md#ced`; `None`: the
     /// model's, 0 for every preset but the `-ced` ones; 0 turns CED off).
     pub ced_encoder_layers: Option<u64>,
     /// `--ced-replay`: W, the prompt tokens a CED model replays (`None`: the model's, 128).
@@ -129,7 +129,7 @@ pub struct Scenario {
     #[serde(deserialize_with = "crate::options::by_name")]
     pub first_token: FirstToken,
     /// `--batch-policy`: `prefill-priority` (the reference's default), `decode-priority` or
-    /// `chunked` (levers-scheduling.md §2.1; anything else switches the scheduled instances on).
+    /// `chunked` (`docs/levers.md#scheduled-instances`; anything else switches the scheduled instances on).
     #[serde(deserialize_with = "crate::options::by_name")]
     pub batch_policy: BatchPolicy,
     /// `--max-num-batched-tokens`: token budget of one scheduled step (`None`: the prefill budget,
@@ -191,7 +191,7 @@ pub struct Scenario {
     /// `--nics-per-instance` (with `handoff_ranks`): NICs per instance; absent: one per GPU.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub nics_per_instance: Option<u32>,
-    /// `--tp`: tensor-parallel degree of every pool's instances (levers-cost.md §5.2; 0 or
+    /// `--tp`: tensor-parallel degree of every pool's instances (`docs/cost-model.md#parallelism`; 0 or
     /// absent: 1). Any of `tp`, `pp`, `ep`, `microbatches` builds the global layout.
     pub tp: Option<u32>,
     /// `--pp`: pipeline stages (0 or absent: 1).
@@ -216,7 +216,7 @@ pub struct Scenario {
     /// equal tp x pp already): a pool with a layout gets tp x pp devices per instance, so a sweep
     /// over `tp` needs no matching devices axis.
     pub devices_from_layout: bool,
-    /// `--weight-format`: bf16, fp8, int8, int4 or fp4 (levers-cost.md §6).
+    /// `--weight-format`: bf16, fp8, int8, int4 or fp4 (`docs/cost-model.md#quantisation`).
     #[serde(deserialize_with = "crate::options::by_name")]
     pub weight_format: QuantFormat,
     /// `--kv-format`: the KV cache's (and so the hand-off's) format.
@@ -225,10 +225,10 @@ pub struct Scenario {
     /// `--compute-format`: bf16 (weight-only) or the weight format (W8A8, W4A4).
     #[serde(deserialize_with = "crate::options::compute_format_by_name")]
     pub compute_format: QuantFormat,
-    /// `--fft-efficiency`: replaces `fft_efficiency` on every device given (levers-cost.md §9.3;
+    /// `--fft-efficiency`: replaces `fft_efficiency` on every device given (`docs/levers.md#fft-mixing`;
     /// `None`: the devices' own).
     pub fft_efficiency: Option<f64>,
-    /// `--ft-samples-per-s`: the transform engine's converter rate (levers-cost.md §10.1).
+    /// `--ft-samples-per-s`: the transform engine's converter rate (`docs/levers.md#fft-mixing`).
     pub ft_samples_per_s: Option<f64>,
     /// `--ft-enob`: the engine's effective bits.
     pub ft_enob: Option<u32>,
@@ -241,7 +241,7 @@ pub struct Scenario {
     pub ft_detection: Option<Detection>,
     /// `--ft-overlap`: optical and GPU work overlap within a step.
     pub ft_overlap: bool,
-    /// `--ppa`: the summary's area, silicon cost and perf per W / mm² / $ (levers-cost.md §11).
+    /// `--ppa`: the summary's area, silicon cost and perf per W / mm² / $ (`docs/levers.md#ppa`).
     pub ppa: bool,
     /// `--workload`: a named workload (`chat`, `coding-agent`, `offline-batch`, `long-rag`,
     /// `voice`): its length distributions and sessions replace `prompt`/`output`/`turns`/...; its

@@ -1,4 +1,4 @@
-//! KV memory of a scheduled instance (levers-scheduling.md §3, §5.2, §6, §8.3, §9): how a request
+//! KV memory of a scheduled instance (`docs/levers.md#kv-reservation`, `docs/levers.md#scheduled-instances`, `docs/levers.md#paged-kv`, `docs/levers.md#prefix-caching`, `docs/levers.md#scheduled-pools`): how a request
 //! is admitted, how paged allocations grow and preempt (by recompute or by swap over the host
 //! link), how swapped rows come back, how the prefix cache gains and loses segments, and how a
 //! decode instance takes hand-offs only when it can hold them.
@@ -21,7 +21,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
     }
 
     /// The prefix-cache segments `rid` would hit on instance `i` with prefill target `tgt`, and
-    /// their tokens (§8.2 `lookup`; nothing without a cache or a chain).
+    /// their tokens (`docs/levers.md#prefix-caching` `lookup`; nothing without a cache or a chain).
     pub(super) fn lookup(
         &self,
         i: usize,
@@ -46,7 +46,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
         self.lookup(i, rid, tgt).1
     }
 
-    /// `room(need)` (§3.3): evicts cached segments if short (even when that cannot free enough),
+    /// `room(need)` (`docs/levers.md#kv-reservation`): evicts cached segments if short (even when that cannot free enough),
     /// then whether `need` more units fit.
     pub(super) fn room(&mut self, i: usize, need: i64) -> bool {
         let inst = &mut self.insts[i];
@@ -97,7 +97,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
         n
     }
 
-    /// What an admission allocates privately with `h` tokens hit (§3.2; a prefill instance needs
+    /// What an admission allocates privately with `h` tokens hit (`docs/levers.md#kv-reservation`; a prefill instance needs
     /// the blocks of its target whatever the policy).
     fn admit_need(&self, i: usize, rid: u32, h: u64) -> u64 {
         let kv = &self.insts[i].kv;
@@ -110,9 +110,9 @@ impl<'a, O: Observer> SchedSim<'a, O> {
         }
     }
 
-    /// `try_admit` (§5.2): admits the head of instance `i`'s queue if its memory (plus the
+    /// `try_admit` (`docs/levers.md#scheduled-instances`): admits the head of instance `i`'s queue if its memory (plus the
     /// watermark) can be found. A failed attempt still refreshes its segments' LRU times and may
-    /// have evicted others (§16.2).
+    /// have evicted others (`docs/levers.md#quirks`).
     pub(super) fn try_admit(&mut self, i: usize) -> bool {
         let now = self.core.q.now();
         let rid = *self.insts[i].queue.front().expect("a queued request");
@@ -179,7 +179,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
         run.remove(k);
     }
 
-    /// Paged growth check before a decode or chunked step (§6.1): every decoding row gets the
+    /// Paged growth check before a decode or chunked step (`docs/levers.md#paged-kv`): every decoding row gets the
     /// blocks its next positions need, preempting the last rows of `running` when none are free.
     pub(super) fn grow(&mut self, i: usize) {
         if !self.insts[i].kv.policy.is_paged() {
@@ -226,7 +226,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
         }
     }
 
-    /// The tokens a decoding row's next step needs room for (§6.1): its sequence so far plus the
+    /// The tokens a decoding row's next step needs room for (`docs/levers.md#paged-kv`): its sequence so far plus the
     /// next token (with speculative decoding, the positions a verify pass writes), less what the
     /// cache covers.
     fn growth_tokens(&self, rid: u32, p: u64, o: u64) -> u64 {
@@ -244,13 +244,13 @@ impl<'a, O: Observer> SchedSim<'a, O> {
         self.insts[i].kv.units(toks)
     }
 
-    /// The host-link transfer of `units` blocks: `(bytes, seconds)` (§6.2).
+    /// The host-link transfer of `units` blocks: `(bytes, seconds)` (`docs/levers.md#paged-kv`).
     fn swap_cost(&self, i: usize, units: u64) -> (f64, f64) {
         let bytes = (units * self.insts[i].kv.block_tokens) as f64 * self.kv_tok_bytes;
         (bytes, self.lv.host_link.blocks_transfer_time(units, bytes))
     }
 
-    /// Preempts `v` (§6.2): swap it out if swapping and it is decoding, else free it for a
+    /// Preempts `v` (`docs/levers.md#paged-kv`): swap it out if swapping and it is decoding, else free it for a
     /// recompute from the front of the queue.
     fn preempt(&mut self, i: usize, v: u32) {
         self.remove_running(i, v);
@@ -285,8 +285,8 @@ impl<'a, O: Observer> SchedSim<'a, O> {
         }
     }
 
-    /// Swap-in at the start of a pass (§6.4): earliest swapped rows first, as long as their own
-    /// blocks fit (no watermark, no room for growth: §16.1's thrash is the reference's).
+    /// Swap-in at the start of a pass (`docs/levers.md#paged-kv`): earliest swapped rows first, as long as their own
+    /// blocks fit (no watermark, no room for growth: `docs/levers.md#quirks`'s thrash is the reference's).
     pub(super) fn swap_in(&mut self, i: usize) {
         while self.insts[i].running.len() < self.insts[i].cap {
             let Some(&rid) = self.insts[i].swapped.first() else {
@@ -318,7 +318,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
     }
 
     /// The private units `rid` keeps when `c` of its tokens are covered by cached segments
-    /// (§8.3 `private`).
+    /// (`docs/levers.md#prefix-caching` `private`).
     fn private(&self, i: usize, rid: u32, c: u64) -> u64 {
         let s = &self.rs[rid as usize];
         let kv = &self.insts[i].kv;
@@ -330,7 +330,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
         }
     }
 
-    /// `insert_chain` at the end of a (re)prefill (§8.3): the chain's segments after those `rid`
+    /// `insert_chain` at the end of a (re)prefill (`docs/levers.md#prefix-caching`): the chain's segments after those `rid`
     /// holds enter the cache (or are shared if another request computed them meanwhile), moving
     /// their memory from the request to the cache.
     pub(super) fn insert_chain(&mut self, i: usize, rid: u32) {
@@ -375,7 +375,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
         }
     }
 
-    /// `emit` at the finish (§8.3): the request's own segment (the rest of its prompt and its
+    /// `emit` at the finish (`docs/levers.md#prefix-caching`): the request's own segment (the rest of its prompt and its
     /// reply) enters the cache, if it holds its whole chain and there is room.
     pub(super) fn emit(&mut self, i: usize, rid: u32) {
         if self.insts[i].cache.is_none() {
@@ -411,7 +411,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
     }
 
     /// Decode instance `d` pulls hand-offs from its inbox while it can allocate them (plus the
-    /// watermark) and nothing is swapped out; each pulled hand-off starts its transfer (§9.2).
+    /// watermark) and nothing is swapped out; each pulled hand-off starts its transfer (`docs/levers.md#scheduled-pools`).
     pub(super) fn pull(&mut self, d: usize) {
         while self.insts[d].swapped.is_empty() {
             let Some(&rid) = self.insts[d].inbox.front() else {
@@ -493,7 +493,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
         }
     }
 
-    /// `free_held` (§9.1): `rid`'s transfer landed; prefill instance `p` frees what it held.
+    /// `free_held` (`docs/levers.md#scheduled-pools`): `rid`'s transfer landed; prefill instance `p` frees what it held.
     pub(super) fn free_held(&mut self, p: usize, rid: u32) {
         let now = self.core.q.now();
         let s = &mut self.rs[rid as usize];

@@ -1,17 +1,17 @@
-//! The scheduled instances (levers-scheduling.md): what runs when the scheduling levers are on.
+//! The scheduled instances (`docs/levers.md`): what runs when the scheduling levers are on.
 //!
 //! The plain instances of [`crate::serving`] stay as they are (and as fast); a run whose
 //! [`SimConfig::levers`] is set runs here instead, over the same event queue, event type, request
 //! stamps, population books, KV link model and result type. The files:
 //!
-//! * this one: the run (arrivals, rejection and routing §4, closed-loop releases, the KV
-//!   transfers of the scheduled disaggregated pools §9.3, samples, the result);
+//! * this one: the run (arrivals, rejection and routing `docs/serving-model.md#routing`, closed-loop releases, the KV
+//!   transfers of the scheduled disaggregated pools `docs/levers.md#scheduled-pools`, samples, the result);
 //! * [`batch`]: the scheduling loop of one instance and its steps, one policy at a time
-//!   (prefill-priority and decode-priority §5.3, chunked §5.4), the end handlers (§5.5, §9.1,
-//!   §9.2) and speculative acceptance (§10.4);
-//! * [`kv`]: KV memory: room, admission, the prefix cache's insertions (§8.3), paged growth,
-//!   preemption by recompute or swap, and swap-in (§3.3, §5.2, §6);
-//! * [`report`]: the `scheduler` block of the summary (§11);
+//!   (prefill-priority and decode-priority `docs/levers.md#batch-policies`, chunked `docs/levers.md#batch-policies`), the end handlers (`docs/levers.md#scheduled-instances`, `docs/levers.md#scheduled-pools`,
+//!   `docs/levers.md#scheduled-pools`) and speculative acceptance (`docs/levers.md#speculative`);
+//! * [`kv`]: KV memory: room, admission, the prefix cache's insertions (`docs/levers.md#prefix-caching`), paged growth,
+//!   preemption by recompute or swap, and swap-in (`docs/levers.md#kv-reservation`, `docs/levers.md#scheduled-instances`, `docs/levers.md#paged-kv`);
+//! * [`report`]: the `scheduler` block of the summary (`docs/levers.md#lever-metrics`);
 //! * [`prefix_ho`]: beyond the reference, the prefix-aware hand-off (`--prefix-handoff`: decode
 //!   instances keep a prefix cache and a hand-off sends only what the decode instance lacks) and
 //!   the prefix router of hand-offs (`--decode-router prefix`).
@@ -335,9 +335,9 @@ impl<'a, O: Observer> SchedSim<'a, O> {
         );
     }
 
-    // ── arrivals, rejection and routing (§4) ─────────────────────────────
+    // ── arrivals, rejection and routing (`docs/serving-model.md#routing`) ─────────────────────────────
 
-    /// `load()` of instance `i` (§4).
+    /// `load()` of instance `i` (`docs/serving-model.md#routing`).
     fn load(&self, i: usize) -> u64 {
         let inst = &self.insts[i];
         let decoding = || {
@@ -378,7 +378,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
     }
 
     /// A request is rejected at arrival if its full need exceeds a decode-side instance's
-    /// capacity, or (disaggregated) its prompt a prefill instance's (§4).
+    /// capacity, or (disaggregated) its prompt a prefill instance's (`docs/serving-model.md#routing`).
     fn rejects(&self, rid: u32) -> bool {
         let (p, o) = {
             let r = &self.core.reqs[rid as usize];
@@ -394,7 +394,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
         }
     }
 
-    /// Routes an admitted request to the least-loaded instance that takes prompts (§4).
+    /// Routes an admitted request to the least-loaded instance that takes prompts (`docs/serving-model.md#routing`).
     fn route(&mut self, rid: u32) {
         let target = match self.cfg.mode {
             Mode::Colocated => self.least_loaded(0..self.insts.len()),
@@ -412,7 +412,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
         self.wake(i);
     }
 
-    /// Schedules a wake-up of instance `i` now, if it is idle and none is pending (§12.3 1).
+    /// Schedules a wake-up of instance `i` now, if it is idle and none is pending (`docs/serving-model.md#event-order` 1).
     fn wake(&mut self, i: usize) {
         let inst = &mut self.insts[i];
         if !inst.busy && !inst.wake_pending {
@@ -427,7 +427,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
         self.core.finish(rid, now);
     }
 
-    // ── the KV transfer of the scheduled pools (§9.3) ────────────────────
+    // ── the KV transfer of the scheduled pools (`docs/levers.md#scheduled-pools`) ────────────────────
 
     /// Starts `rid`'s transfer now (its decode memory is allocated).
     fn start_transfer(&mut self, rid: u32) {
@@ -550,7 +550,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
             let s = &self.rs[rid as usize];
             (s.src as usize, s.dst as usize)
         };
-        // free_held on the source, then land on the destination (§12.3 5).
+        // free_held on the source, then land on the destination (`docs/serving-model.md#event-order` 5).
         self.free_held(src, rid);
         let d = &mut self.insts[dst];
         d.inflight -= 1;

@@ -2,11 +2,11 @@
 //! hand-offs (`--decode-router prefix`).
 //!
 //! The reference's decode instances keep no prefix cache, so a hand-off always sends the whole
-//! prompt's KV (levers-scheduling.md §16 item 6). With `--prefix-handoff` every decode instance
+//! prompt's KV (`docs/levers.md#quirks` item 6). With `--prefix-handoff` every decode instance
 //! keeps its own [`PrefixCache`](crate::prefix_cache::PrefixCache) (same tree, pins and LRU
 //! eviction as a prefill instance's, in the decode instance's own KV memory):
 //!
-//! * **at the pull** (§9.2), the decode instance looks the request's chain up in its cache as a
+//! * **at the pull** (`docs/levers.md#scheduled-pools`), the decode instance looks the request's chain up in its cache as a
 //!   prefill admission does (whole segments, the hit `h <= P - 1`), pins the hit segments and
 //!   allocates only the rest (`admit_need(P, O, P, h)`; paged: `units(P - h)`). The transfer
 //!   carries the KV of the `P - h` missing tokens only: `handoff_bytes(P - h)` (plus the draft's

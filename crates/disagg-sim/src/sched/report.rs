@@ -1,4 +1,4 @@
-//! The `scheduler` block of a scheduled run's summary (levers-scheduling.md §11.1).
+//! The `scheduler` block of a scheduled run's summary (`docs/levers.md#lever-metrics`).
 
 use serde::Serialize;
 
@@ -126,7 +126,7 @@ pub struct SchedulerSummary {
     pub norm_latency_s_per_token: Option<f64>,
 }
 
-/// The block of a finished scheduled run (§11.1: float sums are loops in instance order).
+/// The block of a finished scheduled run (`docs/levers.md#lever-metrics`: float sums are loops in instance order).
 pub(super) fn scheduler_summary(
     lv: &Levers,
     insts: &[Inst],

@@ -1,9 +1,9 @@
-//! The scheduling loop of a scheduled instance and its steps (levers-scheduling.md §5, §7, §9.1,
-//! §9.2, §10): the pass, the steps a batch policy ([`super::batch`]) forms, what a step costs,
+//! The scheduling loop of a scheduled instance and its steps (`docs/levers.md#batch-policies`, `docs/levers.md#scheduled-pools`,
+//! `docs/levers.md#scheduled-pools`, `docs/levers.md#speculative`): the pass, the steps a batch policy ([`super::batch`]) forms, what a step costs,
 //! and what its end does.
 //!
-//! A step's cost is the mixed step of §7.1 (or the speculative step of §10.3); a step may carry the
-//! swap debt of §6 (§5.6).
+//! A step's cost is the mixed step of `docs/levers.md#batch-policies` (or the speculative step of `docs/levers.md#speculative`); a step may carry the
+//! swap debt of `docs/levers.md#paged-kv` (`docs/levers.md#scheduled-instances`).
 
 use disagg_model::{spec_cost, Chunk, StepCost};
 
@@ -13,7 +13,7 @@ use crate::engine::event::Ev;
 use crate::observer::{Observer, StepEvent, StepKind};
 
 impl<'a, O: Observer> SchedSim<'a, O> {
-    /// One pass of instance `i`'s loop at the current time (§5.1): ends by starting a step or by
+    /// One pass of instance `i`'s loop at the current time (`docs/levers.md#scheduled-instances`): ends by starting a step or by
     /// going idle.
     pub(super) fn pass(&mut self, i: usize) {
         let (policy, prefill) = (self.insts[i].policy, self.insts[i].kind == Kind::Prefill);
@@ -35,7 +35,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
         }
     }
 
-    /// Decode instance, every pass (§9.2): pull hand-offs, then let landed requests join.
+    /// Decode instance, every pass (`docs/levers.md#scheduled-pools`): pull hand-offs, then let landed requests join.
     fn boundary_hook(&mut self, d: usize) {
         if self.reserve_on_transfer {
             self.serve_handoffs();
@@ -55,7 +55,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
         }
     }
 
-    /// Whole prompts up to the budget (§5.3 `admit`), then a prefill step on them. False if no
+    /// Whole prompts up to the budget (`docs/levers.md#batch-policies` `admit`), then a prefill step on them. False if no
     /// prompt could be admitted.
     fn prefill_step(&mut self, i: usize) -> bool {
         let mut part = std::mem::take(&mut self.insts[i].part);
@@ -93,7 +93,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
         true
     }
 
-    /// A decode step over every running row (§5.3), after the growth check. False if the growth
+    /// A decode step over every running row (`docs/levers.md#batch-policies`), after the growth check. False if the growth
     /// check left nothing running (no step started).
     fn decode_step(&mut self, i: usize) -> bool {
         self.grow(i);
@@ -113,7 +113,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
     }
 
     /// Costs and starts the step formed in `rows` (decode rows, context `ctx`) and `part`
-    /// (prompt chunks) (§5.6).
+    /// (prompt chunks) (`docs/levers.md#scheduled-instances`).
     fn start_step(&mut self, i: usize, ctx: u64) {
         let now = self.core.q.now();
         // One buffer for every step's chunk list (no allocation per step).
@@ -166,7 +166,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
             }
         }
         self.chunk_buf = chunks;
-        // Occupancy over the running list before the step (§5.6 step 2).
+        // Occupancy over the running list before the step (`docs/levers.md#scheduled-instances` step 2).
         let mut tok = 0u64;
         let mut al = 0u64;
         for &r in &inst.running {
@@ -206,7 +206,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
         self.core.q.schedule_in(dt, Ev::StepEnd(i as u32));
     }
 
-    /// The end of instance `i`'s step: accounting (§5.6), the decode rows' tokens, the chunks'
+    /// The end of instance `i`'s step: accounting (`docs/levers.md#scheduled-instances`), the decode rows' tokens, the chunks'
     /// progress and the prompts they complete, then the next pass.
     #[inline]
     pub(super) fn step_end(&mut self, i: usize) {
@@ -275,7 +275,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
         }
     }
 
-    /// `after_decode` (§5.5), or speculative acceptance (§10.4), over `rows` in order.
+    /// `after_decode` (`docs/levers.md#scheduled-instances`), or speculative acceptance (`docs/levers.md#speculative`), over `rows` in order.
     fn after_decode(&mut self, i: usize, rows: &[u32]) {
         let now = self.core.q.now();
         for &r in rows {
@@ -308,7 +308,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
         }
     }
 
-    /// A (re)prefill completed on instance `i` (§5.5, §9.1).
+    /// A (re)prefill completed on instance `i` (`docs/levers.md#scheduled-instances`, `docs/levers.md#scheduled-pools`).
     fn prefill_done(&mut self, i: usize, rid: u32) {
         let now = self.core.q.now();
         self.insert_chain(i, rid);
@@ -349,7 +349,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
     }
 
     /// Prefill instance `p` holds `rid`'s memory until its KV has landed and, unless it is
-    /// streamed (its hand-off started with its first chunk), hands it off (§9.1 step 5).
+    /// streamed (its hand-off started with its first chunk), hands it off (`docs/levers.md#scheduled-pools` step 5).
     fn hand_off(&mut self, p: usize, rid: u32) {
         let s = &mut self.rs[rid as usize];
         s.held_units = s.alloc;
@@ -365,7 +365,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
     }
 
     /// `rid`'s hand-off starts now: to the inbox of the decode instance [`Self::route_handoff`]
-    /// picks (§9.1 step 5), or with `--reserve-kv-on transfer` to the FIFO of hand-offs waiting
+    /// picks (`docs/levers.md#scheduled-pools` step 5), or with `--reserve-kv-on transfer` to the FIFO of hand-offs waiting
     /// for decode memory. Streamed (`--send layerwise`), when its first chunk's first layer is
     /// ready; otherwise when its prompt is done.
     pub(super) fn start_hand_off(&mut self, rid: u32) {
@@ -383,7 +383,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
         self.pull(d);
     }
 
-    /// `finish_row` (§5.5): emit the request's own segment, release its memory, finish it. On a
+    /// `finish_row` (`docs/levers.md#scheduled-instances`): emit the request's own segment, release its memory, finish it. On a
     /// decode instance (which has a prefix cache only with `--prefix-handoff`) the chain's
     /// segments and its own segment enter the decode cache instead (`keep_on_decode`).
     pub(super) fn finish_row(&mut self, i: usize, rid: u32) {
@@ -398,7 +398,7 @@ impl<'a, O: Observer> SchedSim<'a, O> {
 }
 
 impl<O: Observer> SchedSim<'_, O> {
-    /// A chunked step (§5.4). False if there is no work (the instance goes idle).
+    /// A chunked step (`docs/levers.md#batch-policies`). False if there is no work (the instance goes idle).
     fn chunked_step(&mut self, i: usize) -> bool {
         self.grow(i);
         let per_row = self.spec.map_or(1, |s| s.gamma + 1);

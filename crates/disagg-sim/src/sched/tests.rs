@@ -1,5 +1,5 @@
 //! Unit tests of the scheduled instances' bookkeeping on hand-set states: `load()` of each kind
-//! of instance (levers-scheduling.md §4), the router's first-minimum rule, and the arrival check.
+//! of instance (`docs/serving-model.md#routing`), the router's first-minimum rule, and the arrival check.
 
 use super::*;
 use crate::scenario::Scenario;

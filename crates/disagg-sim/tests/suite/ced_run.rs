@@ -1,4 +1,4 @@
-//! A causal encoder-decoder with the replay on decode (levers-cost.md §8.3), run whole: runs[6]
+//! A causal encoder-decoder with the replay on decode (`docs/levers.md#ced`), run whole: runs[6]
 //! of the reference's levers-cost-runs.json ("70B CED (40+40) with the replay on decode"; the file
 //! is copied into tests/fixtures/levers/cost-runs.json, see the README there), replayed from its
 //! flags. Our
@@ -25,7 +25,7 @@ fn dist(d: &disagg_sim::Dist) -> Value {
     json!({"mean": d.mean, "p50": d.p50, "p90": d.p90, "p99": d.p99, "max": d.max})
 }
 
-/// Our summary in the reference's `--json` layout (the keys of simulator.md §5, as golden
+/// Our summary in the reference's `--json` layout (the keys of `docs/serving-model.md#metrics`, as golden
 /// `summary_full`): what each reference field is, from our summary.
 fn reference_layout(s: &Summary) -> Value {
     let per = |f: &dyn Fn(&disagg_sim::metrics::InstanceSummary) -> Value| -> Value {
@@ -140,9 +140,9 @@ fn runs_6_ced_replay_on_decode_is_the_reference_bit_for_bit() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The event flow of §8.3 on a hand-built workload: every decode-side stamp, ITL and count
+// The event flow of `docs/levers.md` on a hand-built workload: every decode-side stamp, ITL and count
 // derived here from the cost model's steps (each pinned by the reference fixtures in
-// disagg-model) and the flow as §8.3 writes it.
+// disagg-model) and the flow as `docs/levers.md` writes it.
 
 use disagg_model::{ReplayOn, StepCost};
 use disagg_sim::{simulate, GenRequest, SimConfig};
@@ -310,7 +310,7 @@ fn pools_and_capacity() {
     let c = cfg(&CED_DECODE);
     assert!(c.pools[0].cost.opts.prefill_only);
     assert!(!c.pools[1].cost.opts.prefill_only);
-    // levers-cost.md §8.2: the encoder-only prefill instance on 4xH100 holds 659,501 tokens of KV;
+    // `docs/levers.md#ced`: the encoder-only prefill instance on 4xH100 holds 659,501 tokens of KV;
     // the decode instance keeps the whole model (Llama-3-70B's 448,288).
     assert_eq!(c.pools[0].kv_capacity_tokens, 659_501);
     assert_eq!(c.pools[1].kv_capacity_tokens, 448_288);
@@ -399,7 +399,7 @@ fn refusals_name_the_option() {
         assert!(e.starts_with(flag), "{extra:?}: {e}");
         assert!(!e.contains('\n'), "{e}");
     }
-    // Parallel layouts: each pool's layout check (levers-cost.md §5.3) refuses CED models.
+    // Parallel layouts: each pool's layout check (`docs/cost-model.md#parallelism`) refuses CED models.
     for extra in [
         &["--tp", "4"][..],
         &["--decode-tp", "2", "--decode-pp", "2"],
@@ -493,7 +493,7 @@ fn admission_waits_for_a_batch_slot_and_for_kv() {
     assert_eq!(r1.first_token_s, Some(ft1));
     assert_eq!(r1.finish_s, Some(ft1 + dcm.decode_sum(301, 1).time_s));
 
-    // Decode KV: Llama-3-70B on 2xH100 holds 8,835 tokens (cost-model.md §3.3); r0 reserves
+    // Decode KV: Llama-3-70B on 2xH100 holds 8,835 tokens (`docs/cost-model.md#kv-capacity`); r0 reserves
     // 5,000 + 40 and r1 4,000 + 2, 9,042 together: r1 waits for r0 to finish and release its KV.
     let mut flags = CED_DECODE.to_vec();
     flags.extend(["--decode-devices-per-instance", "2"]);
@@ -514,7 +514,7 @@ fn admission_waits_for_a_batch_slot_and_for_kv() {
 
 #[test]
 fn endpoint_compression_counts_every_request() {
-    // §8.3: the encoder-only step compresses the KV of every request it hands off, one output
+    // `docs/cost-model.md`: the encoder-only step compresses the KV of every request it hands off, one output
     // token or not (decoder-only, a one-token request has no hand-off and no compression).
     let mut flags = CED_DECODE.to_vec();
     flags.extend(["--kv-compress", "fp8", "--kv-compress-at", "endpoint"]);

@@ -1,4 +1,4 @@
-//! results.md §17 and §18 of the reference at full precision (levers-cost.md §13.2,
+//! `docs/levers.md#ced` and `docs/serving-model.md#routing` of the reference at full precision (`docs/exactness.md#verification`,
 //! `results_md.s17` / `s18` of tests/fixtures/levers/cost-runs.json): for every workload, model
 //! (decoder-only, CED with the replay on prefill, CED with the replay on decode) and pool split,
 //! the analytic ceiling that starts the bisection, the SLO attainment of every rate the
@@ -119,7 +119,7 @@ fn section_18_every_cell() {
     assert_eq!((cells, sims), (12, 105));
 }
 
-/// results.md §16: the CED model's parameters per token, the prefill steps on 4xH100 of the
+/// `docs/cost-model.md#kv-capacity`: the CED model's parameters per token, the prefill steps on 4xH100 of the
 /// decoder-only model, CED with the replay on prefill and the encoder-only prefill instance, and
 /// the prefill instance's resident weights and KV room on 1, 2 and 4 H100s.
 #[test]
@@ -217,7 +217,7 @@ fn cell_json(cell: &Value, rate: f64) -> Value {
     serde_json::to_value(Scenario::from_flags(&flags).unwrap()).unwrap()
 }
 
-/// The §17 presets are the 3P3D cells' command lines, the §18 ones the 4x2+4x4 cells' (the rate
+/// The `docs/levers.md#ced` presets are the 3P3D cells' command lines, the `docs/serving-model.md#routing` ones the 4x2+4x4 cells' (the rate
 /// is the preset's default: `plan --max-rate` searches it).
 #[test]
 fn the_section_17_and_18_presets_are_the_cells_flags() {
@@ -253,7 +253,7 @@ fn the_section_17_and_18_presets_are_the_cells_flags() {
     assert_eq!(n, 15);
 }
 
-/// The §11 presets are its 30 rows' command lines.
+/// The `docs/levers.md#fft-mixing` presets are its 30 rows' command lines.
 #[test]
 fn the_section_11_presets_are_the_rows_flags() {
     let rows = results()["s11"]["rows"].as_array().unwrap().clone();

@@ -1,4 +1,4 @@
-//! Whole runs with the cost levers (levers-cost.md §13.2): every run of the reference's
+//! Whole runs with the cost levers (`docs/exactness.md#verification`): every run of the reference's
 //! `levers-cost-runs.json` (copied into tests/fixtures/levers/cost-runs.json, see the README
 //! there) replayed from its flags, every number of its summary compared with f64 `==`.
 

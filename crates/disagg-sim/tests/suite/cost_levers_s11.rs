@@ -1,4 +1,4 @@
-//! results.md §11 of the reference at full precision (levers-cost.md §9-§11, §13.2:
+//! `docs/levers.md#fft-mixing` of the reference at full precision (`docs/levers.md#fft-mixing`-`docs/levers.md#ppa`, `docs/exactness.md#verification`:
 //! `results_md.s11` of tests/fixtures/levers/cost-runs.json): the 30 runs of five models (the
 //! Llama-3-8B transformer, Hyena-2 with a direct cache, the hybrid, the distilled Hyena-2, the
 //! block-circulant Hyena-2 with either LM head) on five set-ups (colocated, disaggregated on
@@ -50,7 +50,7 @@ fn check_throughput(full: &Value, s: &Summary) {
     eq(s.link_busy, &util["kv-link"], "util kv-link");
 }
 
-/// The table's columns, each from the summary the way results.md §11 reads it.
+/// The table's columns, each from the summary the way `docs/levers.md#fft-mixing` reads it.
 fn check_columns(c: &Value, s: &Summary, label: &str) {
     let at = |k: &str| format!("{label}: {k}");
     eq(s.ttft_s.p99, &c["ttft_p99_s"], &at("ttft_p99_s"));
@@ -228,7 +228,7 @@ fn build(flags: &[&str]) -> disagg_sim::SimConfig {
 }
 
 /// `--fft-efficiency` sets every device given on the command line; the `--ft-*` overrides set
-/// the engine of each that has one (levers-cost.md §9.3, §10.1), and leave the others alone.
+/// the engine of each that has one (`docs/levers.md#fft-mixing`), and leave the others alone.
 #[test]
 fn engine_overrides_reach_the_devices_given() {
     let cfg = build(&[

@@ -54,7 +54,7 @@ fn g2_hetero_fast() {
 
 #[test]
 fn g2_plain_path_differs_only_in_last_bits() {
-    // simulator.md §3.6 item 8: on this run the plain loop differs from the fast path in the last
+    // `docs/serving-model.md#event-order` item 8: on this run the plain loop differs from the fast path in the last
     // bits of some early requests' stamps, while every summary number is identical.
     let g = load("g2_8b_hetero_h100_prefill_a100_decode.json");
     let cfg = config(&g, Some(false));

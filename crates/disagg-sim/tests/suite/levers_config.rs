@@ -1,6 +1,6 @@
-//! The scheduling levers as scenario options (issue 12; levers-scheduling.md §2): the switch-on
-//! rule (§2.1), the resolved [`Levers`] (§2.1's defaults, the token budget, the host link), and
-//! §2.3's validation with its order. Only `Scenario::build` is exercised here: running a
+//! The scheduling levers as scenario options (issue 12; `docs/levers.md#scheduled-instances`): the switch-on
+//! rule (`docs/levers.md#scheduled-instances`), the resolved [`Levers`] (`docs/levers.md#scheduled-instances`'s defaults, the token budget, the host link), and
+//! `docs/levers.md#scheduled-instances`'s validation with its order. Only `Scenario::build` is exercised here: running a
 //! configuration with the levers on needs the scheduled engine.
 
 use disagg_model::{Catalogue, Error};
@@ -31,7 +31,7 @@ fn err(flags: &[&str]) -> String {
 
 #[test]
 fn defaults_are_the_references() {
-    // levers-scheduling.md §2.1's table, written out.
+    // `docs/levers.md#scheduled-instances`'s table, written out.
     let s = Scenario::default();
     assert_eq!(s.batch_policy, BatchPolicy::PrefillPriority);
     assert_eq!(s.max_num_batched_tokens, None);
@@ -133,7 +133,7 @@ fn resolved_levers_carry_the_options() {
             decode_router: disagg_sim::levers::DecodeRouter::LeastLoaded,
         }
     );
-    // pcie5 per cost-model.md §2.4: 64 GB/s, 5 µs, 6 pJ/bit.
+    // pcie5 per `docs/cost-model.md#catalogue`: 64 GB/s, 5 µs, 6 pJ/bit.
     assert_eq!(l.host_link.bandwidth_bps, 64e9);
     assert_eq!(l.host_link.latency_s, 5e-6);
     assert_eq!(l.host_link.pj_per_bit, 6.0);
@@ -172,7 +172,7 @@ fn resolved_levers_carry_the_options() {
     assert_eq!(l.max_seq_len, 1024);
     assert_eq!(l.kv_watermark, 0.01);
     assert_eq!(l.preemption, Preemption::Swap);
-    // pcie4 per cost-model.md §2.4: 32 GB/s, 5 µs, 6 pJ/bit.
+    // pcie4 per `docs/cost-model.md#catalogue`: 32 GB/s, 5 µs, 6 pJ/bit.
     assert_eq!(l.host_link.key, "pcie4");
     assert_eq!(l.host_link.bandwidth_bps, 32e9);
     assert_eq!(l.host_link.latency_s, 5e-6);
@@ -206,8 +206,8 @@ fn the_fast_path_is_refused_in_disaggregated_mode_only() {
     ] {
         let mut flags = on.to_vec();
         flags.push("--fast");
-        // Speculative decoding is also a cost lever, whose checks (levers-cost.md §2.3) run
-        // before the scheduling levers' (§2.2 step 1 before step 4), with their own message.
+        // Speculative decoding is also a cost lever, whose checks (`docs/levers.md#scheduled-instances`) run
+        // before the scheduling levers' (`docs/cost-model.md#parallelism` step 1 before step 4), with their own message.
         let want = if on[0] == "--speculative" {
             "--fast: fast_forward is the plain decode instance's fast path: not with \
              parallelism, quantisation, speculative decoding or mixture-of-experts models"
@@ -352,7 +352,7 @@ fn the_host_link_is_a_catalogue_link_even_when_unused() {
 
 #[test]
 fn validation_follows_the_specs_order() {
-    // §2.3: 8 (--fast in disagg) before 9 (speculative with compression) before 11 (prefix
+    // `docs/levers.md#scheduled-instances`: 8 (--fast in disagg) before 9 (speculative with compression) before 11 (prefix
     // caching with swap); the project's hand-off refusals come last.
     let all = [
         "--fast",
@@ -472,7 +472,7 @@ fn check_refuses_a_hand_edited_fast_path_with_the_levers() {
 
 #[test]
 fn enum_names_read_and_echo_as_the_cli_names() {
-    // Serde and the option table agree with the names of levers-scheduling.md §2.2.
+    // Serde and the option table agree with the names of `docs/levers.md#scheduled-instances`.
     let names: [(&str, &[&str]); 3] = [
         (
             "batch_policy",
@@ -519,7 +519,7 @@ fn the_lever_presets_build_with_the_levers_on_and_the_others_off() {
             .build(&cat())
             .unwrap_or_else(|e| panic!("{}: {e}", p.name));
         let is_lever = lever_groups.iter().any(|g| p.group.starts_with(g));
-        // Every §19-§21 configuration runs the scheduled instances (the reference sets a budget
+        // Every `docs/levers.md#batch-policies`-`docs/levers.md#prefix-caching` configuration runs the scheduled instances (the reference sets a budget
         // even where the policy is the default); the chapter's presets stay plain, and of the
         // cost levers' runs only the speculative one is scheduled.
         let scheduled = is_lever || p.name == "spec-mtp-colocated";
@@ -528,7 +528,7 @@ fn the_lever_presets_build_with_the_levers_on_and_the_others_off() {
             on += 1;
             assert_eq!(c.mode, Mode::Colocated, "{}", p.name);
             assert_eq!(c.instance_count(), 1, "{}", p.name);
-            // What is not the reference's configuration is said, in the group: only §20's loads
+            // What is not the reference's configuration is said, in the group: only `docs/levers.md#kv-reservation`'s loads
             // (held back by the spec).
             let exact = !p.group.starts_with("results.md §20");
             assert_eq!(!exact, p.group.contains("approximate"), "{}", p.group);
@@ -611,7 +611,7 @@ fn the_lever_presets_build_with_the_levers_on_and_the_others_off() {
 
 #[test]
 fn max_decode_batch_and_length_bounds_default_to_the_references() {
-    // SimConfig.max_decode_batch 256; LengthDist(mean, cv, lo=1, hi=32768) (simulator.md §4.1).
+    // SimConfig.max_decode_batch 256; LengthDist(mean, cv, lo=1, hi=32768) (`docs/serving-model.md#arrivals`).
     let s = Scenario::default();
     assert_eq!(s.max_decode_batch, 256);
     assert_eq!(
@@ -758,7 +758,7 @@ fn length_bounds_errors_and_named_workloads() {
         err(&["--prompt-max", "0"]),
         "--prompt-max: must be a whole number from 1 to 10000000 tokens, got 0"
     );
-    // A named workload keeps its own caps (levers-scheduling.md §13: chat's hi = 1024).
+    // A named workload keeps its own caps (`docs/exactness.md#verification`: chat's hi = 1024).
     let mut s = Scenario::from_flags(["--workload", "chat"]).unwrap();
     s.prompt_max = 100;
     assert_eq!(s.workload_spec().prompt.hi, 1024);

@@ -1,5 +1,5 @@
-//! results.md §19 and §21 of the reference, exactly (levers-results.json, copied to
-//! tests/fixtures/levers/results.json; levers-scheduling.md §15 and §11.3).
+//! `docs/levers.md#batch-policies` and `docs/levers.md#prefix-caching` of the reference, exactly (levers-results.json, copied to
+//! tests/fixtures/levers/results.json; `docs/exactness.md#verification` and `docs/exactness.md#fsum`).
 //!
 //! Each row's configuration comes from its preset (`disagg run --preset NAME`: the point is that
 //! the presets are the reference's configurations), checked field by field against the row's
@@ -7,8 +7,8 @@
 //! `chat_sessions` with the row's `LengthDist(mean, cv, lo, hi)`, prefix chains for sessions),
 //! checked equal to the preset's, and run with `simulate_workload`. Every value of the row
 //! (`values`, or `off` / `on`) is compared with f64 `==`, under the field names of
-//! `conventions.row_fields`. §19's capacity table is rerun with the reference's bisection.
-//! (§19's chunk-overhead table is tested in disagg-model, tests/spec/levers.rs.)
+//! `conventions.row_fields`. `docs/levers.md`'s capacity table is rerun with the reference's bisection.
+//! (`docs/levers.md`'s chunk-overhead table is tested in disagg-model, tests/spec/levers.rs.)
 
 #[allow(unused_imports)]
 use crate::golden_common;
@@ -55,7 +55,7 @@ fn length(v: &Value) -> LengthDist {
 }
 
 /// The requests of a row's `workload` entry, generated as the reference does: `poisson_workload`,
-/// or `chat_sessions` with its closed-loop turns and prefix chains (levers-scheduling.md §8).
+/// or `chat_sessions` with its closed-loop turns and prefix chains (`docs/levers.md#prefix-caching`).
 fn workload(w: &Value) -> Workload {
     let (rate, n, seed) = (f(&w["rate"]), u(&w["n"]) as usize, u(&w["seed"]));
     let (p, o) = (length(&w["prompt"]), length(&w["output"]));
@@ -141,7 +141,7 @@ fn check_config(cfg: &SimConfig, c: &Value, what: &str) {
         .unwrap_or("pcie5");
     assert_eq!(sc.host_link, host, "{what}: host_link");
     // A budget, a non-default policy or the prefix cache switches the scheduled instance on
-    // (levers-scheduling.md §2.1); the plain colocated instance otherwise.
+    // (`docs/levers.md#scheduled-instances`); the plain colocated instance otherwise.
     let policy = c
         .get("batch_policy")
         .and_then(Value::as_str)
@@ -163,7 +163,7 @@ fn check_config(cfg: &SimConfig, c: &Value, what: &str) {
     assert!(!sc.dvfs, "{what}: dvfs");
 }
 
-/// The measured requests (simulator.md §5.1): the completed ones by arrival, the first
+/// The measured requests (`docs/serving-model.md#metrics`): the completed ones by arrival, the first
 /// `floor(0.1 * completed)` dropped.
 fn steady(run: &RunResult) -> Vec<disagg_sim::RequestRecord> {
     let mut done: Vec<_> = run.requests().filter(|r| r.finish_s.is_some()).collect();
@@ -276,7 +276,7 @@ fn run_row(sc: &Scenario, config: &Value, w: &Value, what: &str) -> (Summary, Ru
 }
 
 // ---------------------------------------------------------------------------------------------
-// §19: batching policies, the mechanism table
+// `docs/serving-model.md`: batching policies, the mechanism table
 
 fn mechanism_row(policy: &str) {
     let m = &fixture()["section_19"]["mechanism"];
@@ -349,7 +349,7 @@ fn s19_mechanism_has_seven_rows() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// §19: capacity under an ITL SLO, by the reference's bisection
+// `docs/serving-model.md`: capacity under an ITL SLO, by the reference's bisection
 
 /// conventions.bisection: `bisect_rate(ok, lo=0.0, hi=0.5)`: double `hi` while `ok(hi)`, then
 /// halve `[lo, hi]` while `hi - lo > 0.02 * hi`; returns `lo`.
@@ -437,7 +437,7 @@ fn capacity_row(i: usize) {
         ("chunked 2048", "chunked_2048_req_s"),
     ] {
         let c = &row["configs"][label];
-        // The §19 preset of the policy, on the row's model, device and dataset.
+        // The `docs/serving-model.md` preset of the policy, on the row's model, device and dataset.
         let name = match label {
             "chunked 512" => "batching-chunked-512",
             "chunked 2048" => "batching-chunked-2048",
@@ -501,7 +501,7 @@ fn s19_capacity_yi_openchat_relaxed() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// §21: prefix caching
+// `docs/serving-model.md`: prefix caching
 
 fn multi_turn_row(i: usize, name: &str) {
     let row = &fixture()["section_21"]["multi_turn"]["rows"][i];

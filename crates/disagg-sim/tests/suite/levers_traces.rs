@@ -1,7 +1,7 @@
-//! The worked traces of levers-scheduling.md §13 (reference runs, exact values): paged KV with
-//! preemption by recompute and by swap on three requests (§13.1), and the prefix cache's hits,
-//! emitted segments, LRU eviction and hit cap (§13.2). Plus the `--swap-in next-step` option on the
-//! §13.1 swap trace (no thrash).
+//! The worked traces of `docs/exactness.md#verification` (reference runs, exact values): paged KV with
+//! preemption by recompute and by swap on three requests (`docs/exactness.md#verification`), and the prefix cache's hits,
+//! emitted segments, LRU eviction and hit cap (`docs/exactness.md#verification`). Plus the `--swap-in next-step` option on the
+//! `docs/exactness.md#verification` swap trace (no thrash).
 
 use disagg_model::Catalogue;
 use disagg_sim::levers::{PrefixChain, PrefixChains};
@@ -43,7 +43,7 @@ fn req(rid: usize, arrival_s: f64, prompt_len: u32, output_len: u32) -> GenReque
     }
 }
 
-/// §13.1's workload: `[0.1, 3000, 2100]`, `[0.2, 2500, 2600]`, `[0.3, 2000, 3000]`.
+/// `docs/exactness.md#verification`'s workload: `[0.1, 3000, 2100]`, `[0.2, 2500, 2600]`, `[0.3, 2000, 3000]`.
 fn three() -> Vec<GenRequest> {
     vec![
         req(0, 0.1, 3000, 2100),
@@ -159,7 +159,7 @@ fn own_blocks_is_the_default_swap_in() {
 
 #[test]
 fn prefix_cache_trace_13_2() {
-    // rid: arrival, P, O, chain, emit, closed loop (§13.2).
+    // rid: arrival, P, O, chain, emit, closed loop (`docs/exactness.md#verification`).
     let c = cfg(&["--prefix-caching"]);
     let rows = vec![
         req(0, 0.0, 4500, 200),

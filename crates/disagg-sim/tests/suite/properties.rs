@@ -57,7 +57,7 @@ fn fast_and_plain_agree_on_every_summary_number() {
         let a = run(&chapter(&fast));
         let b = run(&chapter(extra));
         assert_eq!(json(&a.summary()), json(&b.summary()), "{extra:?}");
-        // Stamps too (simulator.md §3.6 item 8: identical on these runs).
+        // Stamps too (`docs/serving-model.md#event-order` item 8: identical on these runs).
         assert_eq!(a.len(), b.len(), "{extra:?}");
         assert!(
             a.requests().zip(b.requests()).all(|(x, y)| x == y),
@@ -424,7 +424,7 @@ fn kv_compress_none_is_a_stage_and_absent_is_not() {
     let none = chapter(&["--fast", "--link", "eth-25g", "--kv-compress", "none"]);
     assert!(none.kv_transit.is_some());
     let (a, b) = (run(&plain).summary(), run(&none).summary());
-    // In transit the identity preset still adds 1 us and 1 pJ per input bit (results.md §15).
+    // In transit the identity preset still adds 1 us and 1 pJ per input bit (`docs/cost-model.md#compression`).
     assert_eq!(a.handoff_s.p99, 0.4719423627574439);
     assert_eq!(b.handoff_s.p99, 0.47195731275744857);
     assert!(b.energy.transit_frac.is_some() && a.energy.transit_frac.is_none());

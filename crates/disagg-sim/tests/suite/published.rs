@@ -1,5 +1,5 @@
-//! The published full-precision numbers of the reference (simulator.md §6.2, §6.3; results.md
-//! §10, §14, §15, from `results_optical.json`), all compared with `==`.
+//! The published full-precision numbers of the reference (`docs/exactness.md#verification`; `docs/exactness.md#verification`
+//! `docs/cost-model.md#pools`, `docs/cost-model.md#handoff`, `docs/cost-model.md#compression`, from `results_optical.json`), all compared with `==`.
 //!
 //! Common configuration (`examples/results.py`, `collect_optical`): Llama-3-8B, one device per
 //! instance, the fast decode path, 800 requests of LengthDist(2048, 0.5) / LengthDist(256, 0.5),
@@ -35,7 +35,7 @@ fn same(got: &[f64], want: &[f64], what: &str) {
     }
 }
 
-/// §10: (flags, ttft p99, tpot p99, goodput, slo, J/token, avg W, hand-off p99, link util, tok/s)
+/// `docs/cost-model.md#pools`: (flags, ttft p99, tpot p99, goodput, slo, J/token, avg W, hand-off p99, link util, tok/s)
 const S10: [(&[&str], [f64; 9]); 5] = [
     (
         &[],
@@ -115,7 +115,7 @@ const S10: [(&[&str], [f64; 9]); 5] = [
         ],
     ),
 ];
-/// §14: (link, kv share, link busy, ttft p99, tpot p99, slo, link J/req, J/token, hand-off p99)
+/// `docs/cost-model.md#handoff`: (link, kv share, link busy, ttft p99, tpot p99, slo, link J/req, J/token, hand-off p99)
 const S14: [(&str, [f64; 8]); 5] = [
     (
         "nvlink4",
@@ -183,7 +183,7 @@ const S14: [(&str, [f64; 8]); 5] = [
         ],
     ),
 ];
-/// §15 selection: (link, preset, where, ttft p99, tpot p99, J/token, hand-off p99, link busy, link J/req)
+/// `docs/cost-model.md#compression` selection: (link, preset, where, ttft p99, tpot p99, J/token, hand-off p99, link busy, link J/req)
 const S15: [(&str, &str, &str, [f64; 6]); 12] = [
     (
         "ib-ndr",
@@ -342,7 +342,7 @@ const S15: [(&str, &str, &str, [f64; 6]); 12] = [
         ],
     ),
 ];
-/// §15 25 GbE load sweep: (rate, preset, where, ttft p99, tpot p99, slo, goodput, J/token, hand-off p99, link busy)
+/// `docs/cost-model.md#compression` 25 GbE load sweep: (rate, preset, where, ttft p99, tpot p99, slo, goodput, J/token, hand-off p99, link busy)
 const SWEEP: [(f64, &str, &str, [f64; 7]); 14] = [
     (
         8.0,
@@ -561,7 +561,7 @@ fn section_10_heterogeneous_pools() {
     }
 }
 
-/// Extra columns of the §10 rows in `results_optical.json`: tok/J, KV share, energy breakdown,
+/// Extra columns of the `docs/cost-model.md#pools` rows in `results_optical.json`: tok/J, KV share, energy breakdown,
 /// link GB and link J/request.
 #[test]
 fn section_10_json_extras() {
@@ -778,7 +778,7 @@ fn section_15_load_sweep_25gbe() {
     assert_eq!(s.kv_share_of_e2e, 0.6542416218558631);
 }
 
-/// The Llama-3-8B colocated baseline of results.md §11 ("Colocated x2, H100", from the JSON).
+/// The Llama-3-8B colocated baseline of `docs/levers.md#fft-mixing` ("Colocated x2, H100", from the JSON).
 #[test]
 fn colocated_8b_baseline() {
     let (s, _) = run_flags(&["--mode", "colocated"]);
@@ -821,7 +821,7 @@ fn colocated_8b_baseline() {
     );
 }
 
-/// simulator.md §6.3: stamps, run totals, stage shares and Little's law of the §10 H100+H100 run.
+/// `docs/exactness.md#verification`: stamps, run totals, stage shares and Little's law of the `docs/serving-model.md` H100+H100 run.
 #[test]
 fn section_6_3_reference_stamps_and_totals() {
     let (s, run) = run_flags(&[]);
@@ -929,7 +929,7 @@ fn section_6_3_reference_stamps_and_totals() {
         "stage shares",
     );
     assert_eq!(s.littles_law.l_measured, 15.866811033595189);
-    // simulator.md §5.6/§6.3 quote lambda*W = 15.866811033595177 from the spec author's
+    // `docs/serving-model.md#metrics`/`docs/exactness.md#verification` quote lambda*W = 15.866811033595177 from the spec author's
     // re-implementation; the reference's own formula `(len(done)/horizon) * fmean(e2e)` (which the
     // four golden runs confirm bit for bit) gives the next double up on these stamps, as CPython does
     // too on this run's E2E values. We follow the reference.

@@ -227,9 +227,9 @@ fn percentile_linear() {
     assert_eq!(percentile(&[1.0, 2.0], 50.0), 1.5);
     assert_eq!(percentile(&[1.0, 2.0, 4.0], 100.0), 4.0);
     assert_eq!(percentile(&[1.0, 2.0, 4.0], 0.0), 1.0);
-    // n = 720, p = 99: k = 711.81 as a double (simulator.md §5.2).
+    // n = 720, p = 99: k = 711.81 as a double (`docs/exactness.md#percentiles`).
     assert_eq!(((720 - 1) as f64 * 99.0) / 100.0, 711.81);
-    // Expected values: a Python transliteration of the §5.2 formula (CPython 3.11).
+    // Expected values: a Python transliteration of the `docs/exactness.md#percentiles` formula (CPython 3.11).
     let mut xs = uniform_list(31, 720);
     xs.sort_by(f64::total_cmp);
     let exp = [

@@ -1,6 +1,6 @@
 //! The README's "Scheduling and KV memory" tables are the output of
 //! `cargo run --release -p disagg-sim --example levers_tables` (its functions, included here), and
-//! every cell is the one results.md publishes (levers-results.json's `published` rows, an
+//! every cell is the one `docs/exactness.md#verification` publishes (levers-results.json's `published` rows, an
 //! independent rendering by the reference).
 
 #[path = "../../examples/levers_tables.rs"]
@@ -87,7 +87,7 @@ fn readme_reuse_table_is_current_and_published() {
 
 #[test]
 fn number_formats() {
-    // results.md's: whole numbers grouped by thousands; milliseconds with one decimal below a
+    // `docs/exactness.md#verification`'s: whole numbers grouped by thousands; milliseconds with one decimal below a
     // second, grouped whole ones above.
     assert_eq!(levers_tables::grouped(176122.0), "176,122");
     assert_eq!(levers_tables::grouped(999.4), "999");

@@ -4,7 +4,7 @@
 //!
 //! `--reserve-kv-on transfer`: a hand-off reserves its decode memory on the least-loaded decode
 //! instance that can hold it now (FIFO, head-of-line blocking), instead of being routed to the
-//! least-loaded instance first and waiting in that instance's inbox (levers-scheduling.md §16
+//! least-loaded instance first and waiting in that instance's inbox (`docs/levers.md#quirks`
 //! item 7, "routing at hand-off").
 //!
 //! `--send layerwise`: a prompt's KV streams chunk by chunk, from its first prefill step's first

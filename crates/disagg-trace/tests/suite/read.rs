@@ -471,7 +471,7 @@ fn burstgpt_failed_requests_are_skipped_and_counted() {
 // ---------------------------------------------------------------------------------------------
 // Reference workload JSON
 
-/// `simulator.md` §4.3, requests 0-9.
+/// `docs/exactness.md#python-random`, requests 0-9.
 const REF_ARRIVALS: [f64; 10] = [
     0.01803638301368865,
     0.2123597420424336,

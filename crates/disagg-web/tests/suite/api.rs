@@ -1004,7 +1004,7 @@ fn the_page_has_the_later_lever_fields_and_their_help() {
 
 #[test]
 fn parallel_layouts_and_formats_flow_through_the_api() {
-    // The scenario keys of the cost levers (levers-cost.md §5.2, §6) through serde: 200, echoed,
+    // The scenario keys of the cost levers (`docs/cost-model.md#parallelism`, `docs/cost-model.md#quantisation`) through serde: 200, echoed,
     // and the run's parallel and formats blocks.
     let v = ok(
         "POST",
@@ -1149,7 +1149,7 @@ fn the_page_has_the_parallel_and_format_fields() {
     let html = handle("GET", "/", b"").text();
     assert!(html.contains(r#"id="levers-card" hidden"#));
     assert!(html.contains(r#"<tbody id="levers-body"></tbody>"#));
-    // The format names the selects offer, in the reference's order (levers-cost.md §6.1).
+    // The format names the selects offer, in the reference's order (`docs/cost-model.md#quantisation`).
     let c = ok("GET", "/api/catalogue", Value::Null);
     assert_eq!(c["formats"], json!(["bf16", "fp8", "int8", "int4", "fp4"]));
     let help = &c["option_help"];
@@ -1169,8 +1169,8 @@ fn the_page_has_the_parallel_and_format_fields() {
 
 #[test]
 fn optical_and_ppa_blocks_flow_through_the_api() {
-    // An FFT-mixing model on optical transform engines for prefill, --ppa (levers-cost.md §10.3,
-    // §11): the scenario keys through serde, and the run's optical and ppa blocks.
+    // An FFT-mixing model on optical transform engines for prefill, --ppa (`docs/levers.md#fft-mixing`,
+    // `docs/levers.md#ppa`): the scenario keys through serde, and the run's optical and ppa blocks.
     let v = ok(
         "POST",
         "/api/run",
@@ -1220,7 +1220,7 @@ fn optical_and_ppa_blocks_flow_through_the_api() {
     let want_static: f64 = opt.iter().map(|o| o["static_j"].as_f64().unwrap()).sum();
     assert_eq!(e["optical_static_j"].as_f64(), Some(want_static));
     assert!(e["optical_conversions_j"].as_f64().unwrap() > 0.0);
-    // The ppa block: one line per pool, totals summed in role order, the ratios of §11.
+    // The ppa block: one line per pool, totals summed in role order, the ratios of `docs/levers.md#ppa`.
     let p = &s["ppa"];
     let pools = p["pools"].as_object().expect("pools");
     assert_eq!(pools.keys().collect::<Vec<_>>(), ["prefill", "decode"]);

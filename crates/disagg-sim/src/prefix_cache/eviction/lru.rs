@@ -1,4 +1,4 @@
-//! `lru`: least recently used first (the reference's order, levers-scheduling.md §8.2): by the
+//! `lru`: least recently used first (the reference's order, `docs/levers.md#prefix-caching`): by the
 //! last pin or unpin time, then by insertion.
 
 use super::order::{Eviction, Usage};

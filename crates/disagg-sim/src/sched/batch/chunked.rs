@@ -1,4 +1,4 @@
-//! Chunked prefill (Sarathi-Serve stall-free batching, levers-scheduling.md §5.4): every step
+//! Chunked prefill (Sarathi-Serve stall-free batching, `docs/levers.md#batch-policies`): every step
 //! carries the decode rows plus prompt chunks up to the token budget.
 
 use super::scheduler::{BatchScheduler, Formed, StepForm};

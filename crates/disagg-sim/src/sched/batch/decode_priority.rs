@@ -1,4 +1,4 @@
-//! Decode-priority batching (request-level batching; levers-scheduling.md §5.3): decode while
+//! Decode-priority batching (request-level batching; `docs/levers.md#batch-policies`): decode while
 //! anything runs; prompts only when the running batch has drained. A prefill instance, which has
 //! no decode rows, batches prefill-priority.
 

@@ -1,13 +1,13 @@
-//! Batch policies: how a scheduled instance forms its steps (levers-scheduling.md §5.3, §5.4).
+//! Batch policies: how a scheduled instance forms its steps (`docs/levers.md#batch-policies`).
 //! A policy is a [`BatchScheduler`], one file each, listed once in the registry below
 //! ([`batch_policies!`]), which makes the `--batch-policy` option's names, parsing, help and
 //! echo ([`BatchPolicy`]):
 //!
 //! * [`prefill_priority`]: a batch of whole prompts whenever the head of the queue can be
-//!   admitted, else a decode step (§5.3);
+//!   admitted, else a decode step (`docs/levers.md#batch-policies`);
 //! * [`decode_priority`]: decode while anything runs; prompts only when the batch has drained;
 //! * [`chunked`]: every step carries the decode rows plus prompt chunks up to the token budget
-//!   (§5.4).
+//!   (`docs/levers.md#batch-policies`).
 //!
 //! Adding a policy: a new file here with a type implementing [`BatchScheduler`] (forming its
 //! steps from the [`StepForm`] building blocks), and one row in the registry below.

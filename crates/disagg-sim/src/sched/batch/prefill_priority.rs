@@ -1,4 +1,4 @@
-//! Prefill-priority batching (vLLM v0, the reference's default; levers-scheduling.md §5.3): a
+//! Prefill-priority batching (vLLM v0, the reference's default; `docs/levers.md#batch-policies`): a
 //! batch of whole prompts whenever the head of the queue can be admitted, else a decode step.
 
 use super::scheduler::{BatchScheduler, Formed, StepForm};
