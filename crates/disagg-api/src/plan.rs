@@ -660,7 +660,11 @@ impl Search<'_> {
                     &self.dds[pick[3]],
                 ),
                 (self.pls[pick[4]], self.dls[pick[5]]),
-                (&self.links[pick[6]], &self.comps[pick[7]], self.fmts[pick[8]]),
+                (
+                    &self.links[pick[6]],
+                    &self.comps[pick[7]],
+                    self.fmts[pick[8]],
+                ),
             )
         };
         let mut cands: Vec<Candidate> = (0..self.count as usize)

@@ -186,7 +186,6 @@ pub struct PlanArgs {
     quiet: bool,
 }
 
-
 impl PlanArgs {
     /// The library's options of these flags.
     fn options(&self) -> PlanOptions {
@@ -214,7 +213,11 @@ impl PlanArgs {
     }
 }
 
-pub fn run(a: PlanArgs, cat: &disagg_model::Catalogue, warnings: &mut disagg_api::report::Warnings) -> CmdResult {
+pub fn run(
+    a: PlanArgs,
+    cat: &disagg_model::Catalogue,
+    warnings: &mut disagg_api::report::Warnings,
+) -> CmdResult {
     let o = a.options();
     let search = match disagg_api::plan::prepare(a.sc.scenario()?, cat, &o, warnings)? {
         Plan::MaxRate(m) => {
@@ -250,7 +253,8 @@ pub fn run(a: PlanArgs, cat: &disagg_model::Catalogue, warnings: &mut disagg_api
                 )
             })
             .collect();
-        let mut front: Vec<(f64, f64, String)> = t.cands
+        let mut front: Vec<(f64, f64, String)> = t
+            .cands
             .iter()
             .filter(|c| c.pareto)
             .map(|c| {
