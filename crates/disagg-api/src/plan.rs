@@ -441,7 +441,7 @@ fn requests_flag(sc: &Scenario) -> &'static str {
 
 /// A plan, ready: the highest sustainable rate (computed), or a search to run.
 pub enum Plan<'a> {
-    MaxRate(MaxRate),
+    MaxRate(Box<MaxRate>),
     Search(Box<Search<'a>>),
 }
 
@@ -490,7 +490,7 @@ pub fn prepare<'a>(
         )));
     }
     if o.max_rate {
-        return max_rate(o, base, cat).map(Plan::MaxRate);
+        return max_rate(o, base, cat).map(|m| Plan::MaxRate(Box::new(m)));
     }
     let Some(rate) = o.target_rate else {
         return Err(UsageError("give --max-rate or --target-rate R".into()));
@@ -734,10 +734,10 @@ impl Search<'_> {
                     .map(|pl| {
                         pl.instances as f64
                             * pl.devices as f64
-                            * price_of(&prices, &pl.device.key).unwrap_or(0.0)
+                            * price_of(prices, &pl.device.key).unwrap_or(0.0)
                     })
                     .sum::<f64>()
-                    + ports * price_of(&prices, l).unwrap_or(0.0);
+                    + ports * price_of(prices, l).unwrap_or(0.0);
                 cand.ceiling_rps = ceiling_rps(&cfg);
                 if cand.ceiling_rps.is_some_and(|c| c * PRUNE_FACTOR < rate) {
                     cand.status = "pruned".into();
