@@ -18,6 +18,7 @@ pub mod handoff;
 pub mod memory;
 pub mod metrics;
 pub mod output;
+pub mod plan;
 pub mod report;
 pub mod requests;
 pub mod run;

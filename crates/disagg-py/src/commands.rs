@@ -1,11 +1,10 @@
-//! The other commands: `handoff`, `compare`, `catalogue`, `trace_stats`, `cli` (the command line in-process), `help`, `presets` and
+//! The other commands: `handoff`, `compare`, `plan`, `catalogue`, `trace_stats`, `presets` and
 //! `options`.
 
 use disagg_model::calc::HandoffSpec;
 use disagg_model::ranks::RankSpec;
 use disagg_sim::input::{overlay, ApiError};
 use disagg_sim::Scenario;
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use serde_json::{Map, Value};
@@ -174,20 +173,126 @@ pub(crate) fn trace_stats<'py>(
     })
 }
 
-/// `cli(args)`: runs `disagg ARGS...` in this process and returns what it prints.
+/// `plan(scenario, options)`: `disagg plan --json`. Options are `disagg plan`'s flags with '_'
+/// for '-' ([`disagg_api::plan::KEYS`]: a list option as its text or a list of items, `price`
+/// one `KEY=USD` or a list), the scenario keys, and `catalogue`.
 #[pyfunction]
-pub(crate) fn cli(py: Python<'_>, args: Vec<String>) -> PyResult<String> {
+#[pyo3(signature = (scenario=None, options=None))]
+pub(crate) fn plan<'py>(
+    py: Python<'py>,
+    scenario: Option<&Bound<'py, PyAny>>,
+    options: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyAny>> {
     guard(|| {
-        py.detach(|| disagg_cli::capture(&args))
-            .map_err(|msg| cli_error(py, &msg))
+        let mut m = options_map(options)?;
+        let cat = take_catalogue(py, &mut m)?;
+        let o = plan_options(py, &mut m)?;
+        let base = scenario_of(py, scenario, m).map_err(|e| with_plan_keys(py, e))?;
+        let mut warnings = disagg_api::report::Warnings::default();
+        let doc = match disagg_api::plan::prepare(base, &cat, &o, &mut warnings)
+            .map_err(|e| cli_error(py, &e.0))?
+        {
+            disagg_api::plan::Plan::MaxRate(r) => r.json(),
+            disagg_api::plan::Plan::Search(s) => {
+                if !o.quiet {
+                    eprintln!("{}", s.note());
+                }
+                py.detach(|| s.run(&|| {}))
+                    .map_err(|e| cli_error(py, &e.0))?
+                    .json()
+            }
+        };
+        to_py(py, &doc)
     })
 }
 
-/// `help(command)`: the command line's help text of a subcommand (`run`, `plan`, ...).
-#[pyfunction]
-pub(crate) fn help(command: &str) -> PyResult<String> {
-    disagg_cli::help(command)
-        .ok_or_else(|| PyValueError::new_err(format!("no command '{command}'")))
+/// The plan's own keys of `m` (taken out) as [`disagg_api::plan::PlanOptions`].
+fn plan_options(
+    py: Python<'_>,
+    m: &mut Map<String, Value>,
+) -> PyResult<disagg_api::plan::PlanOptions> {
+    let bad = |key: &str, what: &str, got: &Value| {
+        config_error(py, &format!("{key}: expected {what}, got {got}"), Some(key))
+    };
+    // A list option: its text (`1-4`, `h100,a100`) or a list of items, joined with ','.
+    let item = |key: &str, v: &Value| match v {
+        Value::String(s) => Ok(s.clone()),
+        Value::Number(n) => Ok(n.to_string()),
+        other => Err(bad(key, "a list's text or a list of items", other)),
+    };
+    let list = |key: &str, v: Value| match v {
+        Value::Array(a) => Ok(a
+            .iter()
+            .map(|x| item(key, x))
+            .collect::<PyResult<Vec<_>>>()?
+            .join(",")),
+        other => item(key, &other),
+    };
+    let number = |key: &str, v: &Value| v.as_f64().ok_or_else(|| bad(key, "a number", v));
+    let mut o = disagg_api::plan::PlanOptions::default();
+    for key in disagg_api::plan::KEYS {
+        let v = match m.remove(key) {
+            None | Some(Value::Null) => continue,
+            Some(v) => v,
+        };
+        let switch = |v: &Value| match v {
+            Value::Bool(b) => Ok(*b),
+            other => Err(bad(key, "True or False", other)),
+        };
+        match key {
+            "max_rate" => o.max_rate = switch(&v)?,
+            "yes" => o.yes = switch(&v)?,
+            "quiet" => o.quiet = switch(&v)?,
+            "target_rate" => o.target_rate = Some(number(key, &v)?),
+            "slo_target" => o.slo_target = number(key, &v)?,
+            "energy_price" => o.energy_price = number(key, &v)?,
+            "top" => {
+                o.top = v
+                    .as_u64()
+                    .and_then(|n| usize::try_from(n).ok())
+                    .ok_or_else(|| bad(key, "a whole number of at least 0", &v))?
+            }
+            "latency" => o.latency = item(key, &v)?,
+            "prefill_counts" => o.prefill_counts = list(key, v)?,
+            "decode_counts" => o.decode_counts = list(key, v)?,
+            "prefill_devices" => o.prefill_devices = list(key, v)?,
+            "decode_devices" => o.decode_devices = list(key, v)?,
+            "compressions" => o.compressions = list(key, v)?,
+            "links" => o.links = Some(list(key, v)?),
+            "layouts" => o.layouts = Some(list(key, v)?),
+            "prefill_layouts" => o.prefill_layouts = Some(list(key, v)?),
+            "decode_layouts" => o.decode_layouts = Some(list(key, v)?),
+            "formats" => o.formats = Some(list(key, v)?),
+            "price" => {
+                o.price = match v {
+                    Value::Array(a) => a
+                        .iter()
+                        .map(|x| item(key, x))
+                        .collect::<PyResult<Vec<_>>>()?,
+                    other => vec![item(key, &other)?],
+                }
+            }
+            _ => unreachable!("every key of disagg_api::plan::KEYS is handled"),
+        }
+    }
+    Ok(o)
+}
+
+/// An unknown option of `plan` lists the plan's own keys among the valid ones.
+fn with_plan_keys(py: Python<'_>, e: PyErr) -> PyErr {
+    let v = e.value(py);
+    let (Ok(field), Ok(valid)) = (
+        v.getattr("field").and_then(|f| f.extract::<String>()),
+        v.getattr("valid").and_then(|l| l.extract::<Vec<String>>()),
+    ) else {
+        return e;
+    };
+    let mut all: Vec<String> = disagg_api::plan::KEYS
+        .iter()
+        .map(|k| k.to_string())
+        .collect();
+    all.extend(valid);
+    errors_make(py, "unknown_option", (field, all)).unwrap_or_else(|err| err)
 }
 
 /// The named scenarios: name, group, about, scenario (its keys as `disagg presets --json`).

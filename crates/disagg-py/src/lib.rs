@@ -4,8 +4,8 @@
 //! docstrings and optional pandas / Arrow conversions. Everything here calls the library crates
 //! in-process: options are laid over a scenario exactly as `/api/run` and scenario files are
 //! ([`disagg_sim::input::overlay`]), runs release the GIL, and sweeps run in parallel in Rust.
-//! `compare`, `plan`, `trace_stats` and `list` run the command line's own code in-process
-//! ([`disagg_cli::capture`]) and parse its `--json` output, so they print what the CLI prints.
+//! `compare`, `plan`, `trace_stats` and `catalogue` call the library the command line calls
+//! ([`disagg_api`]) and return the documents its `--json` prints.
 //!
 //! Errors: bad input is `disagg.ConfigError` (a `ValueError`) with the CLI's or the API's one-line
 //! message and a `field` attribute naming the option when one is at fault; a panic (a bug) is
@@ -18,7 +18,7 @@
 //! * [`run`]: `run`, `simulate_rows`, `time_runs` and the `RunHandle` class;
 //! * [`workload`]: the reference's `poisson_workload`;
 //! * [`sweep`]: `sweep` and `jsonl`;
-//! * [`commands`]: `handoff`, `cli`, `help`, `presets`, `options`;
+//! * [`commands`]: `handoff`, `compare`, `plan`, `catalogue`, `trace_stats`, `presets`, `options`;
 //! * [`files`]: reading inputs and writing outputs;
 //! * [`interrupt`]: Ctrl-C while the engine runs (the signal poll and engine threads);
 //! * [`budget`]: the memory budget;
@@ -56,8 +56,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(commands::compare, m)?)?;
     m.add_function(wrap_pyfunction!(commands::catalogue, m)?)?;
     m.add_function(wrap_pyfunction!(commands::trace_stats, m)?)?;
-    m.add_function(wrap_pyfunction!(commands::cli, m)?)?;
-    m.add_function(wrap_pyfunction!(commands::help, m)?)?;
+    m.add_function(wrap_pyfunction!(commands::plan, m)?)?;
     m.add_function(wrap_pyfunction!(commands::presets, m)?)?;
     m.add_function(wrap_pyfunction!(commands::options, m)?)?;
     m.add_function(wrap_pyfunction!(run::time_runs, m)?)?;

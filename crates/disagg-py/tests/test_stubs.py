@@ -88,7 +88,7 @@ t: float = _core.time_runs(None, 1)
 
 BAD_USAGE = '''
 from disagg import _core
-x: int = _core.cli(["presets"])
+x: int = _core.plan(None, {"max_rate": True})
 '''
 
 

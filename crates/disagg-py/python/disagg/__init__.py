@@ -188,43 +188,6 @@ def jsonl(rows: Iterable[Mapping[str, Any]]) -> str:
     return _core.jsonl(list(rows))
 
 
-_FLAGS: Dict[str, str] = {}
-
-
-def _flag(key: str) -> str:
-    """The flag of an option: a scenario key's own flag (`trace_start` is `--start`), else the
-    key with '-' for '_'."""
-    if not _FLAGS:
-        _FLAGS.update((o["key"], o["flag"]) for o in _core.options())
-    return _FLAGS.get(key) or "--" + key.replace("_", "-")
-
-
-def _flags(options: Mapping[str, Any]) -> List[str]:
-    """Keyword options as command-line flags: `link_channels=2` is `--link-channels 2`, True a
-    switch, False and None left out, a list or tuple the flag once per item."""
-    out: List[str] = []
-    for key, value in options.items():
-        flag = _flag(key)
-        if value is None or value is False:
-            continue
-        if value is True:
-            out.append(flag)
-        elif isinstance(value, (list, tuple)):
-            for v in value:
-                out += [flag, _text(v)]
-        else:
-            out += [flag, _text(value)]
-    return out
-
-
-def _text(v: Any) -> str:
-    if isinstance(v, os.PathLike):
-        return os.fspath(v)
-    if isinstance(v, float):
-        return repr(v)
-    return str(v)
-
-
 # Options of the in-process commands that name an input file.
 _INPUT_FILES = ("trace_file", "workload_file", "catalogue", "spec", "config")
 
@@ -237,27 +200,10 @@ def _check_inputs(options: Mapping[str, Any]) -> None:
             raise _errors.missing_file(key, os.fspath(value))
 
 
-def _json_command(args: List[str], command: Optional[str] = None) -> Any:
-    import json
-    import re
-
-    try:
-        text = _core.cli(args)
-    except ConfigError as e:
-        # clap's "unexpected argument '--raet' found": an unknown option name.
-        m = re.match(r"unexpected argument '--([a-z0-9-]+)'", str(e))
-        if m is None or command is None:
-            raise
-        valid = sorted({f.replace("-", "_") for f in re.findall(r"--([a-z][a-z0-9-]*)", _core.help(command))})
-        raise _errors.unknown_option(m.group(1).replace("-", "_"), valid) from None
-    return json.loads(text)
-
-
 def compare(scenario: Optional[str] = None, /, **options: Any) -> Dict[str, Any]:
     """Colocated against disaggregated on the same request stream (or the scenario against
     `variant=[...]` variants, or at each rate of `sweep_rate=[...]`): the document
-    `disagg compare --json` prints. `scenario` is a preset's name; options are `disagg compare`'s
-    flags with '_' for '-' (see `help(disagg.compare)`)."""
+    `disagg compare --json` prints. `scenario` is a preset's name."""
     if scenario is not None:
         options = {"preset": scenario, **options}
     _check_inputs(options)
@@ -267,11 +213,13 @@ def compare(scenario: Optional[str] = None, /, **options: Any) -> Dict[str, Any]
 def plan(scenario: Optional[str] = None, /, **options: Any) -> Dict[str, Any]:
     """Capacity planning: `max_rate=True` for the highest rate that meets the SLO-attainment
     target, or `target_rate=R` for the cheapest cluster that serves R req/s: the document
-    `disagg plan --json` prints. Options are `disagg plan`'s flags with '_' for '-'."""
+    `disagg plan --json` prints. `scenario` is a preset's name. A list option (`prefill_counts`,
+    `links`, `formats`, ...) is its text (`"1-4"`, `"h100,a100"`) or a list of items; `price` is
+    one `KEY=USD` or a list of them."""
     if scenario is not None:
         options = {"preset": scenario, **options}
     _check_inputs(options)
-    return _json_command(["plan", "--json"] + _flags(options), "plan")
+    return _core.plan(None, dict(options))
 
 
 def trace_stats(path: Union[str, "os.PathLike[str]"], **options: Any) -> Dict[str, Any]:
@@ -312,9 +260,49 @@ def options() -> List[Dict[str, Any]]:
     return _core.options()
 
 
+def _binary() -> str:
+    """The `disagg` executable: `DISAGG_BIN` if set, else `disagg` on the PATH."""
+    import shutil
+
+    given = os.environ.get("DISAGG_BIN")
+    if given:
+        if not os.path.exists(given):
+            raise FileNotFoundError(f"DISAGG_BIN: no such file '{given}' (set it to the disagg executable)")
+        return given
+    found = shutil.which("disagg")
+    if found is None:
+        raise FileNotFoundError(
+            "disagg.cli needs the `disagg` executable: install it (`cargo install --path crates/disagg-cli`) "
+            "and put it on the PATH, or set DISAGG_BIN to its path"
+        )
+    return found
+
+
 def cli(*args: str) -> str:
-    """Run `disagg ARGS...` in this process and return what it prints (errors: ConfigError)."""
-    return _core.cli([str(a) for a in args])
+    """Run the `disagg` executable (`DISAGG_BIN`, else `disagg` on the PATH) with ARGS and return
+    what it prints on standard output. Exit code 2 (bad input) raises ConfigError with its
+    message; another failure a RuntimeError with its standard error."""
+    import subprocess
+
+    argv = [_binary()] + [_text(a) for a in args]
+    done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out = done.stdout.decode("utf-8", "replace")
+    err = done.stderr.decode("utf-8", "replace")
+    if done.returncode == 0:
+        return out
+    if done.returncode == 2:
+        lines = [line for line in err.splitlines() if line.strip()]
+        line = next((x for x in lines if x.startswith("error: ")), lines[-1] if lines else "bad input")
+        raise ConfigError(line[len("error: ") :] if line.startswith("error: ") else line)
+    raise RuntimeError(f"disagg exited with code {done.returncode}: {err.strip()}")
+
+
+def _text(v: Any) -> str:
+    if isinstance(v, os.PathLike):
+        return os.fspath(v)
+    if isinstance(v, float):
+        return repr(v)
+    return str(v)
 
 
 def _option_lines() -> str:
@@ -326,16 +314,19 @@ def _option_lines() -> str:
     return "\n".join(lines)
 
 
-def _cli_help(command: str) -> str:
-    text = _core.help(command)
-    return "\n".join("    " + line if line else "" for line in text.splitlines())
+def _see_help(command: str, keys: str = "") -> str:
+    text = (
+        f"\n    Options are `disagg {command}`'s flags with '_' for '-' "
+        f"(see `disagg {command} --help`).\n"
+    )
+    if keys:
+        text += "\n    Scenario keys:\n" + keys + "\n"
+    return text
 
 
 run.__doc__ = (run.__doc__ or "") + "\nOptions (scenario keys):\n" + _option_lines() + "\n"
 sweep.__doc__ = (sweep.__doc__ or "") + "\nAxes and base keys: the options of `run`.\n"
-compare.__doc__ = (compare.__doc__ or "") + "\n    `disagg compare --help`:\n\n" + _cli_help("compare")
-plan.__doc__ = (plan.__doc__ or "") + "\n    `disagg plan --help`:\n\n" + _cli_help("plan")
-handoff.__doc__ = (handoff.__doc__ or "") + "\n    `disagg handoff --help`:\n\n" + _cli_help("handoff")
-trace_stats.__doc__ = (trace_stats.__doc__ or "") + "\n    `disagg trace-stats --help`:\n\n" + _cli_help(
-    "trace-stats"
-)
+compare.__doc__ = (compare.__doc__ or "") + _see_help("compare", _option_lines())
+plan.__doc__ = (plan.__doc__ or "") + _see_help("plan", _option_lines())
+handoff.__doc__ = (handoff.__doc__ or "") + _see_help("handoff")
+trace_stats.__doc__ = (trace_stats.__doc__ or "") + _see_help("trace-stats")
