@@ -179,7 +179,7 @@ pub struct Layout {
 }
 
 impl Layout {
-    /// Devices per instance: tp x pp (levers-cost.md §5.2: the reference does not derive it).
+    /// Devices per instance: tp x pp (`docs/cost-model.md#parallelism`: the reference does not derive it).
     pub fn devices(self) -> u32 {
         self.tp * self.pp
     }
@@ -318,7 +318,7 @@ fn price_of(prices: &[(String, f64)], key: &str) -> Option<f64> {
 }
 
 /// Analytic per-pool ceilings of a disaggregated configuration, each pool with its own cost
-/// model (the reference's formulas of simulator.md §5.9, per pool, from the same functions as
+/// model (the reference's formulas of `docs/serving-model.md#capacity`, per pool, from the same functions as
 /// [`disagg_sim::analytic_capacity`]), and the KV link on the compressed wire bytes
 /// (`kv_link_wire_rps` of the analytic bounds, not the reference's uncompressed `kv_link_rps`).
 pub fn ceiling_rps(cfg: &SimConfig) -> Option<f64> {

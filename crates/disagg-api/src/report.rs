@@ -1,4 +1,4 @@
-//! The text report of one run, in the reference's layout (simulator.md §7.1): renderers know nothing
+//! The text report of one run, in the reference's layout (`docs/serving-model.md#outputs`): renderers know nothing
 //! about events, only the [`Summary`].
 
 use std::fmt::Write;
@@ -358,7 +358,7 @@ pub fn text(s: &Summary) -> String {
     o
 }
 
-/// The optical engines' line and the `--ppa` line (levers-cost.md §10.3, §11); empty without
+/// The optical engines' line and the `--ppa` line (`docs/levers.md#fft-mixing`, `docs/levers.md#ppa`); empty without
 /// an engine device and without `--ppa`.
 /// One `calibrated` line per fitted device of a run (the pools on it joined with `/`):
 /// `calibrated   prefill/decode on h100-fit: fitted to perf_model.csv (8 groups), CV MAPE
@@ -465,7 +465,7 @@ pub fn optical_block(s: &Summary) -> String {
     o
 }
 
-/// The parallel layouts' and the formats' lines (levers-cost.md §5.7, §6.2), as the reference
+/// The parallel layouts' and the formats' lines (`docs/cost-model.md#parallelism`, `docs/cost-model.md#quantisation`), as the reference
 /// prints them; empty without those levers.
 pub fn cost_levers_block(s: &Summary) -> String {
     let mut o = String::new();
@@ -589,7 +589,7 @@ fn ms_dp(x: Option<f64>, dp: usize) -> String {
     x.map_or_else(|| "n/a".to_string(), |v| or_na(1e3 * v, dp))
 }
 
-/// What `full_need` of a request is under KV policy `policy` (levers-scheduling.md §3.2).
+/// What `full_need` of a request is under KV policy `policy` (`docs/levers.md#kv-reservation`).
 fn full_need_words(policy: &str) -> &'static str {
     match policy {
         "oracle" => "prompt + output tokens",
@@ -600,7 +600,7 @@ fn full_need_words(policy: &str) -> &'static str {
     }
 }
 
-/// The "Scheduling and KV memory" block of a scheduled run's report (levers-scheduling.md §11;
+/// The "Scheduling and KV memory" block of a scheduled run's report (`docs/levers.md#lever-metrics`;
 /// empty when the levers are off, so the report is then the plain one byte for byte).
 pub fn scheduler_block(s: &Summary) -> String {
     let Some(b) = &s.scheduler else {
@@ -706,7 +706,7 @@ pub fn scheduler_block(s: &Summary) -> String {
 }
 
 /// One line on the requests rejected at arrival: how many, why (their KV need can never fit,
-/// levers-scheduling.md §4) and which capacity.
+/// `docs/serving-model.md#routing`) and which capacity.
 fn rejection_line(s: &Summary, b: &disagg_sim::sched::SchedulerSummary) -> String {
     let first = |prefill: bool| {
         s.instances
@@ -768,7 +768,7 @@ fn offered_note(s: &Summary) -> String {
 
 type Cell = Box<dyn Fn(&Summary) -> String>;
 
-/// The scheduler figures of a table row (levers-scheduling.md §11.1), `-` where a run does not
+/// The scheduler figures of a table row (`docs/levers.md#lever-metrics`), `-` where a run does not
 /// have them: mean running, preemptions, prefix hit rate (%), scheduling delay p50 (ms).
 pub const SCHED_HEADS: [&str; 4] = ["mean running", "preemptions", "hit rate %", "delay p50 ms"];
 
@@ -1258,7 +1258,7 @@ scheduling   batch chunked (budget 2,048 tokens a step)   KV pow2: 1,751 units x
 
     #[test]
     fn rejections_say_how_many_why_and_which_capacity() {
-        // Colocated: the need against colocated-0's capacity, in the policy's words (§3.2).
+        // Colocated: the need against colocated-0's capacity, in the policy's words (`docs/levers.md#kv-reservation`).
         let mut s = summary(&["--mode", "colocated", "--kv-policy", "max"]);
         let mut b = full_block();
         for (policy, words) in [

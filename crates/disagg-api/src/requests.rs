@@ -22,7 +22,7 @@ pub const BASE_COLUMNS: [&str; 10] = [
     "finish_s",
 ];
 
-/// The columns a scheduled run adds (levers-scheduling.md §11).
+/// The columns a scheduled run adds (`docs/levers.md#lever-metrics`).
 pub const LEVER_COLUMNS: [&str; 6] = [
     "sched_delay_s",
     "preemptions",

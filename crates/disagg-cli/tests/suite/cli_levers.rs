@@ -127,7 +127,7 @@ fn the_report_closes_with_the_scheduling_block() {
 #[test]
 fn rejections_are_explained_once() {
     // A max_seq_len above the whole capacity: every request's need max(max_seq_len, P + O)
-    // exceeds it (§3.2, §4), so all 20 are rejected.
+    // exceeds it (`docs/levers.md#kv-reservation`, `docs/serving-model.md#routing`), so all 20 are rejected.
     let p = tmp("rejected.csv");
     let t = ok_text(&[
         "run",
@@ -213,7 +213,7 @@ fn sweep_rows_carry_the_scheduler_figures() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    // kv_policy oracle alone switches nothing on (§2.1): no block; paged: the block.
+    // kv_policy oracle alone switches nothing on (`docs/levers.md#scheduled-instances`): no block; paged: the block.
     assert!(rows[0]["summary"].get("scheduler").is_none());
     let b = &rows[1]["summary"]["scheduler"];
     assert_eq!(b["kv_policy"], "paged");

@@ -91,7 +91,7 @@ impl<'a, O: Observer> Core<'a, O> {
     }
 
     /// Schedules the first arrival: the first open-loop request (the first root with
-    /// closed-loop turns) at `max(0.0, arrival)` (§3.2).
+    /// closed-loop turns) at `max(0.0, arrival)` (`docs/serving-model.md#event-order`).
     #[inline]
     fn first_arrival(&mut self) {
         let first = self.open.first().copied().unwrap_or(0);
@@ -101,7 +101,7 @@ impl<'a, O: Observer> Core<'a, O> {
     }
 
     /// Schedules the open-loop arrival after request `i` (every request in rid order, or with
-    /// closed-loop turns the next root): `max(0.0, arrival - now)`, then `now + delay` (§3.5).
+    /// closed-loop turns the next root): `max(0.0, arrival - now)`, then `now + delay` (`docs/serving-model.md#event-order`).
     #[inline]
     fn next_arrival(&mut self, i: u32, now: f64) {
         let next = if self.open.is_empty() {
@@ -285,7 +285,7 @@ pub(crate) trait Roles<'a, O: Observer + 'a> {
     fn take_sample(&mut self);
 
     /// A request enters: the population, the admission check, then the rejection or the routing
-    /// (§1.3 steps 1-3).
+    /// (`docs/serving-model.md#topology` steps 1-3).
     #[inline]
     fn admit_arrival(&mut self, rid: u32) {
         let c = self.core();
@@ -329,7 +329,7 @@ pub(crate) fn run<'a, O: Observer + 'a, R: Roles<'a, O>>(r: &mut R) -> Result<()
     let infos = r.instance_infos();
     let c = r.core();
     c.obs.begin(&infos);
-    // t = 0: every instance starts idle; then the arrivals process, then the sampler (§3.2).
+    // t = 0: every instance starts idle; then the arrivals process, then the sampler (`docs/serving-model.md#event-order`).
     if c.reqs.is_empty() {
         c.obs.end(0.0);
         return Ok(());

@@ -11,7 +11,7 @@ use crate::kv_memory::{KvPolicy, KvUnits};
 use crate::levers::BatchPolicy;
 use crate::prefix_cache::{NodeId, PrefixCache};
 
-/// A request's scheduler fields (§1.1) and the record of its tokens.
+/// A request's scheduler fields (`docs/exactness.md#operation-order`) and the record of its tokens.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct RState {
     /// Prompt tokens this (re)prefill computes up to (0: not yet admitted).
@@ -71,7 +71,7 @@ pub(crate) enum Kind {
     Decode,
 }
 
-/// Scheduler statistics of one instance (§5.6, §6, §8.3, §10.4, §11.1).
+/// Scheduler statistics of one instance (`docs/levers.md#scheduled-instances`, `docs/levers.md#paged-kv`, `docs/levers.md#prefix-caching`, `docs/levers.md#speculative`, `docs/levers.md#lever-metrics`).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct SchedStats {
     /// `∫ len(running) dt` over steps, s.

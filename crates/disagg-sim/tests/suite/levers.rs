@@ -37,7 +37,7 @@ fn check_itl_columns(g: &Value, run: &RunResult) {
     }
 }
 
-/// The scheduler block (§11.1) and the `docs/exactness.md#verification` extras (`docs/levers.md#fft-mixing`).
+/// The scheduler block (`docs/levers.md#lever-metrics`) and the `docs/exactness.md#verification` extras (`docs/levers.md#fft-mixing`).
 fn check_scheduler(g: &Value, s: &Summary) {
     let want = &g["summary"]["scheduler"];
     let got = s.scheduler.as_ref().expect("a scheduler block");

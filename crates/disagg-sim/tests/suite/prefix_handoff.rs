@@ -133,7 +133,7 @@ fn prefix_handoff_sends_only_a_turns_new_tokens() {
     assert_eq!(rec(1).handoff_hit_tokens, Some(1010));
     assert_eq!((rec(0).prefix_hit_tokens, rec(1).prefix_hit_tokens), (0, 0));
     // The prefill side's block counts only prefill instances: its cache never holds a reply
-    // (§16 item 6), so turn 2 hit nothing there.
+    // (`docs/levers.md#quirks` item 6), so turn 2 hit nothing there.
     let p = r.scheduler().unwrap().prefix_cache.as_ref().unwrap();
     assert_eq!((p.hit_tokens, p.prompt_tokens), (0, 2610));
     // ... and holds turn 2's chain segment (1010 tokens, computed by its prefill), not the

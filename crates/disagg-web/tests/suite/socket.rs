@@ -52,7 +52,7 @@ fn many_clients_at_once() {
     assert!(head.contains("content-type: text/html"));
     assert!(String::from_utf8_lossy(&page).contains("<html"));
 
-    // 8 clients x 6 runs of the §15 preset, all at once, on 4 workers.
+    // 8 clients x 6 runs of the `docs/cost-model.md#compression` preset, all at once, on 4 workers.
     let t0 = Instant::now();
     let answers: Vec<Vec<Value>> = std::thread::scope(|s| {
         let hs: Vec<_> = (0..8)

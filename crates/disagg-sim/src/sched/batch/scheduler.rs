@@ -18,7 +18,7 @@ pub(crate) trait StepForm {
     fn prefill_step(&mut self, i: usize) -> bool;
     /// A decode step over every running row, after the growth check.
     fn decode_step(&mut self, i: usize) -> bool;
-    /// Decode rows plus prompt chunks up to the token budget (§5.4).
+    /// Decode rows plus prompt chunks up to the token budget (`docs/levers.md#batch-policies`).
     fn chunked_step(&mut self, i: usize) -> bool;
     /// Nothing runs on instance `i`.
     fn is_running_empty(&self, i: usize) -> bool;
