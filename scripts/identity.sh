@@ -155,7 +155,7 @@ if want python; then
     fresh
     rc=0
     cp "$dir/python.py" "$tmp/w/fixtures/python.py"
-    (cd "$tmp/w" && "$py" fixtures/python.py) </dev/null >"$tmp/out" 2>"$tmp/err" || rc=$?
+    (cd "$tmp/w" && DISAGG_BIN="$bin" "$py" fixtures/python.py) </dev/null >"$tmp/out" 2>"$tmp/err" || rc=$?
     write_record "$rc" >"$tmp/actual/python.out"
   elif [ -n "${CI:-}" ]; then
     echo "error: DISAGG_PYTHON '$py' cannot import disagg (bash scripts/python-env.sh makes the venv)" >&2
