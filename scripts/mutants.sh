@@ -63,7 +63,7 @@ select_args() {
     model) echo "--package disagg-model --exclude crates/disagg-model/src/parallel.rs --exclude crates/disagg-model/src/parallel/** --exclude crates/disagg-model/src/link/**" ;;
     model-parallel) echo "--package disagg-model --file crates/disagg-model/src/parallel.rs --file crates/disagg-model/src/parallel/**" ;;
     sim-engine) echo "--package disagg-sim --file crates/disagg-sim/src/engine/**" ;;
-    sim-link) echo "--package disagg-model --file crates/disagg-model/src/link/**" ;;
+    sim-link) echo "--package disagg-model --file crates/disagg-model/src/link/** --exclude crates/disagg-model/src/link/testing.rs" ;;
     sim-stats) echo "--package disagg-sim --file crates/disagg-sim/src/stats.rs" ;;
     sim-metrics) echo "--package disagg-sim --file crates/disagg-sim/src/metrics/**" ;;
     sim-prefix) echo "--package disagg-sim --file crates/disagg-sim/src/prefix_cache/**" ;;

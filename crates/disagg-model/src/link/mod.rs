@@ -70,6 +70,8 @@
 //! (`--link-sharing`, the calculator, the page, Python) and lists in every error.
 
 mod common;
+#[doc(hidden)]
+pub mod testing;
 
 pub use self::common::{
     layerwise_tail, Discipline, LayerPlan, LinkEv, LinkTotals, Note, Schedule, SharedCase,

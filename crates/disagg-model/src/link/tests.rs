@@ -4,6 +4,7 @@
 
 use super::common::*;
 use super::fair::*;
+use super::testing::{self, spec, Drain, TEv};
 use super::*;
 use std::cmp::Ordering;
 use std::cmp::Reverse;
@@ -19,12 +20,17 @@ struct TestQueue<E> {
 }
 
 /// A time, ordered as a number (never NaN here).
-#[derive(Clone, Copy, PartialEq, PartialOrd)]
+#[derive(Clone, Copy, PartialEq)]
 struct Time(f64);
 impl Eq for Time {}
+impl PartialOrd for Time {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
 impl Ord for Time {
     fn cmp(&self, o: &Self) -> Ordering {
-        self.partial_cmp(o).expect("event time is NaN")
+        self.0.partial_cmp(&o.0).expect("event time is NaN")
     }
 }
 
@@ -88,64 +94,18 @@ impl<E> Schedule<E> for TestQueue<E> {
     }
 }
 
-#[derive(Clone, Copy, Debug)]
-enum TEv {
-    Link(u32, LinkEv),
-    Arrive(u32),
-}
-impl From<Tagged> for TEv {
-    fn from((l, e): Tagged) -> Self {
-        TEv::Link(l, e)
+impl<E> Drain<E> for TestQueue<E> {
+    fn pop(&mut self) -> Option<(f64, E)> {
+        TestQueue::pop(self)
+    }
+    fn processed(&self) -> u64 {
+        TestQueue::processed(self)
     }
 }
 
-fn spec(rid: u32, stream: f64, fixed: f64, plan: Option<LayerPlan>) -> XferSpec {
-    XferSpec {
-        rid,
-        fixed_s: fixed,
-        stream_s: stream,
-        time_s: fixed + stream,
-        wire_bytes: stream * 1e9,
-        plan,
-    }
-}
-
-/// Drives one link over `arrivals` (time, spec), returning per rid (start, landed) and
-/// checking the capacity invariant after every event.
+/// [`testing::drive`] on a fresh [`TestQueue`].
 fn drive(link: &mut LinkModel, cap: f64, arrivals: &[(f64, XferSpec)]) -> Vec<(f64, f64)> {
-    let mut q: TestQueue<TEv> = TestQueue::new();
-    let mut notes = Vec::new();
-    let mut out = vec![(f64::NAN, f64::NAN); arrivals.len()];
-    if !arrivals.is_empty() {
-        q.schedule_at(arrivals[0].0, TEv::Arrive(0));
-    }
-    while let Some((t, ev)) = q.pop() {
-        // At most a few events per transfer and layer: a link that keeps waking itself
-        // fails here instead of running for ever.
-        assert!(
-            q.processed() <= 1000 * (arrivals.len() as u64 + 1),
-            "event storm"
-        );
-        match ev {
-            TEv::Arrive(i) => {
-                link.submit(0, arrivals[i as usize].1, &mut q, &mut notes);
-                if (i as usize) + 1 < arrivals.len() {
-                    q.schedule_at(arrivals[i as usize + 1].0, TEv::Arrive(i + 1));
-                }
-            }
-            TEv::Link(l, e) => link.on_event(l, e, &mut q, &mut notes),
-        }
-        let r = link.total_rate();
-        assert!(r <= cap + 1e-12, "total rate {r} above capacity {cap}");
-        assert!(link.bytes_in_flight(t) >= 0.0);
-        for n in notes.drain(..) {
-            match n {
-                Note::Started { rid } => out[rid as usize].0 = t,
-                Note::Landed { rid, .. } => out[rid as usize].1 = t,
-            }
-        }
-    }
-    out
+    testing::drive(link, cap, arrivals, TestQueue::new())
 }
 
 #[test]
