@@ -459,3 +459,32 @@ fn custom_models_by_layer_kind() {
     let m = resolve("base = 'llama3-8b'\n").unwrap();
     assert!(m.arch.is_none());
 }
+
+/// A linear-attention layer read without `conv_bytes` / `state_bytes` holds them in BF16 (2 bytes
+/// per value), the serde default; given values are kept.
+#[test]
+fn linear_state_bytes_default_to_bf16() {
+    let read = |extra: &str| -> Attention {
+        serde_json::from_str(&format!(
+            r#"{{"kind": "linear", "conv_kernel": 4, "k_heads": 16, "k_head_dim": 128,
+                "v_heads": 32, "v_head_dim": 128{extra}}}"#
+        ))
+        .unwrap()
+    };
+    match read("") {
+        Attention::Linear {
+            conv_bytes,
+            state_bytes,
+            ..
+        } => assert_eq!((conv_bytes, state_bytes), (2.0, 2.0)),
+        other => panic!("not linear: {other:?}"),
+    }
+    match read(r#", "state_bytes": 4.0"#) {
+        Attention::Linear {
+            conv_bytes,
+            state_bytes,
+            ..
+        } => assert_eq!((conv_bytes, state_bytes), (2.0, 4.0)),
+        other => panic!("not linear: {other:?}"),
+    }
+}
