@@ -327,7 +327,7 @@ pub struct LinkFit {
     pub topology: String,
 }
 
-/// The ring all-reduce time of `size` bytes over `n` GPUs (`docs/`docs/cost-model.md`#parallelism` step 10):
+/// The ring all-reduce time of `size` bytes over `n` GPUs (`docs/cost-model.md#parallelism` step 10):
 /// `2(n-1)/n * S / bw + 2(n-1) * lat`.
 pub fn ring_all_reduce(n: u32, size: f64, bw: f64, lat: f64) -> f64 {
     let n = n as i128;

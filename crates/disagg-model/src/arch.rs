@@ -686,7 +686,7 @@ pub struct WeightRead {
 impl WeightRead {
     /// `((fl(fixed) + sum_g fl(n_g) * touched_g(t) * fl(expert_g)) + fl(V*d)) * weight_bytes +
     /// fl(t) * row_bytes`, with `touched(t) = fl(X) * (1 - ipow(1 - k/X, t))` (the levers'
-    /// formula, `docs/`docs/cost-model.md`#moe`) summed over the MoE groups in layer-group order.
+    /// formula, `docs/cost-model.md#moe`) summed over the MoE groups in layer-group order.
     pub fn bytes(&self, t: u64) -> f64 {
         let mut experts = 0.0;
         for &(n, x, k, expert) in &self.moe {

@@ -42,7 +42,7 @@ pub struct HandoffSpec {
     pub devices_per_instance: u64,
     /// One row per catalogue link.
     pub all_links: bool,
-    /// KV cache format (`docs/`docs/cost-model.md`#quantisation`): the hand-off's bytes per value; `None`: BF16.
+    /// KV cache format (`docs/cost-model.md#quantisation`): the hand-off's bytes per value; `None`: BF16.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kv_format: Option<String>,
     /// Weight format: the prefill step's weight bytes; `None`: BF16.

@@ -57,8 +57,8 @@ impl CostModel {
         self.opts.prefill_only && self.ced().is_some_and(|c| c.replay_on == ReplayOn::Decode)
     }
 
-    /// Weight bytes the instance keeps resident (the KV capacity's deduction, `docs/`docs/cost-model.md`
-    /// `docs/`docs/cost-model.md`#kv-capacity`): `fl(ced_prefill_resident_params) * wb` on an encoder-only instance, else the whole
+    /// Weight bytes the instance keeps resident (the KV capacity's deduction, `docs/cost-model.md`
+    /// `docs/cost-model.md#kv-capacity`): `fl(ced_prefill_resident_params) * wb` on an encoder-only instance, else the whole
     /// model's `weight_bytes_total`.
     pub fn resident_weight_bytes(&self) -> f64 {
         match self.ced() {

@@ -1,4 +1,4 @@
-//! The roofline cost model with a power roof (`docs/`docs/cost-model.md`#roofline`): the only place that knows how long a
+//! The roofline cost model with a power roof (`docs/cost-model.md#roofline`): the only place that knows how long a
 //! step takes and what it costs in energy.
 //!
 //! Bit-exactness rules (`docs/exactness.md`): FLOP counts are exact integers (`i128`) converted once
@@ -98,7 +98,7 @@ pub struct StepCost {
     /// Memory energy, joules.
     pub memory_j: f64,
     /// Seconds of scale-up communication inside the step (0.0 without a parallel layout;
-    /// `docs/`docs/cost-model.md`#parallelism`).
+    /// `docs/cost-model.md#parallelism`).
     pub comm_time_s: f64,
     /// Scale-up link energy of the step, joules (0.0 without a parallel layout).
     pub comm_j: f64,
@@ -133,7 +133,7 @@ pub struct CostOptions {
     /// Lowest clock fraction (0.4).
     pub s_min: f64,
     /// Rate multiple of the compute format's native units over BF16 (1.0; 2.0 for FP8/INT8
-    /// W8A8, 4.0 for FP4 on B200; `docs/`docs/cost-model.md`#quantisation`). Multiplies the FLOP rate and divides the
+    /// W8A8, 4.0 for FP4 on B200; `docs/cost-model.md#quantisation`). Multiplies the FLOP rate and divides the
     /// energy per FLOP.
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub compute_speedup: f64,
@@ -318,7 +318,7 @@ impl CostModel {
         self.per_seq_overhead
     }
 
-    /// A step's wall time from its time `t` after the power logic (`docs/`docs/cost-model.md`#roofline`; with a
+    /// A step's wall time from its time `t` after the power logic (`docs/cost-model.md#roofline`; with a
     /// layout, `(slots * t) + comm_time`): `t + step_overhead`, then `+ per_seq_overhead *
     /// fl(rows)` for a device that has one (fitted devices; `rows` is the sequences the step
     /// serves). Without a per-sequence term this is `t + step_overhead`, bit for bit as before.
@@ -344,7 +344,7 @@ impl CostModel {
     }
 
     /// Weight bytes a pass over `t` tokens reads: `W + fl(t)*e` for a dense model, the experts
-    /// touched `wbr(t)` for MoE (`docs/`docs/cost-model.md`#moe`).
+    /// touched `wbr(t)` for MoE (`docs/cost-model.md#moe`).
     #[inline]
     pub fn weight_read(&self, t: u64) -> f64 {
         match &self.moe {
@@ -356,7 +356,7 @@ impl CostModel {
         }
     }
 
-    /// KV capacity of the instance in tokens (`docs/`docs/cost-model.md`#kv-capacity`); in sequences for a distilled
+    /// KV capacity of the instance in tokens (`docs/cost-model.md#kv-capacity`); in sequences for a distilled
     /// Hyena model ([`CostModel::cache_unit_bytes`], `docs/levers.md#fft-mixing`).
     pub fn kv_capacity_tokens(&self) -> Result<u64, Error> {
         if self.layout.is_some() {
@@ -376,7 +376,7 @@ impl CostModel {
         Ok(py_floordiv(free, self.cache_unit_bytes()) as u64)
     }
 
-    /// The three roofs (`docs/`docs/cost-model.md`#roofline`), steps 1 to 9 in order.
+    /// The three roofs (`docs/cost-model.md#roofline`), steps 1 to 9 in order.
     pub fn step_time_raw(&self, f: f64, b: f64) -> RawStep {
         let tc = f / self.flops_rate;
         let tm = b / self.byte_rate;
@@ -418,7 +418,7 @@ impl CostModel {
         RawStep { t, ec, em, bound }
     }
 
-    /// A step of `flops` and `bytes` (`docs/`docs/cost-model.md`#roofline`): the roofs plus the fixed overhead.
+    /// A step of `flops` and `bytes` (`docs/cost-model.md#roofline`): the roofs plus the fixed overhead.
     pub fn step(&self, flops: i128, bytes: f64) -> StepCost {
         self.step_of(PyNum::Int(flops), crate::pymath::fl(flops), bytes)
     }
@@ -443,7 +443,7 @@ impl CostModel {
 
     /// The cost of a pass of `f` FLOPs over `t` tokens touching `k` KV positions: weight bytes
     /// `Wb = weight_read(t)`, other bytes `Ob = fl(k) * kvb`; `step(F, Wb + Ob)`, or
-    /// `_parallel(F, Wb, Ob, T)` with a layout (`docs/`docs/cost-model.md`#parallelism`).
+    /// `_parallel(F, Wb, Ob, T)` with a layout (`docs/cost-model.md#parallelism`).
     #[inline]
     pub fn pass(&self, f: i128, t: u64, k: u64) -> StepCost {
         self.pass_ob(f, t, k as f64 * self.kv_bytes_per_token)
@@ -460,7 +460,7 @@ impl CostModel {
         }
     }
 
-    /// This cost model on a parallel layout (`docs/`docs/cost-model.md`#parallelism`): its stage model (`tp` devices,
+    /// This cost model on a parallel layout (`docs/cost-model.md#parallelism`): its stage model (`tp` devices,
     /// no overhead) and scale-up link are built here; the layout is not checked (call
     /// [`Parallel::check`] first, as the reference does).
     pub fn with_layout(mut self, par: Parallel, catalogue: &Catalogue) -> Result<Self, Error> {
@@ -478,7 +478,7 @@ impl CostModel {
         self.layout.as_deref().map(|l| l.link_name().to_string())
     }
 
-    /// FLOPs and bytes of a prefill batch of whole prompts (`docs/`docs/cost-model.md`#prefill-step`).
+    /// FLOPs and bytes of a prefill batch of whole prompts (`docs/cost-model.md#prefill-step`).
     pub fn prefill_work(&self, lens: impl IntoIterator<Item = u64>) -> (i128, f64) {
         if self.model.ced.is_some() {
             return self.ced_prefill_work(lens);
@@ -512,7 +512,7 @@ impl CostModel {
         (f, total as u64, ob)
     }
 
-    /// FLOPs (exact) and tokens of a prefill batch of whole prompts (`docs/`docs/cost-model.md`#prefill-step`).
+    /// FLOPs (exact) and tokens of a prefill batch of whole prompts (`docs/cost-model.md#prefill-step`).
     pub fn prefill_flops(&self, lens: impl IntoIterator<Item = u64>) -> (i128, u64) {
         if let Some(a) = self.model.arch.as_deref() {
             let (f, t, _) = self.arch_prefill(a, lens);
@@ -556,7 +556,7 @@ impl CostModel {
     }
 
     /// FLOPs and bytes of a decode step: `ctx` is the total cached context over a batch of `b`
-    /// (`docs/`docs/cost-model.md`#decode-step`).
+    /// (`docs/cost-model.md#decode-step`).
     #[inline]
     pub fn decode_work(&self, ctx: u64, b: u64) -> (i128, f64) {
         if self.model.arch.is_some() {
@@ -656,7 +656,7 @@ impl CostModel {
     }
 
     /// Adds the endpoint compression pass for the prompts handed off by a prefill batch
-    /// (`docs/`docs/cost-model.md`#compression`). `handed_off` yields the prompt lengths of the requests with more than
+    /// (`docs/cost-model.md#compression`). `handed_off` yields the prompt lengths of the requests with more than
     /// one output token, in batch order. Returns the cost unchanged for `none` or when nothing is
     /// handed off.
     pub fn endpoint_pass(
@@ -843,12 +843,12 @@ impl CostModel {
     }
 
     /// KV capacity in tokens with a speculative draft resident (`docs/levers.md#speculative`,
-    /// `docs/`docs/cost-model.md`#kv-capacity`, `docs/levers.md#speculative`).
+    /// `docs/cost-model.md#kv-capacity`, `docs/levers.md#speculative`).
     pub fn kv_capacity_tokens_with_draft(&self, draft: &Draft) -> Result<u64, Error> {
         self.kv_capacity_levers(Some(draft))
     }
 
-    /// `_kv_capacity_levers` (`docs/`docs/cost-model.md`#kv-capacity`), used with a layout or a draft: per GPU
+    /// `_kv_capacity_levers` (`docs/cost-model.md#kv-capacity`), used with a layout or a draft: per GPU
     /// `room = cap * mem_util`; `(tp, pp)` the layout's, else `(n, 1)`; `unit = kvb / pp (+ the
     /// draft's kvb)`; stage s holds `L/pp` layers (all experts), the first also the embedding
     /// and the last the LM head, plus the draft's resident bytes; capacity
@@ -931,7 +931,7 @@ impl Layout {
         &self.link.name
     }
 
-    /// `docs/`docs/cost-model.md`#parallelism`, steps 1 to 18.
+    /// `docs/cost-model.md#parallelism`, steps 1 to 18.
     pub(crate) fn step(&self, base: &CostModel, f: i128, wb: f64, ob: f64, t: u64) -> StepCost {
         let (l, stage, link) = (&self.par, &self.stage, &self.link);
         let m = &base.model;

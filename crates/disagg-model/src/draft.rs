@@ -15,7 +15,7 @@ use crate::error::Error;
 
 impl Draft {
     /// The pool's draft cost model: the draft on the pool's device and devices per instance, with
-    /// no per-pass overhead, not a prefill pool's (`prefill_only` false, `docs/`docs/cost-model.md`#parallelism`) and
+    /// no per-pass overhead, not a prefill pool's (`prefill_only` false, `docs/cost-model.md#parallelism`) and
     /// every other option (power cap, DVFS, ...) the target's.
     pub fn cost_model(
         &self,

@@ -1,4 +1,4 @@
-//! The KV hand-off: what one prompt's cache costs to move (`docs/`docs/cost-model.md`#handoff`, `docs/`docs/cost-model.md`#seed-calculator`), and the
+//! The KV hand-off: what one prompt's cache costs to move (`docs/cost-model.md#handoff`, `docs/cost-model.md#seed-calculator`), and the
 //! chapter's layer-wise closed form. The link model of the simulator asks [`transfer`] for every
 //! hand-off; the calculator (`disagg handoff`) asks [`handoff`].
 
@@ -19,7 +19,7 @@ crate::named_enum! {
     }
 }
 
-/// One transfer over one channel (`docs/`docs/cost-model.md`#handoff`).
+/// One transfer over one channel (`docs/cost-model.md#handoff`).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct Transfer {
     /// Time the transfer holds a channel, seconds: `fixed_s + stream_s`.

@@ -1,9 +1,9 @@
-//! The Parallel lever (`docs/`docs/cost-model.md`#parallelism`): tensor, pipeline and expert parallelism inside one
-//! instance, and the mixture-of-experts shape it needs (`docs/`docs/cost-model.md`#moe`).
+//! The Parallel lever (`docs/cost-model.md#parallelism`): tensor, pipeline and expert parallelism inside one
+//! instance, and the mixture-of-experts shape it needs (`docs/cost-model.md#moe`).
 //!
 //! [`ParallelCost`] wraps a [`CostModel`] (whose FLOP counts and byte terms stay untouched) and
-//! adds the MoE substitutions of `docs/`docs/cost-model.md`#moe` and the step on a parallel instance `_parallel(F, Wb, Ob, T)`
-//! of `docs/`docs/cost-model.md`#parallelism`, plus the KV capacity with a layout (`docs/`docs/cost-model.md`#kv-capacity`).
+//! adds the MoE substitutions of `docs/cost-model.md#moe` and the step on a parallel instance `_parallel(F, Wb, Ob, T)`
+//! of `docs/cost-model.md#parallelism`, plus the KV capacity with a layout (`docs/cost-model.md#kv-capacity`).
 //!
 //! Where the parts live, all re-exported here: the layout's degrees and checks in
 //! `parallel/spec.rs` ([`Parallel`]), the mixture-of-experts shape beside the model it belongs to
@@ -22,7 +22,7 @@ use crate::catalogue::{Catalogue, Device, ModelSpec};
 use crate::cost::{Chunk, CostModel, CostOptions, StepCost};
 use crate::error::Error;
 
-/// A step cost of the lever path: the step plus its scale-up communication (`docs/`docs/cost-model.md`#parallelism`
+/// A step cost of the lever path: the step plus its scale-up communication (`docs/cost-model.md#parallelism`
 /// step 18).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct LeverStep {
@@ -107,7 +107,7 @@ impl ParallelCost {
         Pass { f, t, k }
     }
 
-    /// Weight bytes a pass over `t` tokens reads: `wbr(t)` (MoE, `docs/`docs/cost-model.md`#moe`) or `W + fl(t)*e` (dense).
+    /// Weight bytes a pass over `t` tokens reads: `wbr(t)` (MoE, `docs/cost-model.md#moe`) or `W + fl(t)*e` (dense).
     pub fn weight_bytes_read(&self, t: u64) -> f64 {
         self.base.weight_read(t)
     }
@@ -133,7 +133,7 @@ impl ParallelCost {
         self.cost(self.mixed_pass(ctx, b, chunks))
     }
 
-    /// KV capacity in tokens: `docs/`docs/cost-model.md`#kv-capacity` with a layout, else `docs/`docs/cost-model.md`#kv-capacity` (with the MoE
+    /// KV capacity in tokens: `docs/cost-model.md#kv-capacity` with a layout, else `docs/cost-model.md#kv-capacity` (with the MoE
     /// `weight_bytes_total`, all experts, for an MoE model).
     pub fn kv_capacity_tokens(&self) -> Result<u64, Error> {
         self.base.kv_capacity_tokens()

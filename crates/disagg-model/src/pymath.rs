@@ -3,8 +3,8 @@
 //! Everything here reproduces CPython (3.11/3.12) results bit for bit:
 //! [`round_half_even`] is `round(float)`, [`fsum`]/[`Fsum`] are `math.fsum`, [`fmean`] is
 //! `statistics.fmean`, [`py_floordiv`] is float `//`, [`cbrt_py`] is the cost model's cube root
-//! (`docs/`docs/cost-model.md` N5), [`percentile`] is the simulator's linear percentile (`docs/exactness.md#percentiles`),
-//! [`bit_length`], [`pow2_at_least`], [`rfft_flops`], [`ipow`] are the helpers of `docs/`docs/cost-model.md` N9,
+//! (`docs/cost-model.md` N5), [`percentile`] is the simulator's linear percentile (`docs/exactness.md#percentiles`),
+//! [`bit_length`], [`pow2_at_least`], [`rfft_flops`], [`ipow`] are the helpers of `docs/cost-model.md` N9,
 //! and [`neumaier_sum`] is CPython 3.12's builtin `sum()` of floats (`docs/exactness.md#fsum`).
 
 /// Python `round(x)` for a float: round half to even, returned as a float holding an integer.
@@ -184,7 +184,7 @@ impl FromIterator<f64> for Fsum {
     }
 }
 
-/// CPython `divmod(a, b)` for floats: `(a // b, a % b)` (`docs/`docs/cost-model.md` N6).
+/// CPython `divmod(a, b)` for floats: `(a // b, a % b)` (`docs/cost-model.md` N6).
 ///
 /// `b == 0` raises `ZeroDivisionError` in Python; here it yields `(a / b, NaN)`.
 pub fn py_divmod(a: f64, b: f64) -> (f64, f64) {
@@ -214,7 +214,7 @@ pub fn py_divmod(a: f64, b: f64) -> (f64, f64) {
     (floordiv, m)
 }
 
-/// CPython float floor division `a // b` (`docs/`docs/cost-model.md` N6). `py_floordiv(1.0, 0.1) == 9.0`.
+/// CPython float floor division `a // b` (`docs/cost-model.md` N6). `py_floordiv(1.0, 0.1) == 9.0`.
 ///
 /// `b == 0` raises in Python; here it returns `a / b` (±inf or NaN).
 #[inline]
@@ -229,13 +229,13 @@ pub fn py_mod(a: f64, b: f64) -> f64 {
 }
 
 /// The cost model's cube root: `copysign(pow(|x|, 1/3), x)` with the platform libm `pow`
-/// (`docs/`docs/cost-model.md` N5). Deliberately not `f64::cbrt`.
+/// (`docs/cost-model.md` N5). Deliberately not `f64::cbrt`.
 #[inline]
 pub fn cbrt_py(x: f64) -> f64 {
     x.abs().powf(1.0 / 3.0).copysign(x)
 }
 
-/// Linear-interpolation percentile of an ascending-sorted slice (`docs/exactness.md#percentiles`, `docs/`docs/cost-model.md`
+/// Linear-interpolation percentile of an ascending-sorted slice (`docs/exactness.md#percentiles`, `docs/cost-model.md`
 /// Appendix C): `k = ((n-1)*p)/100`, `lo = floor(k)`, `hi = ceil(k)`,
 /// value `s[lo] + (s[hi] - s[lo]) * (k - lo)`. Empty input gives NaN.
 ///
@@ -292,7 +292,7 @@ pub fn pow2_at_least(n: u64) -> u64 {
 }
 
 /// FLOPs of a real FFT of length `n`: `(2.5 * n) * (bit_length(n) - 1)` with the logarithm an exact
-/// integer (`docs/`docs/cost-model.md` N9).
+/// integer (`docs/cost-model.md` N9).
 #[inline]
 pub fn rfft_flops(n: u64) -> f64 {
     (2.5 * n as f64) * ((bit_length(n) as i64 - 1) as f64)
@@ -337,7 +337,7 @@ pub fn fl(x: i128) -> f64 {
 }
 
 /// `x` to the integer power `n` by binary exponentiation, low bit first from `r = 1.0`
-/// (`docs/`docs/cost-model.md` N9 `ipow`): while `n`: if `n` is odd `r *= x`; `x *= x`; `n >>= 1`.
+/// (`docs/cost-model.md` N9 `ipow`): while `n`: if `n` is odd `r *= x`; `x *= x`; `n >>= 1`.
 pub fn ipow(mut x: f64, mut n: u64) -> f64 {
     let mut r = 1.0;
     while n != 0 {

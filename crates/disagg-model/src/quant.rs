@@ -1,4 +1,4 @@
-//! The quantisation lever (`docs/`docs/cost-model.md`#quantisation`): weight, KV-cache and compute formats.
+//! The quantisation lever (`docs/cost-model.md#quantisation`): weight, KV-cache and compute formats.
 //!
 //! A non-BF16 weight or KV format replaces the model by a copy with `weight_bytes` / `kv_bytes`
 //! of the format (everywhere: every pool, capacity, hand-off bytes, the speculative draft); a
@@ -28,7 +28,7 @@ crate::named_enum! {
 }
 
 impl QuantFormat {
-    /// Bytes per value, block scales included (`docs/`docs/cost-model.md`#quantisation`): 2.0, 1.0, 1.0,
+    /// Bytes per value, block scales included (`docs/cost-model.md#quantisation`): 2.0, 1.0, 1.0,
     /// `0.5 + 2/128`, `0.5 + 1/32`.
     pub fn bytes(self) -> f64 {
         match self {
@@ -78,7 +78,7 @@ impl Formats {
         Ok(())
     }
 
-    /// The model with the weight and KV formats' bytes per value (`docs/`docs/cost-model.md`#quantisation` item 1);
+    /// The model with the weight and KV formats' bytes per value (`docs/cost-model.md#quantisation` item 1);
     /// unchanged when both are BF16.
     pub fn apply(&self, model: &ModelSpec) -> ModelSpec {
         if self.weight == QuantFormat::Bf16 && self.kv == QuantFormat::Bf16 {
@@ -91,7 +91,7 @@ impl Formats {
         }
     }
 
-    /// The compute speed-up on `device` (`docs/`docs/cost-model.md`#parallelism` item 1): 1.0 for BF16, else the
+    /// The compute speed-up on `device` (`docs/cost-model.md#parallelism` item 1): 1.0 for BF16, else the
     /// device's native multiple for the compute format; an error naming the role's pool when
     /// the device has no such units.
     pub fn compute_speedup(&self, device: &Device, role: &str) -> Result<f64, Error> {

@@ -1443,7 +1443,7 @@ pub fn evaluate(
             format!("'{d}': the rank-aware hand-off models the target's KV heads only"),
         ));
     }
-    // A KV format scales every shard's bytes (`docs/`docs/cost-model.md`#quantisation` item 4).
+    // A KV format scales every shard's bytes (`docs/cost-model.md#quantisation` item 4).
     let model = &crate::calc::formats_of(spec)?.apply(model);
     let Some(row) = doc.row.as_ref() else {
         return Err(Error::invalid(

@@ -1,7 +1,7 @@
-//! Model variants beyond the dense transformer (`docs/`docs/cost-model.md`#catalogue`): FFT-mixing models (Hyena,
+//! Model variants beyond the dense transformer (`docs/cost-model.md#catalogue`): FFT-mixing models (Hyena,
 //! hybrid, block-circulant; `docs/levers.md#fft-mixing`) and the causal encoder-decoder (CED; `docs/levers.md#ced`). Mixture of experts is
 //! [`crate::Moe`]. Each is an optional part of a [`crate::ModelSpec`]; a model with none of them
-//! is the dense transformer of `docs/`docs/cost-model.md`, unchanged.
+//! is the dense transformer of `docs/cost-model.md`, unchanged.
 
 use serde::{Deserialize, Serialize};
 
@@ -165,7 +165,7 @@ named_enum! {
     }
 }
 
-/// An FFT-mixing model's extra shape (`docs/`docs/cost-model.md`#catalogue`, `docs/levers.md#fft-mixing`).
+/// An FFT-mixing model's extra shape (`docs/cost-model.md#catalogue`, `docs/levers.md#fft-mixing`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FftMixing {
     /// `hyena` or `hybrid`.
@@ -201,7 +201,7 @@ impl FftMixing {
         }
     }
 
-    /// Construction checks of `docs/`docs/cost-model.md`#catalogue` that concern the mixer, in order.
+    /// Construction checks of `docs/cost-model.md#catalogue` that concern the mixer, in order.
     pub fn validate(&self, key: &str) -> Result<(), Error> {
         let bad = |what: &str, why: &str| Err(Error::invalid(format!("model '{key}' {what}"), why));
         if self.circulant_block > 0 && self.mixer != Mixer::Hyena {
@@ -308,7 +308,7 @@ impl Ced {
         }
     }
 
-    /// `0 < E < n_layers` and `W >= 1` (`docs/`docs/cost-model.md`#catalogue`).
+    /// `0 < E < n_layers` and `W >= 1` (`docs/cost-model.md#catalogue`).
     pub fn validate(&self, key: &str, n_layers: u64) -> Result<(), Error> {
         if self.encoder_layers == 0 || self.encoder_layers >= n_layers {
             return Err(Error::invalid(

@@ -402,7 +402,7 @@ const SCENARIO: &str = "Scenario";
 const HARDWARE: &str = "Model and hardware";
 const POOLS: &str = "Pools and link";
 const BEYOND: &str = "Beyond the reference";
-/// The heading of the cost levers (`docs/`docs/cost-model.md`#parallelism`, `docs/`docs/cost-model.md`#quantisation`).
+/// The heading of the cost levers (`docs/cost-model.md#parallelism`, `docs/cost-model.md#quantisation`).
 pub const PARALLEL: &str = "Parallelism and formats";
 /// The heading of the FFT-mixing, optical engine and PPA options (`docs/levers.md#fft-mixing`-`docs/levers.md#ppa`).
 pub const OPTICAL: &str = "FFT-mixing models, optical engine and PPA";

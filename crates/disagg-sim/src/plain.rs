@@ -71,7 +71,7 @@ struct Planned {
     bound: Bound,
 }
 
-/// A prefill instance (`docs/`docs/cost-model.md`#parallelism`).
+/// A prefill instance (`docs/cost-model.md#parallelism`).
 struct PrefillInst {
     queue: VecDeque<u32>,
     queued_tokens: u64,
@@ -88,7 +88,7 @@ struct PrefillInst {
     stats: InstanceStats,
 }
 
-/// A decode instance: the plain per-step loop (`docs/`docs/cost-model.md`#parallelism`) or the fast macro-step path (`docs/`docs/cost-model.md`#parallelism`).
+/// A decode instance: the plain per-step loop (`docs/cost-model.md#parallelism`) or the fast macro-step path (`docs/cost-model.md#parallelism`).
 struct DecodeInst {
     queue: VecDeque<u32>,
     /// Plain path: running requests in admission order.
@@ -120,7 +120,7 @@ enum Phase {
     Decode,
 }
 
-/// A colocated instance (`docs/`docs/cost-model.md`#parallelism`).
+/// A colocated instance (`docs/cost-model.md#parallelism`).
 struct ColocInst {
     queue: VecDeque<u32>,
     running: Vec<u32>,
@@ -604,7 +604,7 @@ impl<'a, O: Observer> Sim<'a, O> {
         {
             match self.cfg.mode {
                 Mode::Disagg => {
-                    // First instance with the least queued prompt tokens (`docs/`docs/cost-model.md`#parallelism`).
+                    // First instance with the least queued prompt tokens (`docs/cost-model.md#parallelism`).
                     let mut best = 0;
                     let mut best_load = u64::MAX;
                     for (k, p) in self.prefill.iter().enumerate() {
@@ -660,7 +660,7 @@ impl<'a, O: Observer> Sim<'a, O> {
         }
         if inst.in_macro {
             // Interrupt (URGENT in SimPy, handled right after this handler): finish the step in
-            // flight and stop at its boundary (`docs/`docs/cost-model.md`#parallelism`).
+            // flight and stop at its boundary (`docs/cost-model.md#parallelism`).
             inst.in_macro = false;
             let now = self.core.q.now();
             let k = inst.plan_ends.len();
@@ -708,7 +708,7 @@ impl<'a, O: Observer> Sim<'a, O> {
         }
     }
 
-    // ── prefill (`docs/`docs/cost-model.md`#parallelism`) ───────────────────────────────────────────────────
+    // ── prefill (`docs/cost-model.md#parallelism`) ───────────────────────────────────────────────────
 
     fn prefill_body(&mut self, p: usize) {
         let now = self.core.q.now();
@@ -831,7 +831,7 @@ impl<'a, O: Observer> Sim<'a, O> {
             }
         }
         // The instance loops at once (same timestamp), then the hand-off processes start and
-        // request the link, in batch order (`docs/`docs/cost-model.md`#catalogue` a).
+        // request the link, in batch order (`docs/cost-model.md#catalogue` a).
         self.prefill_body(p);
         for k in 0..self.scratch.len() {
             let rid = self.scratch[k];
@@ -859,7 +859,7 @@ impl<'a, O: Observer> Sim<'a, O> {
 
     /// Decode router: the first instance with the least queue + running (+ hand-offs already bound
     /// for it, which is 0 unless decode instances are chosen at hand-off start), among those that
-    /// have `room` free KV tokens if given (`docs/`docs/cost-model.md`#parallelism`).
+    /// have `room` free KV tokens if given (`docs/cost-model.md#parallelism`).
     fn pick_decode(&self, room: Option<u64>) -> Option<usize> {
         let cap = self.kv_cap0;
         let mut best = None;
@@ -969,13 +969,13 @@ impl<'a, O: Observer> Sim<'a, O> {
             self.link.inbound[target as usize] -= 1;
             target as usize
         } else {
-            // Decode router: first instance with the least queue + running (`docs/`docs/cost-model.md`#parallelism`).
+            // Decode router: first instance with the least queue + running (`docs/cost-model.md#parallelism`).
             self.pick_decode(None).expect("a decode instance")
         };
         self.submit_decode(d, rid);
     }
 
-    // ── decode (`docs/`docs/cost-model.md`#parallelism`) ──────────────────────────────────────────────
+    // ── decode (`docs/cost-model.md#parallelism`) ──────────────────────────────────────────────
 
     fn decode_body(&mut self, d: usize) {
         if self.cfg.fast_forward && !self.rows_cost {
@@ -1227,7 +1227,7 @@ impl<'a, O: Observer> Sim<'a, O> {
         }
     }
 
-    // ── colocated (`docs/`docs/cost-model.md`#parallelism`) ─────────────────────────────────────────────────
+    // ── colocated (`docs/cost-model.md#parallelism`) ─────────────────────────────────────────────────
 
     fn coloc_body(&mut self, c: usize) {
         let now = self.core.q.now();

@@ -1,4 +1,4 @@
-//! Named scenarios: the chapter's configurations (`docs/`docs/cost-model.md`#pools`, `docs/`docs/cost-model.md`#handoff`, `docs/`docs/cost-model.md`#compression` of the reference) and
+//! Named scenarios: the chapter's configurations (`docs/cost-model.md#pools`, `docs/cost-model.md#handoff`, `docs/cost-model.md#compression` of the reference) and
 //! those of the scheduling levers (`docs/levers.md#batch-policies`-`docs/levers.md#prefix-caching`), so that `disagg run --preset NAME` reproduces a
 //! published row (where a row needs what the spec does not give, its group and text say so).
 
@@ -19,7 +19,7 @@ pub struct Preset {
 
 /// The chapter's base: Llama-3-8B, one H100 per instance, 1P1D over InfiniBand NDR, 8 req/s,
 /// prompts 2,048 and outputs 256 tokens (cv 0.5), 800 requests, seed 1, the exact fast decode path
-/// (`docs/`docs/cost-model.md`#pools`–`docs/`docs/cost-model.md`#compression`).
+/// (`docs/cost-model.md#pools`–`docs/cost-model.md#compression`).
 pub fn chapter_base() -> Scenario {
     Scenario {
         model: "llama3-8b".into(),

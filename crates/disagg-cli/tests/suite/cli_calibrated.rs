@@ -61,7 +61,7 @@ fn instance<'a>(s: &'a Value, name: &str) -> &'a Value {
         .unwrap()
 }
 
-// Llama-2-7B (`docs/`docs/cost-model.md`#prefill-step`, `docs/`docs/cost-model.md`#decode-step`): matmul params 6,476,005,376 + 32000*4096 =
+// Llama-2-7B (`docs/cost-model.md#prefill-step`, `docs/cost-model.md#decode-step`): matmul params 6,476,005,376 + 32000*4096 =
 // 6,607,077,376; W = 2 B each; e = 4096*2 = 8192 B; kvb = 2*32*32*128*2 = 524,288 B.
 const MATMUL: i128 = 6_607_077_376;
 const L: i128 = 32;

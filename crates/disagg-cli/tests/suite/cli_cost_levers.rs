@@ -1,4 +1,4 @@
-//! The cost levers at the command line (`docs/levers.md#scheduled-instances`, `docs/`docs/cost-model.md`#parallelism`, `docs/`docs/cost-model.md`#quantisation`): every combination the
+//! The cost levers at the command line (`docs/levers.md#scheduled-instances`, `docs/cost-model.md#parallelism`, `docs/cost-model.md#quantisation`): every combination the
 //! reference refuses is one line naming the option, exit status 2; the levers' blocks in `--json`
 //! and the report; a run that does not use them is unchanged.
 
@@ -119,7 +119,7 @@ fn layout_checks_of_5_3_in_order() {
         args.extend(flags);
         bad(&args, &[want]);
     }
-    // A layout that does not fit names the stage (`docs/`docs/cost-model.md`#parallelism`).
+    // A layout that does not fit names the stage (`docs/cost-model.md#parallelism`).
     bad(
         &["run", "--device", "a100-40g", "--pp", "4"],
         &["Llama-3-70B does not fit: 36.3 GB of weights per GPU in stage 0 of 1 x 4 A100-SXM-40GB (36.0 GB usable)"],
@@ -145,7 +145,7 @@ fn layout_checks_of_5_3_in_order() {
 
 #[test]
 fn format_units_of_each_pool() {
-    // `docs/`docs/cost-model.md`#parallelism`: each pool looks up its own device's units.
+    // `docs/cost-model.md#parallelism`: each pool looks up its own device's units.
     bad(
         &[
             "run",

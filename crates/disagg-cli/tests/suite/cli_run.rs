@@ -21,7 +21,7 @@ fn f(v: &Value) -> f64 {
 
 #[test]
 fn json_schema_and_the_chapters_saturated_link() {
-    // `docs/`docs/cost-model.md`#compression` load sweep, 14 req/s, no compression (`docs/exactness.md#verification`, full precision).
+    // `docs/cost-model.md#compression` load sweep, 14 req/s, no compression (`docs/exactness.md#verification`, full precision).
     let v = ok_json(&["run", "--preset", "eth25g-14rps", "--json"]);
     assert_eq!(v["schema_version"], 1);
     let s = &v["summary"];

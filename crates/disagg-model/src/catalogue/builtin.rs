@@ -16,7 +16,7 @@ impl Default for Catalogue {
 
 /// Where a built-in model's configuration comes from, for the models added with the
 /// calibration data (issue 15): the Hugging Face repository and file. `None` for the reference's
-/// models (`docs/`docs/cost-model.md`#catalogue` is their source).
+/// models (`docs/cost-model.md#catalogue` is their source).
 pub fn model_source(key: &str) -> Option<&'static str> {
     match key {
         "llama2-7b" => Some("huggingface.co/meta-llama/Llama-2-7b-hf config.json"),
@@ -155,7 +155,7 @@ fn a100_like(key: &str, name: &str, mem_bw: f64, mem_cap: f64) -> Device {
 }
 
 impl Catalogue {
-    /// The reference's presets (`docs/`docs/cost-model.md`#catalogue`–`docs/`docs/cost-model.md`#compression`).
+    /// The reference's presets (`docs/cost-model.md#catalogue`–`docs/cost-model.md#compression`).
     pub fn builtin() -> Self {
         let models = vec![
             // Context lengths: Llama 3.1's 128k for the Llama-3 shapes (3.1 has the same shapes),
@@ -172,7 +172,7 @@ impl Catalogue {
             ModelSpec::preset("llama3.2-1b", "Llama-3.2-1B", 16, 2048, 32, 8, 8192, 128256)
                 .with_context(131072),
         ];
-        // The reference's other models (`docs/`docs/cost-model.md`#catalogue`): Mixtral with its experts, and the
+        // The reference's other models (`docs/cost-model.md#catalogue`): Mixtral with its experts, and the
         // FFT-mixing and CED variants of the Llama-3 shapes.
         let l8 = models[0].clone();
         let l70 = models[1].clone();

@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use super::model::ModelSpec;
 
-/// A KV hand-off compression format (`KVCompression`, `docs/`docs/cost-model.md`#compression`).
+/// A KV hand-off compression format (`KVCompression`, `docs/cost-model.md#compression`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct KvCompression {
     /// Catalogue key (`fp8`).
@@ -54,7 +54,7 @@ crate::named_enum! {
     }
 }
 
-/// KV compression on the hand-off path (`KVTransit`, `docs/`docs/cost-model.md`#compression`), with the reference's
+/// KV compression on the hand-off path (`KVTransit`, `docs/cost-model.md#compression`), with the reference's
 /// defaults for the in-link stage.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct KvTransit {
@@ -85,7 +85,7 @@ impl KvTransit {
         }
     }
 
-    /// Compression work for `nbytes` of BF16 KV of a `prompt_tokens` prompt (`docs/`docs/cost-model.md`#compression`).
+    /// Compression work for `nbytes` of BF16 KV of a `prompt_tokens` prompt (`docs/cost-model.md#compression`).
     pub fn ops(&self, nbytes: f64, prompt_tokens: u64, kv_bytes: f64, on_gpu: bool) -> f64 {
         let values = nbytes / kv_bytes;
         let mut per = self.compression.ops_per_value;

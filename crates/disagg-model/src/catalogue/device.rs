@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::Error;
 use crate::variants::TransformEngine;
 
-/// An accelerator (`Accelerator`, `docs/`docs/cost-model.md`#catalogue`). Rates are SI: FLOP/s, bytes/s, bytes, W.
+/// An accelerator (`Accelerator`, `docs/cost-model.md#catalogue`). Rates are SI: FLOP/s, bytes/s, bytes, W.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Device {
     /// Catalogue key (`h100`).

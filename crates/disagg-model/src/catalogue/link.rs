@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
 
-/// A KV link (`Link`, `docs/`docs/cost-model.md`#catalogue`): per channel and per direction.
+/// A KV link (`Link`, `docs/cost-model.md#catalogue`): per channel and per direction.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Link {
     /// Catalogue key (`eth-25g`).

@@ -1,8 +1,8 @@
 //! The catalogue: model shapes, accelerators, links and KV compression formats, exactly as the
-//! reference (`hardware.py` of Disaggregated_Inference_Sim, `docs/`docs/cost-model.md`#catalogue`) defines them.
+//! reference (`hardware.py` of Disaggregated_Inference_Sim, `docs/cost-model.md#catalogue`) defines them.
 //!
 //! Unit constants are multiplied at run time (`value * GB`), never written as literals, because
-//! `2.039 * 1e12` is not the literal `2.039e12` (`docs/`docs/cost-model.md` N3).
+//! `2.039 * 1e12` is not the literal `2.039e12` (`docs/cost-model.md` N3).
 //!
 //! One room per kind of entry: `model.rs` (a model's shape, [`ModelSpec`], with its
 //! mixture-of-experts shape [`Moe`]), `device.rs` ([`Device`], [`Calibration`]), `link.rs`

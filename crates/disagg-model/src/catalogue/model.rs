@@ -19,7 +19,7 @@ crate::named_enum! {
     }
 }
 
-/// A dense transformer's shape (`ModelSpec`, `docs/`docs/cost-model.md`#catalogue`).
+/// A dense transformer's shape (`ModelSpec`, `docs/cost-model.md#catalogue`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ModelSpec {
     /// Catalogue key (`llama3-8b`).
@@ -51,7 +51,7 @@ pub struct ModelSpec {
     /// so). Not part of the reference's model; `None` means no limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_tokens: Option<u64>,
-    /// Mixture of experts (`docs/`docs/cost-model.md`#moe`): every layer's MLP is routed experts.
+    /// Mixture of experts (`docs/cost-model.md#moe`): every layer's MLP is routed experts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub moe: Option<Moe>,
     /// An FFT-mixing model (Hyena, hybrid, block-circulant; `docs/levers.md#fft-mixing`).
@@ -312,7 +312,7 @@ impl ModelSpec {
         self.validate_variants()
     }
 
-    /// The construction checks of `docs/`docs/cost-model.md`#catalogue` for the FFT-mixing, CED and MoE parts, in
+    /// The construction checks of `docs/cost-model.md#catalogue` for the FFT-mixing, CED and MoE parts, in
     /// the reference's order.
     fn validate_variants(&self) -> Result<(), Error> {
         let key = &self.key;
@@ -361,7 +361,7 @@ impl ModelSpec {
     }
 }
 
-/// The mixture-of-experts shape of a model (`docs/`docs/cost-model.md`#catalogue`, `docs/`docs/cost-model.md`#moe`): `X` routed experts of the
+/// The mixture-of-experts shape of a model (`docs/cost-model.md#catalogue`, `docs/cost-model.md#moe`): `X` routed experts of the
 /// model's `d_ff` each, `k` of them per token, plus `S` always-on shared experts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Moe {
@@ -374,7 +374,7 @@ pub struct Moe {
 }
 
 impl Moe {
-    /// Mixtral-8x7B: X = 8, k = 2, S = 0 (`docs/`docs/cost-model.md`#catalogue`).
+    /// Mixtral-8x7B: X = 8, k = 2, S = 0 (`docs/cost-model.md#catalogue`).
     pub fn mixtral() -> Self {
         Moe {
             n_experts: 8,
@@ -383,7 +383,7 @@ impl Moe {
         }
     }
 
-    /// `1 <= k <= X` (`docs/`docs/cost-model.md`#catalogue`).
+    /// `1 <= k <= X` (`docs/cost-model.md#catalogue`).
     pub fn validate(&self) -> Result<(), Error> {
         if self.top_k < 1 || self.top_k > self.n_experts {
             return Err(Error::invalid(

@@ -4,7 +4,7 @@
 use crate::catalogue::{Catalogue, Device, Link, ModelSpec};
 use crate::error::Error;
 
-/// A parallel layout of an instance (`docs/`docs/cost-model.md`#parallelism`): `tp` × `pp` GPUs, `ep` = 1 or `tp`.
+/// A parallel layout of an instance (`docs/cost-model.md#parallelism`): `tp` × `pp` GPUs, `ep` = 1 or `tp`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Parallel {
     /// Tensor-parallel degree (GPUs per stage).
@@ -35,7 +35,7 @@ impl Default for Parallel {
 }
 
 impl Parallel {
-    /// `Parallel.check(model, n, "<role> pool")` (`docs/`docs/cost-model.md`#parallelism`), the eight checks in order.
+    /// `Parallel.check(model, n, "<role> pool")` (`docs/cost-model.md#parallelism`), the eight checks in order.
     /// Errors read `<role> pool: <message>`.
     pub fn check(
         &self,

@@ -204,7 +204,7 @@ fn the_document() {
     assert_eq!(row.link_latency_s, 20e-6);
     assert_eq!(row.link_pj_per_bit, 15.0);
     assert_eq!(row.link_channels, 1);
-    // `docs/`docs/cost-model.md`#compression`: 0.08591934592 s and 0.03221225472 J over 25 GbE.
+    // `docs/cost-model.md#compression`: 0.08591934592 s and 0.03221225472 J over 25 GbE.
     assert_eq!(row.handoff.transfer_s, 0.08591934592);
     assert_eq!(row.handoff.link_energy_j, 0.03221225472);
 

@@ -91,7 +91,7 @@ fn every_handoff_fixture_through_the_calculator() {
 
 #[test]
 fn the_worked_examples_by_hand() {
-    // `docs/`docs/cost-model.md`#quantisation` item 4: Llama-3-8B (L = 32, Hkv = 8, hd = 128) in FP8: 2*32*8*128*1 =
+    // `docs/cost-model.md#quantisation` item 4: Llama-3-8B (L = 32, Hkv = 8, hd = 128) in FP8: 2*32*8*128*1 =
     // 65,536 B a token, P = 2048: 134,217,728 B; ib-ndr 50 GB/s and 10 µs (0.00001 +
     // 134217728 / 5e10 = 0.00269435456 s); 15 pJ/bit: ((134217728 * 8) * 15) * 1e-12 J.
     let d = eval(&spec(|s| {
@@ -128,7 +128,7 @@ fn the_worked_examples_by_hand() {
 
 #[test]
 fn the_formats_set_the_prefill_step() {
-    // The quant.* CostModel.prefill entries of the reference (`docs/`docs/cost-model.md`#quantisation` items 1-2), the
+    // The quant.* CostModel.prefill entries of the reference (`docs/cost-model.md#quantisation` items 1-2), the
     // calculator's prefill step for the same model, device, devices and prompt.
     let es: Vec<Value> =
         serde_json::from_str(include_str!("../fixtures/levers/cost.json")).unwrap();
@@ -384,7 +384,7 @@ fn the_lever_checks_in_order() {
         })),
         "speculative: speculative decoding with KV hand-off compression is not modelled"
     );
-    // Compute units of the prefill device (`docs/`docs/cost-model.md`#parallelism` item 1, the run's one line).
+    // Compute units of the prefill device (`docs/cost-model.md#parallelism` item 1, the run's one line).
     assert_eq!(
         err(&spec(|s| {
             s.prefill_device = "a100".into();

@@ -1,6 +1,6 @@
 //! Issue 15: the models measured in the calibration data, fitted devices (their overheads and
 //! provenance) in the cost model, and catalogue overlays written by `device_overlay_toml`.
-//! Expected values are hand arithmetic or `docs/`docs/cost-model.md`#roofline`-`docs/`docs/cost-model.md`#roofline` / `docs/`docs/cost-model.md`#parallelism` written
+//! Expected values are hand arithmetic or `docs/cost-model.md#roofline`-`docs/cost-model.md#roofline` / `docs/cost-model.md#parallelism` written
 //! out.
 
 use disagg_model::custom::*;
@@ -144,7 +144,7 @@ fn fitted() -> Device {
     }
 }
 
-/// No power roof, so a step is `max(F / flops_rate, B / byte_rate)` (`docs/`docs/cost-model.md`#roofline`).
+/// No power roof, so a step is `max(F / flops_rate, B / byte_rate)` (`docs/cost-model.md#roofline`).
 fn no_cap() -> CostOptions {
     CostOptions {
         enforce_tdp: false,
@@ -290,7 +290,7 @@ fn a_fitted_tensor_parallel_step_by_hand() {
         .unwrap()
         .with_layout(par, &c)
         .unwrap();
-    // One decode step, 4 rows over 1000 positions, tp 2, pp 1 (`docs/`docs/cost-model.md`#parallelism`): mb = 1;
+    // One decode step, 4 rows over 1000 positions, tp 2, pp 1 (`docs/cost-model.md#parallelism`): mb = 1;
     // the stage (2 GPUs) takes F and B whole; act = (4 * d) * 2 bytes; 2*L all-reduces of
     // ((2*(2-1)/2) * act) / bw + 2*(2-1)*lat on NVLink 4 (450 GB/s, 5 µs); slots = 1.
     let f = 2 * MATMUL * 4 + (4 * L * D) * 1004;

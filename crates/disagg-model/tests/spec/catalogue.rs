@@ -1,6 +1,6 @@
-//! The catalogue (`disagg_model::catalogue`): the presets as `docs/`docs/cost-model.md`#catalogue`–`docs/`docs/cost-model.md`#compression` lists them,
+//! The catalogue (`disagg_model::catalogue`): the presets as `docs/cost-model.md#catalogue`–`docs/cost-model.md#compression` lists them,
 //! lookups and their errors, additions, the validation bounds, and the small formulas of links,
-//! compression formats and the compression work (`docs/`docs/cost-model.md`#compression`).
+//! compression formats and the compression work (`docs/cost-model.md#compression`).
 
 use disagg_model::*;
 
@@ -10,7 +10,7 @@ fn cat() -> Catalogue {
 
 #[test]
 fn model_presets() {
-    // `docs/`docs/cost-model.md`#catalogue`: key, name, L, d, H, Hkv, ff, V; all BF16, LM head on every token.
+    // `docs/cost-model.md#catalogue`: key, name, L, d, H, Hkv, ff, V; all BF16, LM head on every token.
     let rows = [
         (
             "llama3-8b",
@@ -60,7 +60,7 @@ fn model_presets() {
         ),
     ];
     let c = cat();
-    // The dense shapes first; the reference's other models follow (`docs/`docs/cost-model.md`#catalogue`).
+    // The dense shapes first; the reference's other models follow (`docs/cost-model.md#catalogue`).
     // 7 of the reference's other models, then the 3 measured ones (issue 15), then the 15
     // served ones (issue 16).
     assert_eq!(c.models.len(), rows.len() + 7 + 3 + 15);
@@ -284,7 +284,7 @@ fn model_validation_bounds() {
 
 #[test]
 fn device_presets() {
-    // `docs/`docs/cost-model.md`#catalogue`: peak, bw, capacity, flops_eff, bw_eff, tdp, idle, pJ/FLOP, pJ/byte,
+    // `docs/cost-model.md#catalogue`: peak, bw, capacity, flops_eff, bw_eff, tdp, idle, pJ/FLOP, pJ/byte,
     // native formats, scale-up link.
     let tb = 1e12;
     let gb = 1e9;
@@ -523,7 +523,7 @@ fn device_validation_bounds() {
 
 #[test]
 fn link_presets_and_formulas() {
-    // `docs/`docs/cost-model.md`#catalogue`: key, name, bandwidth (GB/s), latency, pJ/bit; one channel each.
+    // `docs/cost-model.md#catalogue`: key, name, bandwidth (GB/s), latency, pJ/bit; one channel each.
     let rows = [
         ("nvlink4", "NVLink 4 (one direction)", 450.0, 5e-6, 5.0),
         ("ib-ndr", "InfiniBand NDR 400G", 50.0, 10e-6, 15.0),
@@ -624,7 +624,7 @@ fn link_validation_bounds() {
 
 #[test]
 fn compression_presets_and_formulas() {
-    // `docs/`docs/cost-model.md`#compression` (the first four) and the catalogue's descriptions (the rest): key,
+    // `docs/cost-model.md#compression` (the first four) and the catalogue's descriptions (the rest): key,
     // ratio, ops per value, FFT, scale bytes per vector.
     let rows = [
         ("none", 1.0, 0.0, false, 0.0),
@@ -693,7 +693,7 @@ fn compression_presets_and_formulas() {
 
 #[test]
 fn compression_work_by_hand() {
-    // `docs/`docs/cost-model.md`#compression`: values = nbytes / kv_bytes; per = ops_per_value (+ the FFTs: 2 *
+    // `docs/cost-model.md#compression`: values = nbytes / kv_bytes; per = ops_per_value (+ the FFTs: 2 *
     // rfft_flops(n) / n with n = pow2_at_least(P)); ops = per * values.
     let c = cat();
     let fp8 = KvTransit::new(c.compression("fp8").unwrap().clone(), CompressAt::Transit);
@@ -716,7 +716,7 @@ fn compression_work_by_hand() {
     );
     // P = 3: n = 4, rfft_flops = (2.5 * 4) * 2 = 20; per = 1 + 40 / 4 = 11.
     assert_eq!(fk.ops(1000.0, 3, 2.0, true), 11.0 * 500.0);
-    // P = 2048: 1 + (2 * 56320) / 2048 = 56 ops/value (`docs/`docs/cost-model.md`#compression`).
+    // P = 2048: 1 + (2 * 56320) / 2048 = 56 ops/value (`docs/cost-model.md#compression`).
     assert_eq!(fk.ops(1000.0, 2048, 2.0, true), 56.0 * 500.0);
     // In the link the FFT is passive (native_fft): 1 op per value ...
     assert_eq!(fk.ops(1000.0, 2048, 2.0, false), 500.0);

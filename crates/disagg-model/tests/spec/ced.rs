@@ -11,7 +11,7 @@ fn cat() -> Catalogue {
     Catalogue::builtin()
 }
 
-/// A catalogue model with the fixture's `model_overrides` applied (`docs/`docs/cost-model.md`#catalogue`: the
+/// A catalogue model with the fixture's `model_overrides` applied (`docs/cost-model.md#catalogue`: the
 /// LM head, then E, W and where the replay runs).
 fn model_of(cm: &Value) -> ModelSpec {
     let mut m = cat().model(cm["model"].as_str().unwrap()).unwrap().clone();
@@ -435,7 +435,7 @@ fn capacity_uses_the_resident_weights() {
     assert_eq!(eo.resident_weight_bytes(), 71_894_564_864.0);
     assert_eq!(eo.kv_capacity_tokens().unwrap(), 659_501);
     // Any other role or replay placement keeps the whole model resident: Llama-3-70B's 448,288
-    // tokens on 4xH100 (`docs/`docs/cost-model.md`#kv-capacity`), weights 2 * 70,552,387,584 B.
+    // tokens on 4xH100 (`docs/cost-model.md#kv-capacity`), weights 2 * 70,552,387,584 B.
     for (on, po) in [(Decode, false), (Prefill, true), (Prefill, false)] {
         let cm = cm_of("llama3-70b-ced", "h100", 4, on, po);
         assert!(!cm.encoder_only());

@@ -1,8 +1,8 @@
-//! The cost model (`disagg_model::cost`) against `docs/`docs/cost-model.md`#roofline` written out in this file: the
-//! derived rates of `docs/`docs/cost-model.md`#derived-rates`, the nine steps of `docs/`docs/cost-model.md`#roofline`, the step cost of `docs/`docs/cost-model.md`#roofline`, prefill (`docs/`docs/cost-model.md`#prefill-step`, both LM-head
-//! placements), decode (`docs/`docs/cost-model.md`#decode-step`), the KV capacity (`docs/`docs/cost-model.md`#kv-capacity`) and the endpoint pass (`docs/`docs/cost-model.md`#compression`), evaluated over
+//! The cost model (`disagg_model::cost`) against `docs/cost-model.md#roofline` written out in this file: the
+//! derived rates of `docs/cost-model.md#derived-rates`, the nine steps of `docs/cost-model.md#roofline`, the step cost of `docs/cost-model.md#roofline`, prefill (`docs/cost-model.md#prefill-step`, both LM-head
+//! placements), decode (`docs/cost-model.md#decode-step`), the KV capacity (`docs/cost-model.md#kv-capacity`) and the endpoint pass (`docs/cost-model.md#compression`), evaluated over
 //! a grid of presets, device counts and power/DVFS options, and compared bit for bit. The spec
-//! functions below count which branch of `docs/`docs/cost-model.md`#roofline` each case took, and the test checks that every
+//! functions below count which branch of `docs/cost-model.md#roofline` each case took, and the test checks that every
 //! branch was taken, so the grid keeps exercising all of them.
 
 use std::cell::RefCell;
@@ -10,7 +10,7 @@ use std::cell::RefCell;
 use disagg_model::pymath::{cbrt_py, py_floordiv};
 use disagg_model::*;
 
-/// `docs/`docs/cost-model.md`#derived-rates`: the derived rates, written out from the device's fields.
+/// `docs/cost-model.md#derived-rates`: the derived rates, written out from the device's fields.
 struct Rates {
     rf: f64,
     rb: f64,
@@ -51,7 +51,7 @@ fn rates(d: &Device, n: u32, o: &CostOptions) -> Rates {
 }
 
 thread_local! {
-    /// Branches of `docs/`docs/cost-model.md`#roofline` taken: [dvfs lowered s, power check fired, sqrt branch, cubic branch,
+    /// Branches of `docs/cost-model.md#roofline` taken: [dvfs lowered s, power check fired, sqrt branch, cubic branch,
     /// s raised to s_min after the power branch, step 8 stretch, compute label, memory label].
     static HITS: RefCell<[u32; 8]> = const { RefCell::new([0; 8]) };
 }
@@ -60,7 +60,7 @@ fn hit(i: usize) {
     HITS.with(|h| h.borrow_mut()[i] += 1);
 }
 
-/// `docs/`docs/cost-model.md`#roofline` steps 1 to 9, verbatim.
+/// `docs/cost-model.md#roofline` steps 1 to 9, verbatim.
 fn spec_raw(r: &Rates, f: f64, b: f64) -> (f64, f64, f64, Bound) {
     let tc = f / r.rf;
     let tm = b / r.rb;
@@ -139,7 +139,7 @@ fn check_step(what: &dyn Fn() -> String, r: &Rates, got: StepCost, f: i128, b: f
     assert_eq!(got.memory_j.to_bits(), em.to_bits(), "{} memory_j", what());
 }
 
-/// `docs/`docs/cost-model.md`#catalogue` derived quantities, integers as integers.
+/// `docs/cost-model.md#catalogue` derived quantities, integers as integers.
 struct Shape {
     layer_params: i128,
     matmul_params: i128,
@@ -179,7 +179,7 @@ fn shape(m: &ModelSpec) -> Shape {
     }
 }
 
-/// `docs/`docs/cost-model.md`#prefill-step`.
+/// `docs/cost-model.md#prefill-step`.
 fn spec_prefill(m: &ModelSpec, lens: &[u64]) -> (i128, f64) {
     let s = shape(m);
     let t: i128 = lens.iter().map(|&p| p as i128).sum();
@@ -196,7 +196,7 @@ fn spec_prefill(m: &ModelSpec, lens: &[u64]) -> (i128, f64) {
     (f, b)
 }
 
-/// `docs/`docs/cost-model.md`#decode-step`.
+/// `docs/cost-model.md#decode-step`.
 fn spec_decode(m: &ModelSpec, ctx: u64, b: u64) -> (i128, f64) {
     let s = shape(m);
     let (c, bi) = (ctx as i128, b as i128);
@@ -208,7 +208,7 @@ fn spec_decode(m: &ModelSpec, ctx: u64, b: u64) -> (i128, f64) {
 fn models() -> Vec<ModelSpec> {
     let cat = Catalogue::builtin();
     let mut v = vec![];
-    // The dense shapes of `docs/`docs/cost-model.md`#catalogue` (the other models have their own tests).
+    // The dense shapes of `docs/cost-model.md#catalogue` (the other models have their own tests).
     for m in cat
         .models
         .iter()
@@ -332,7 +332,7 @@ fn steps_follow_the_spec_over_a_grid() {
 
 #[test]
 fn raw_step_memory_bound_with_dvfs_and_a_budget() {
-    // `docs/`docs/cost-model.md`#roofline` by hand, with round numbers: a device of 1e15 FLOP/s and 1e12 B/s
+    // `docs/cost-model.md#roofline` by hand, with round numbers: a device of 1e15 FLOP/s and 1e12 B/s
     // (eff 1), 1 pJ/FLOP and 100 pJ/B, TDP 700 W and idle 100 W: budget 600 W.
     let dev = round_device(700.0);
     let m = Catalogue::builtin().model("llama3-8b").unwrap().clone();
@@ -495,7 +495,7 @@ fn construction_errors() {
 
 #[test]
 fn kv_capacity_by_the_spec() {
-    // `docs/`docs/cost-model.md`#kv-capacity`: free = ((cap * n) * mem_util) - weight_bytes_total; tokens = free // kv_per_token.
+    // `docs/cost-model.md#kv-capacity`: free = ((cap * n) * mem_util) - weight_bytes_total; tokens = free // kv_per_token.
     let cat = Catalogue::builtin();
     for m in models() {
         for dev in &cat.devices {
@@ -529,7 +529,7 @@ fn kv_capacity_by_the_spec() {
         }
     }
     // Hand check: Llama-3-8B on 1xH100: free = 80e9 * 0.9 - 16059990016 = 55940009984;
-    // / 131072 = 426788.0... -> 426788 (`docs/`docs/cost-model.md`#kv-capacity`).
+    // / 131072 = 426788.0... -> 426788 (`docs/cost-model.md#kv-capacity`).
     let c = CostModel::new(
         cat.model("llama3-8b").unwrap(),
         cat.device("h100").unwrap(),
@@ -542,7 +542,7 @@ fn kv_capacity_by_the_spec() {
 
 #[test]
 fn endpoint_pass_by_the_spec() {
-    // `docs/`docs/cost-model.md`#compression` written out, for every compression preset, batches of several prompts.
+    // `docs/cost-model.md#compression` written out, for every compression preset, batches of several prompts.
     let cat = Catalogue::builtin();
     let m = cat.model("llama3-8b").unwrap();
     for dev in ["h100", "a100", "optical"] {
@@ -760,7 +760,7 @@ fn exact_ties_follow_the_spec_comparisons() {
     assert_eq!((r.t, r.ec, r.em), (1.0, 125.0, 100.0));
     // Step 5 divides by max(tc / s, tm) with the DVFS clock s: tc / (tc / tm) can round one ulp
     // above tm, and then only the spec's divisor keeps a step just under its budget. F =
-    // 535761929853378, B = 882261405816 (found with python3 over the formulas of `docs/`docs/cost-model.md`#roofline`):
+    // 535761929853378, B = 882261405816 (found with python3 over the formulas of `docs/cost-model.md#roofline`):
     // tm = 0.882261405816, s = tc / tm, tc / s = 0.8822614058160001; the power over that divisor
     // is 323.93589151757817 W, over tm it would be 323.9358915175782 W. With the budget at the
     // former (idle 0, TDP 323.93589151757817) step 5 does not fire: memory-bound, t = tc / s,

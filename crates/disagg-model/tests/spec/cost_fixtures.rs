@@ -68,7 +68,7 @@ fn layout(cm: &Value) -> Option<Parallel> {
     })
 }
 
-/// A pool's cost model (`docs/`docs/cost-model.md`#parallelism`), its draft's and the draft.
+/// A pool's cost model (`docs/cost-model.md#parallelism`), its draft's and the draft.
 fn build(cm: &Value) -> (CostModel, Option<(Draft, CostModel)>) {
     let c = cat();
     let m = model(cm);

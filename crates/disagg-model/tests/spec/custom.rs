@@ -538,7 +538,7 @@ fn errors() {
     }
 }
 
-/// A custom model in TOML may be an MoE, FFT-mixing or CED model (`docs/`docs/cost-model.md`#catalogue`): fields
+/// A custom model in TOML may be an MoE, FFT-mixing or CED model (`docs/cost-model.md#catalogue`): fields
 /// inherit from the base, a field given replaces it, and the construction checks apply.
 #[test]
 fn custom_models_with_experts_mixers_and_encoders() {

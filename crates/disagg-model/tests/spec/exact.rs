@@ -1,9 +1,9 @@
 //! Every exact value of the reference cost model that the specification lists, asserted with `==`.
 //!
-//! Source of the expected values: `docs/`docs/cost-model.md` (a clean-room specification of
-//! Disaggregated_Inference_Sim's `hardware.py`), `docs/`docs/cost-model.md`#catalogue`–`docs/`docs/cost-model.md`#catalogue` derived tables, `docs/`docs/cost-model.md`#kv-capacity` capacities, `docs/`docs/cost-model.md`#compression`
+//! Source of the expected values: `docs/cost-model.md` (a clean-room specification of
+//! Disaggregated_Inference_Sim's `hardware.py`), `docs/cost-model.md#catalogue`–`docs/cost-model.md#catalogue` derived tables, `docs/cost-model.md#kv-capacity` capacities, `docs/cost-model.md#compression`
 //! hand-off table, `docs/exactness.md#verification` fixture values (from the reference's `cost_model.json`), `docs/exactness.md#verification` hand
-//! calculations E1–E8 and `docs/`docs/cost-model.md`#seed-calculator` the seed chapter's numbers. Values copied verbatim, full precision.
+//! calculations E1–E8 and `docs/cost-model.md#seed-calculator` the seed chapter's numbers. Values copied verbatim, full precision.
 
 #![allow(clippy::type_complexity)]
 
@@ -37,7 +37,7 @@ fn quant(model: &str, wb: f64, kvb: f64) -> ModelSpec {
 
 #[test]
 fn derived_model_table() {
-    // `docs/`docs/cost-model.md`#catalogue`: hd, params_per_layer, layer_params, params, matmul_params, W resident,
+    // `docs/cost-model.md#catalogue`: hd, params_per_layer, layer_params, params, matmul_params, W resident,
     // W streamed, embedding row, KV bytes per token.
     let rows: [(&str, u64, i128, i128, i128, i128, f64, f64, f64, f64); 6] = [
         (
@@ -130,7 +130,7 @@ fn derived_model_table() {
 
 #[test]
 fn derived_device_table() {
-    // `docs/`docs/cost-model.md`#catalogue` and N3: the rates are products computed at run time.
+    // `docs/cost-model.md#catalogue` and N3: the rates are products computed at run time.
     let rows: [(&str, f64, f64, f64, f64); 6] = [
         (
             "h100",
@@ -188,7 +188,7 @@ fn derived_device_table() {
 
 #[test]
 fn kv_capacity() {
-    // `docs/`docs/cost-model.md`#kv-capacity`.
+    // `docs/cost-model.md#kv-capacity`.
     let rows = [
         ("llama3-8b", "h100", 1, 426788),
         ("llama3-8b", "a100", 1, 426788),
@@ -568,7 +568,7 @@ fn hand_calculations_power() {
     assert_eq!(s.energy_j, 34.80114191283582);
     let u = cm("llama3-70b", "h100", 1).decode_sum(524288, 256);
     assert_eq!(u.energy_j, 55.613350477824);
-    // DVFS moves the last bit (`docs/`docs/cost-model.md`#roofline` notes).
+    // DVFS moves the last bit (`docs/cost-model.md#roofline` notes).
     let d = capped("llama3-70b", "h100", 1, None, true).decode_sum(524288, 256);
     assert_eq!(d.time_s, 0.11650380637611941);
     assert_eq!(u.time_s, 0.1165038063761194);
@@ -662,7 +662,7 @@ fn r(x: f64, digits: usize) -> String {
 
 #[test]
 fn results_md_sections_1_and_2() {
-    // `docs/exactness.md#verification`: `docs/`docs/cost-model.md`#roofline`–`docs/`docs/cost-model.md`#roofline` rows, at their published rounding.
+    // `docs/exactness.md#verification`: `docs/cost-model.md#roofline`–`docs/cost-model.md#roofline` rows, at their published rounding.
     struct Row {
         c: CostModel,
         prefill: Option<u64>,
@@ -822,7 +822,7 @@ fn transit(key: &str, at: CompressAt) -> KvTransit {
 
 #[test]
 fn endpoint_pass_table() {
-    // `docs/`docs/cost-model.md`#compression`, compression pass at the endpoint on 1xH100, P = 2048.
+    // `docs/cost-model.md#compression`, compression pass at the endpoint on 1xH100, P = 2048.
     let h = cm("llama3-8b", "h100", 1);
     let rows = [
         (
@@ -878,7 +878,7 @@ fn endpoint_pass_table() {
 
 #[test]
 fn transfer_table() {
-    // `docs/`docs/cost-model.md`#compression`: transit and endpoint times, link and stage joules, transit-bound flags.
+    // `docs/cost-model.md#compression`: transit and endpoint times, link and stage joules, transit-bound flags.
     let c = cat();
     let m = c.model("llama3-8b").unwrap();
     let rows = [

@@ -718,7 +718,7 @@ fn hybrid_layers_and_sizes_by_hand() {
 
 #[test]
 fn transformer_ledger_is_the_dense_flop_count() {
-    // For an attention model the ledger's total is `docs/`docs/cost-model.md`#prefill-step`/`docs/`docs/cost-model.md`#decode-step`'s integer F (every
+    // For an attention model the ledger's total is `docs/cost-model.md#prefill-step`/`docs/cost-model.md#decode-step`'s integer F (every
     // partial sum an integer below 2^53, so exact): 2*M*T + 2*L*d*P*(P+1), 2*M*b + 4*L*d*(ctx+b).
     let m = model("llama3-8b");
     let (l, d, mm) = (32i128, 4096i128, m.matmul_params());

@@ -1,5 +1,5 @@
-//! The hand-off (`disagg_model::handoff`) against `docs/`docs/cost-model.md`#handoff` and the chapter's closed form
-//! (`docs/`docs/cost-model.md`#seed-calculator`), with round numbers so every expected value is a hand literal or the formula written out:
+//! The hand-off (`disagg_model::handoff`) against `docs/cost-model.md#handoff` and the chapter's closed form
+//! (`docs/cost-model.md#seed-calculator`), with round numbers so every expected value is a hand literal or the formula written out:
 //! a 1 GB/s link with 1 ms latency, 10 pJ/bit and two channels; Llama-3-8B (131,072 KV bytes per
 //! token) and a 1,000-token prompt, so S = 131,072,000 bytes and the wire takes 0.131072 s.
 
@@ -206,7 +206,7 @@ fn handoff_by_hand() {
         1e-3 + (0.131072f64 / 32.0).max(0.131072 - (pre * 31.0) / 32.0)
     );
     assert!(h.exposed_s < h.transfer_s);
-    // fp8 compressed on the GPU: the pass adds max(tc, tm) to the prefill (`docs/`docs/cost-model.md`#compression`),
+    // fp8 compressed on the GPU: the pass adds max(tc, tm) to the prefill (`docs/cost-model.md#compression`),
     // with ops = S / 2 and nb = S + S / 2 on 1xH100 (R_f = 543950000000000.06, R_b = 2.68e12).
     let tr = transit("fp8", CompressAt::Endpoint);
     let h = handoff(&cm, &l, Some(&tr), SendMode::Whole, 1000);

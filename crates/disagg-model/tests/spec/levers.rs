@@ -36,7 +36,7 @@ fn ch(p0: u64, c: u64, last: bool) -> Chunk {
 // ---------------------------------------------------------------------------------------------
 // The spec's formulas (`docs/levers.md#batch-policies`, `docs/levers.md#speculative`), written out from the model's fields.
 
-/// `(M, Lp, L, d, V, W, e, k)` of `docs/`docs/cost-model.md`#catalogue` and `docs/levers.md#batch-policies`.
+/// `(M, Lp, L, d, V, W, e, k)` of `docs/cost-model.md#catalogue` and `docs/levers.md#batch-policies`.
 struct Shape {
     m: i128,
     lp: i128,

@@ -1,5 +1,5 @@
 //! disagg-model's behaviour pinned module by module against independent values: hand
-//! arithmetic, `docs/`docs/cost-model.md`'s formulas written out, and CPython's own results (issue 11,
+//! arithmetic, `docs/cost-model.md`'s formulas written out, and CPython's own results (issue 11,
 //! mutation testing). One test binary, so a mutant costs one link, not six.
 
 mod arch_kinds;

@@ -1,4 +1,4 @@
-//! The Parallel lever and mixture of experts (`docs/`docs/cost-model.md`#moe`, `docs/`docs/cost-model.md`#parallelism`): every `par.*` and `moe.*`
+//! The Parallel lever and mixture of experts (`docs/cost-model.md#moe`, `docs/cost-model.md#parallelism`): every `par.*` and `moe.*`
 //! entry of the reference fixtures (copied into tests/fixtures/levers/parallel.json, see the
 //! README there) reproduced bit for bit, plus the spec's worked values and formulas written out.
 
@@ -9,7 +9,7 @@ fn cat() -> Catalogue {
     Catalogue::builtin()
 }
 
-/// Mixtral-8x7B from the built-in catalogue (`docs/`docs/cost-model.md`#catalogue`).
+/// Mixtral-8x7B from the built-in catalogue (`docs/cost-model.md#catalogue`).
 fn mixtral() -> ModelSpec {
     cat().model("mixtral-8x7b").unwrap().clone()
 }
@@ -200,7 +200,7 @@ fn int_div_is_correctly_rounded() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// `docs/`docs/cost-model.md`#catalogue` / `docs/`docs/cost-model.md`#moe`: the Mixtral shape's derived quantities, the spec's table.
+// `docs/cost-model.md#catalogue` / `docs/cost-model.md#moe`: the Mixtral shape's derived quantities, the spec's table.
 
 #[test]
 fn mixtral_derived_quantities() {
@@ -293,7 +293,7 @@ fn moe_validation() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// `docs/`docs/cost-model.md`#parallelism`: validation, in order, one-line messages.
+// `docs/cost-model.md#parallelism`: validation, in order, one-line messages.
 
 fn chk(p: &Parallel, moe: bool, n: u32) -> String {
     let m = if moe {
@@ -426,7 +426,7 @@ fn scale_up_link_defaults_to_the_devices() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// `docs/`docs/cost-model.md`#parallelism` written out on small cases.
+// `docs/cost-model.md#parallelism` written out on small cases.
 
 fn pc(model: &str, dev: &str, n: u32, p: Option<Parallel>) -> ParallelCost {
     let c = cat();
@@ -436,7 +436,7 @@ fn pc(model: &str, dev: &str, n: u32, p: Option<Parallel>) -> ParallelCost {
 
 #[test]
 fn tp4_decode_worked_example() {
-    // `docs/`docs/cost-model.md`#parallelism`: Llama-3-70B decode b = 1, ctx 2048, TP4 on 4xH100 (nvlink4: 450e9 B/s, 5e-6 s,
+    // `docs/cost-model.md#parallelism`: Llama-3-70B decode b = 1, ctx 2048, TP4 on 4xH100 (nvlink4: 450e9 B/s, 5e-6 s,
     // 5 pJ/bit). act = 1 x 8192 x 2.0 = 16384.0; 160 all-reduces of
     // (1.5 x 16384.0)/450e9 + 6 x 5e-6 each.
     let p = pc(
@@ -558,7 +558,7 @@ fn moe_capacity_without_a_layout() {
             .to_string(),
         "model: Mixtral-8x7B does not fit on 2x A100-SXM-40GB"
     );
-    // A dense model without a layout is cost-model `docs/`docs/cost-model.md`#catalogue`.
+    // A dense model without a layout is cost-model `docs/cost-model.md#catalogue`.
     let p = pc("llama3-70b", "h100", 4, None);
     assert_eq!(p.kv_capacity_tokens(), p.base.kv_capacity_tokens());
 }
@@ -579,7 +579,7 @@ fn int_div_sticky_bit_and_wide_shifts() {
 
 #[test]
 fn imbalance_on_a_pipeline_written_out() {
-    // `docs/`docs/cost-model.md`#parallelism` steps 1-5 and 16-18 written out for Mixtral on 4xH100, TP2 x PP2, EP2, XI 1.5,
+    // `docs/cost-model.md#parallelism` steps 1-5 and 16-18 written out for Mixtral on 4xH100, TP2 x PP2, EP2, XI 1.5,
     // prefill [2048]x4: mb = 2, slots = 3, Feff = fl(F) + expert_flops(T) * 0.5,
     // slot = stage.step_time_raw(Feff / fl(4), Wb/2 + Ob/4), compute energy scaled by F/Feff.
     let c = cat();

@@ -1,4 +1,4 @@
-//! The quantisation lever's formats (`docs/`docs/cost-model.md`#quantisation`, `docs/levers.md#scheduled-instances`, `docs/`docs/cost-model.md`#parallelism`) and the transform
+//! The quantisation lever's formats (`docs/cost-model.md#quantisation`, `docs/levers.md#scheduled-instances`, `docs/cost-model.md#parallelism`) and the transform
 //! engine's field checks.
 
 use disagg_model::*;

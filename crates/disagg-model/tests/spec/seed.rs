@@ -1,5 +1,5 @@
-//! Every number of the seed chapter (`docs/`docs/cost-model.md`#seed-calculator`), through the hand-off
-//! calculator, with the exact doubles of `docs/`docs/cost-model.md`#seed-calculator` asserted with `==` and the chapter's
+//! Every number of the seed chapter (`docs/cost-model.md#seed-calculator`), through the hand-off
+//! calculator, with the exact doubles of `docs/cost-model.md#seed-calculator` asserted with `==` and the chapter's
 //! rounding checked as printed.
 
 use disagg_model::*;

@@ -441,3 +441,50 @@ fn compression_leaves_the_linear_state_alone() {
     let x = transfer(d, link, Some(&fp8), 2048);
     assert_eq!(x.wire_bytes, 143_917_056.0 / fp8.compression.ratio);
 }
+
+/// A windowed model's decode step over `b` alike rows is the step over the rows one by one: `ctx`
+/// split as evenly as it goes (`ctx % b` rows one token longer), whatever the remainder.
+#[test]
+fn windowed_alike_rows_are_the_rows_one_by_one() {
+    let c = cm("gemma3-27b", 8);
+    for (ctx, b) in [(40_000u64, 8u64), (40_003, 8), (9_999, 7), (123_457, 13)] {
+        let (q, r) = (ctx / b, ctx % b);
+        let mut rows = (0..b).map(|i| if i < r { q + 1 } else { q });
+        let each = c.decode_rows(ctx, &mut rows);
+        let alike = c.decode_sum(ctx, b);
+        assert_eq!(alike.flops, each.flops, "ctx {ctx} b {b}");
+        assert_eq!(
+            alike.bytes.to_bits(),
+            each.bytes.to_bits(),
+            "ctx {ctx} b {b}"
+        );
+    }
+}
+
+/// With the LM head on the last token only, a chunk that ends its prompt adds the LM head's
+/// `2 x vocab x d_model` FLOPs, the same for every chunk size.
+#[test]
+fn a_last_chunk_adds_the_lm_head_once() {
+    let mut c = cm("gemma3-27b", 8);
+    c.model.prefill_lm_head = LmHead::Last;
+    let m = &c.model;
+    let lm = 2 * m.vocab as i128 * m.d_model as i128;
+    for n in [16u64, 512] {
+        let f = |last| {
+            let s = c.step_mixed(
+                0,
+                0,
+                &[Chunk {
+                    p0: 100,
+                    c: n,
+                    last,
+                }],
+            );
+            match s.flops {
+                PyNum::Int(i) => i,
+                other => panic!("{other:?}"),
+            }
+        };
+        assert_eq!(f(true) - f(false), lm, "chunk {n}");
+    }
+}

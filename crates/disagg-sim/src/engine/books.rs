@@ -10,7 +10,7 @@ use super::EventQueue;
 use crate::observer::Observer;
 use crate::workload::ClosedLoop;
 
-/// Step accounting of one instance (`docs/serving-model.md#metrics`, `docs/`docs/cost-model.md`#energy`). Every accumulator is a plain
+/// Step accounting of one instance (`docs/serving-model.md#metrics`, `docs/cost-model.md#energy`). Every accumulator is a plain
 /// left-to-right float sum in step order, as the reference.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct InstanceStats {
@@ -34,7 +34,7 @@ pub struct InstanceStats {
     pub memory_j: f64,
     /// Highest `idle_w + dynamic J / step time` over any step, W.
     pub peak_power_w: f64,
-    /// Scale-up communication time inside the steps, s (parallel layouts; `docs/`docs/cost-model.md`#parallelism`).
+    /// Scale-up communication time inside the steps, s (parallel layouts; `docs/cost-model.md#parallelism`).
     pub comm_s: f64,
     /// Scale-up link energy, J.
     pub comm_j: f64,
@@ -151,7 +151,7 @@ impl InstanceStats {
         }
     }
 
-    /// Adds a step's scale-up communication time and energy (`docs/`docs/cost-model.md`#parallelism`).
+    /// Adds a step's scale-up communication time and energy (`docs/cost-model.md#parallelism`).
     #[inline(always)]
     pub(crate) fn account_comm(&mut self, c: &StepCost) {
         self.comm_s += c.comm_time_s;

@@ -1,4 +1,4 @@
-//! The `energy` block (`docs/`docs/cost-model.md`#energy`; the optical engines: `docs/levers.md#fft-mixing`) and the
+//! The `energy` block (`docs/cost-model.md#energy`; the optical engines: `docs/levers.md#fft-mixing`) and the
 //! figures per token, per request and per watt.
 
 use serde::Serialize;
@@ -6,7 +6,7 @@ use serde::Serialize;
 use super::ctx::Ctx;
 use super::instances::OpticalSummary;
 
-/// Energy totals (`docs/`docs/cost-model.md`#energy`).
+/// Energy totals (`docs/cost-model.md#energy`).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct Energy {
     /// Total, J.
@@ -38,7 +38,7 @@ pub struct Energy {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub swap_frac: Option<f64>,
     /// Scale-up link energy of the parallel layouts, J (only when a pool has a layout;
-    /// `docs/`docs/cost-model.md`#parallelism`).
+    /// `docs/cost-model.md#parallelism`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scale_up_j: Option<f64>,
     /// `scale_up / total` (with `scale_up_j`).

@@ -1,5 +1,5 @@
 //! The per-instance blocks: each instance's utilisation, roofline use, batch and power, and
-//! (devices with an optical engine) its engine's figures (`docs/serving-model.md#metrics`, `docs/`docs/cost-model.md`#energy`).
+//! (devices with an optical engine) its engine's figures (`docs/serving-model.md#metrics`, `docs/cost-model.md#energy`).
 
 use serde::Serialize;
 

@@ -5,7 +5,7 @@ use serde::Serialize;
 use crate::engine::RunResult;
 use crate::scenario::{Role, SimConfig};
 
-/// One pool role's parallel layout and what its scale-up traffic cost (`docs/`docs/cost-model.md`#parallelism`).
+/// One pool role's parallel layout and what its scale-up traffic cost (`docs/cost-model.md#parallelism`).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ParallelSummary {
     /// `prefill`, `decode` or `colocated`.
@@ -32,7 +32,7 @@ pub struct ParallelSummary {
     pub comm_frac: f64,
 }
 
-/// The formats of a quantised run (`docs/`docs/cost-model.md`#quantisation` item 6).
+/// The formats of a quantised run (`docs/cost-model.md#quantisation` item 6).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct FormatsSummary {
     /// Weight format.
@@ -76,7 +76,7 @@ pub(super) fn ppa_block(
     disagg_model::ppa::ppa_report(&roles, tokens_per_j, throughput_tok_s)
 }
 
-/// The `parallel` block (`docs/`docs/cost-model.md`#parallelism`): one entry per pool with a layout, in instance
+/// The `parallel` block (`docs/cost-model.md#parallelism`): one entry per pool with a layout, in instance
 /// order, its sums looping from 0.0 over the role's instances in order.
 pub(super) fn parallel_summary(res: &RunResult) -> Option<Vec<ParallelSummary>> {
     let cfg = &res.cfg;
@@ -111,7 +111,7 @@ pub(super) fn parallel_summary(res: &RunResult) -> Option<Vec<ParallelSummary>> 
     Some(out)
 }
 
-/// The `formats` block (`docs/`docs/cost-model.md`#quantisation` item 6), when any format is not BF16.
+/// The `formats` block (`docs/cost-model.md#quantisation` item 6), when any format is not BF16.
 pub(super) fn formats_summary(cfg: &SimConfig) -> Option<FormatsSummary> {
     let f = cfg.scenario.formats();
     f.is_quantised().then_some(FormatsSummary {

@@ -342,7 +342,7 @@ fn main_fixture_energy_instances_and_link() {
     let h = 20.0;
     let (ip, id) = (r.cfg.pools[0].cost.idle_w(), r.cfg.pools[1].cost.idle_w());
     assert!(ip > 0.0 && id > 0.0);
-    // Left-to-right sums in instance order, as `docs/`docs/cost-model.md`#energy` says.
+    // Left-to-right sums in instance order, as `docs/cost-model.md#energy` says.
     let static_j = 0.0 + ip * h + ip * h + ip * h + ip * h + id * h;
     let compute_j = 0.0 + 100.0 + 200.0 + 300.0 + 0.0 + 40.0;
     let memory_j = 0.0 + 50.0 + 25.0 + 12.5 + 0.0 + 400.0;
@@ -862,7 +862,7 @@ fn optical_engines_energy_block_and_ppa() {
     let os = 40.0 * h;
     let static_j = 0.0 + ip * h + id * h;
     let (compute_j, memory_j) = (0.0 + 10.0 + 1.0, 0.0 + 5.0 + 0.5);
-    // `docs/levers.md#fft-mixing` then `docs/`docs/cost-model.md`#parallelism`: optical static, conversions, then transit.
+    // `docs/levers.md#fft-mixing` then `docs/cost-model.md#parallelism`: optical static, conversions, then transit.
     let total =
         (((static_j + compute_j + memory_j + 2.0) + (0.0 + os + 0.0)) + (0.0 + 2.5 + 0.0)) + 0.5;
     assert_eq!(s.energy.total_j, total);

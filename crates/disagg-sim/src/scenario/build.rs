@@ -41,7 +41,7 @@ impl Scenario {
         self.check_ced(&model, levers.is_some())?;
         self.check_layer_kinds(&model)?;
         // The analytic bounds keep the model as given (`docs/levers.md#quirks` item 5); everything
-        // else sees the quantised copy (`docs/`docs/cost-model.md`#parallelism` step 2).
+        // else sees the quantised copy (`docs/cost-model.md#parallelism` step 2).
         let plain_model = model;
         let model = self.formats().apply(&plain_model);
         let mut pools = self.pools(&model, &devices, cat)?;

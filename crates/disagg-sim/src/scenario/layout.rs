@@ -5,7 +5,7 @@ use disagg_model::{Error, Formats, ModelSpec, Parallel, QuantFormat};
 use super::{Mode, Role, Scenario};
 
 impl Scenario {
-    /// The weight, KV and compute formats (`docs/`docs/cost-model.md`#quantisation`).
+    /// The weight, KV and compute formats (`docs/cost-model.md#quantisation`).
     pub fn formats(&self) -> Formats {
         Formats {
             weight: self.weight_format,
@@ -29,7 +29,7 @@ impl Scenario {
         }
     }
 
-    /// The global layout (`--tp`, `--pp`, `--ep` or `--microbatches` given; `docs/`docs/cost-model.md`#parallelism`).
+    /// The global layout (`--tp`, `--pp`, `--ep` or `--microbatches` given; `docs/cost-model.md#parallelism`).
     pub(super) fn global_layout(&self) -> Option<Parallel> {
         let any = self.tp.is_some()
             || self.pp.is_some()

@@ -1,5 +1,5 @@
 //! What to simulate: [`Scenario`] (the reference CLI's flags as a serde struct) and its validated,
-//! resolved form [`SimConfig`] (`docs/serving-model.md#outputs`, `docs/`docs/cost-model.md`#pools`).
+//! resolved form [`SimConfig`] (`docs/serving-model.md#outputs`, `docs/cost-model.md#pools`).
 //!
 //! The rooms: [`spec`] (the struct and its defaults), [`choices`] (its named choices), [`echo`]
 //! (flags in, the echo out, the range checks), [`source`] (where the requests come from),

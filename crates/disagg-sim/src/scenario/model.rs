@@ -41,7 +41,7 @@ impl Scenario {
         Ok(model)
     }
 
-    /// The CED overrides of `docs/`docs/cost-model.md`#catalogue`, in order after the LM head: E, W, where the
+    /// The CED overrides of `docs/cost-model.md#catalogue`, in order after the LM head: E, W, where the
     /// replay runs (each only if given; W and the placement are ignored unless E > 0 after the
     /// override; E = 0 turns CED off). Errors name the flag.
     pub(super) fn apply_ced(&self, model: &mut ModelSpec) -> Result<(), Error> {
@@ -94,7 +94,7 @@ impl Scenario {
     /// decode instance's replay step (`--first-token prefill`, the convention that counts it). CED
     /// is not modelled with the scheduling levers (speculative decoding included); formats other
     /// than BF16 are refused before, by the lever checks, and parallel layouts after, by each
-    /// pool's layout check (`docs/levers.md#scheduled-instances`, `docs/`docs/cost-model.md`#parallelism`).
+    /// pool's layout check (`docs/levers.md#scheduled-instances`, `docs/cost-model.md#parallelism`).
     pub(super) fn check_ced(&self, model: &ModelSpec, levers: bool) -> Result<(), Error> {
         let Some(c) = model.ced else {
             return Ok(());

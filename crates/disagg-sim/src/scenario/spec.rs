@@ -191,7 +191,7 @@ pub struct Scenario {
     /// `--nics-per-instance` (with `handoff_ranks`): NICs per instance; absent: one per GPU.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub nics_per_instance: Option<u32>,
-    /// `--tp`: tensor-parallel degree of every pool's instances (`docs/`docs/cost-model.md`#parallelism`; 0 or
+    /// `--tp`: tensor-parallel degree of every pool's instances (`docs/cost-model.md#parallelism`; 0 or
     /// absent: 1). Any of `tp`, `pp`, `ep`, `microbatches` builds the global layout.
     pub tp: Option<u32>,
     /// `--pp`: pipeline stages (0 or absent: 1).
@@ -216,7 +216,7 @@ pub struct Scenario {
     /// equal tp x pp already): a pool with a layout gets tp x pp devices per instance, so a sweep
     /// over `tp` needs no matching devices axis.
     pub devices_from_layout: bool,
-    /// `--weight-format`: bf16, fp8, int8, int4 or fp4 (`docs/`docs/cost-model.md`#quantisation`).
+    /// `--weight-format`: bf16, fp8, int8, int4 or fp4 (`docs/cost-model.md#quantisation`).
     #[serde(deserialize_with = "crate::options::by_name")]
     pub weight_format: QuantFormat,
     /// `--kv-format`: the KV cache's (and so the hand-off's) format.

@@ -399,7 +399,7 @@ fn refusals_name_the_option() {
         assert!(e.starts_with(flag), "{extra:?}: {e}");
         assert!(!e.contains('\n'), "{e}");
     }
-    // Parallel layouts: each pool's layout check (`docs/`docs/cost-model.md`#parallelism`) refuses CED models.
+    // Parallel layouts: each pool's layout check (`docs/cost-model.md#parallelism`) refuses CED models.
     for extra in [
         &["--tp", "4"][..],
         &["--decode-tp", "2", "--decode-pp", "2"],
@@ -493,7 +493,7 @@ fn admission_waits_for_a_batch_slot_and_for_kv() {
     assert_eq!(r1.first_token_s, Some(ft1));
     assert_eq!(r1.finish_s, Some(ft1 + dcm.decode_sum(301, 1).time_s));
 
-    // Decode KV: Llama-3-70B on 2xH100 holds 8,835 tokens (`docs/`docs/cost-model.md`#kv-capacity`); r0 reserves
+    // Decode KV: Llama-3-70B on 2xH100 holds 8,835 tokens (`docs/cost-model.md#kv-capacity`); r0 reserves
     // 5,000 + 40 and r1 4,000 + 2, 9,042 together: r1 waits for r0 to finish and release its KV.
     let mut flags = CED_DECODE.to_vec();
     flags.extend(["--decode-devices-per-instance", "2"]);
@@ -514,7 +514,7 @@ fn admission_waits_for_a_batch_slot_and_for_kv() {
 
 #[test]
 fn endpoint_compression_counts_every_request() {
-    // `docs/`docs/cost-model.md`: the encoder-only step compresses the KV of every request it hands off, one output
+    // `docs/cost-model.md`: the encoder-only step compresses the KV of every request it hands off, one output
     // token or not (decoder-only, a one-token request has no hand-off and no compression).
     let mut flags = CED_DECODE.to_vec();
     flags.extend(["--kv-compress", "fp8", "--kv-compress-at", "endpoint"]);

@@ -119,7 +119,7 @@ fn section_18_every_cell() {
     assert_eq!((cells, sims), (12, 105));
 }
 
-/// `docs/`docs/cost-model.md`#kv-capacity`: the CED model's parameters per token, the prefill steps on 4xH100 of the
+/// `docs/cost-model.md#kv-capacity`: the CED model's parameters per token, the prefill steps on 4xH100 of the
 /// decoder-only model, CED with the replay on prefill and the encoder-only prefill instance, and
 /// the prefill instance's resident weights and KV room on 1, 2 and 4 H100s.
 #[test]

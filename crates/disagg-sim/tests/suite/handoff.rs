@@ -185,7 +185,7 @@ fn chapter_figures_from_the_simulator() {
     assert!((lw - 0.02873094179732328).abs() < 1e-15, "{lw}");
     let whole = one(&|s| s.send = SendMode::Whole);
     assert!((whole - 0.08591934592).abs() < 1e-15, "{whole}");
-    // FP8 compressed on the GPU: 20 us + 42.9 ms / 32 (`docs/`docs/cost-model.md`); in the link, its stage
+    // FP8 compressed on the GPU: 20 us + 42.9 ms / 32 (`docs/cost-model.md`); in the link, its stage
     // adds 1 us of latency.
     let fp8 = one(&|s| {
         s.kv_compress = Some("fp8".into());

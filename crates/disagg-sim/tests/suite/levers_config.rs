@@ -133,7 +133,7 @@ fn resolved_levers_carry_the_options() {
             decode_router: disagg_sim::levers::DecodeRouter::LeastLoaded,
         }
     );
-    // pcie5 per `docs/`docs/cost-model.md`#catalogue`: 64 GB/s, 5 µs, 6 pJ/bit.
+    // pcie5 per `docs/cost-model.md#catalogue`: 64 GB/s, 5 µs, 6 pJ/bit.
     assert_eq!(l.host_link.bandwidth_bps, 64e9);
     assert_eq!(l.host_link.latency_s, 5e-6);
     assert_eq!(l.host_link.pj_per_bit, 6.0);
@@ -172,7 +172,7 @@ fn resolved_levers_carry_the_options() {
     assert_eq!(l.max_seq_len, 1024);
     assert_eq!(l.kv_watermark, 0.01);
     assert_eq!(l.preemption, Preemption::Swap);
-    // pcie4 per `docs/`docs/cost-model.md`#catalogue`: 32 GB/s, 5 µs, 6 pJ/bit.
+    // pcie4 per `docs/cost-model.md#catalogue`: 32 GB/s, 5 µs, 6 pJ/bit.
     assert_eq!(l.host_link.key, "pcie4");
     assert_eq!(l.host_link.bandwidth_bps, 32e9);
     assert_eq!(l.host_link.latency_s, 5e-6);
@@ -207,7 +207,7 @@ fn the_fast_path_is_refused_in_disaggregated_mode_only() {
         let mut flags = on.to_vec();
         flags.push("--fast");
         // Speculative decoding is also a cost lever, whose checks (`docs/levers.md#scheduled-instances`) run
-        // before the scheduling levers' (`docs/`docs/cost-model.md`#parallelism` step 1 before step 4), with their own message.
+        // before the scheduling levers' (`docs/cost-model.md#parallelism` step 1 before step 4), with their own message.
         let want = if on[0] == "--speculative" {
             "--fast: fast_forward is the plain decode instance's fast path: not with \
              parallelism, quantisation, speculative decoding or mixture-of-experts models"

@@ -424,7 +424,7 @@ fn kv_compress_none_is_a_stage_and_absent_is_not() {
     let none = chapter(&["--fast", "--link", "eth-25g", "--kv-compress", "none"]);
     assert!(none.kv_transit.is_some());
     let (a, b) = (run(&plain).summary(), run(&none).summary());
-    // In transit the identity preset still adds 1 us and 1 pJ per input bit (`docs/`docs/cost-model.md`#compression`).
+    // In transit the identity preset still adds 1 us and 1 pJ per input bit (`docs/cost-model.md#compression`).
     assert_eq!(a.handoff_s.p99, 0.4719423627574439);
     assert_eq!(b.handoff_s.p99, 0.47195731275744857);
     assert!(b.energy.transit_frac.is_some() && a.energy.transit_frac.is_none());

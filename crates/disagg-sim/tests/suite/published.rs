@@ -1,5 +1,5 @@
 //! The published full-precision numbers of the reference (`docs/exactness.md#verification`; `docs/exactness.md#verification`
-//! `docs/`docs/cost-model.md`#pools`, `docs/`docs/cost-model.md`#handoff`, `docs/`docs/cost-model.md`#compression`, from `results_optical.json`), all compared with `==`.
+//! `docs/cost-model.md#pools`, `docs/cost-model.md#handoff`, `docs/cost-model.md#compression`, from `results_optical.json`), all compared with `==`.
 //!
 //! Common configuration (`examples/results.py`, `collect_optical`): Llama-3-8B, one device per
 //! instance, the fast decode path, 800 requests of LengthDist(2048, 0.5) / LengthDist(256, 0.5),
@@ -35,7 +35,7 @@ fn same(got: &[f64], want: &[f64], what: &str) {
     }
 }
 
-/// `docs/`docs/cost-model.md`#pools`: (flags, ttft p99, tpot p99, goodput, slo, J/token, avg W, hand-off p99, link util, tok/s)
+/// `docs/cost-model.md#pools`: (flags, ttft p99, tpot p99, goodput, slo, J/token, avg W, hand-off p99, link util, tok/s)
 const S10: [(&[&str], [f64; 9]); 5] = [
     (
         &[],
@@ -115,7 +115,7 @@ const S10: [(&[&str], [f64; 9]); 5] = [
         ],
     ),
 ];
-/// `docs/`docs/cost-model.md`#handoff`: (link, kv share, link busy, ttft p99, tpot p99, slo, link J/req, J/token, hand-off p99)
+/// `docs/cost-model.md#handoff`: (link, kv share, link busy, ttft p99, tpot p99, slo, link J/req, J/token, hand-off p99)
 const S14: [(&str, [f64; 8]); 5] = [
     (
         "nvlink4",
@@ -183,7 +183,7 @@ const S14: [(&str, [f64; 8]); 5] = [
         ],
     ),
 ];
-/// `docs/`docs/cost-model.md`#compression` selection: (link, preset, where, ttft p99, tpot p99, J/token, hand-off p99, link busy, link J/req)
+/// `docs/cost-model.md#compression` selection: (link, preset, where, ttft p99, tpot p99, J/token, hand-off p99, link busy, link J/req)
 const S15: [(&str, &str, &str, [f64; 6]); 12] = [
     (
         "ib-ndr",
@@ -342,7 +342,7 @@ const S15: [(&str, &str, &str, [f64; 6]); 12] = [
         ],
     ),
 ];
-/// `docs/`docs/cost-model.md`#compression` 25 GbE load sweep: (rate, preset, where, ttft p99, tpot p99, slo, goodput, J/token, hand-off p99, link busy)
+/// `docs/cost-model.md#compression` 25 GbE load sweep: (rate, preset, where, ttft p99, tpot p99, slo, goodput, J/token, hand-off p99, link busy)
 const SWEEP: [(f64, &str, &str, [f64; 7]); 14] = [
     (
         8.0,
@@ -561,7 +561,7 @@ fn section_10_heterogeneous_pools() {
     }
 }
 
-/// Extra columns of the `docs/`docs/cost-model.md`#pools` rows in `results_optical.json`: tok/J, KV share, energy breakdown,
+/// Extra columns of the `docs/cost-model.md#pools` rows in `results_optical.json`: tok/J, KV share, energy breakdown,
 /// link GB and link J/request.
 #[test]
 fn section_10_json_extras() {

@@ -1004,7 +1004,7 @@ fn the_page_has_the_later_lever_fields_and_their_help() {
 
 #[test]
 fn parallel_layouts_and_formats_flow_through_the_api() {
-    // The scenario keys of the cost levers (`docs/`docs/cost-model.md`#parallelism`, `docs/`docs/cost-model.md`#quantisation`) through serde: 200, echoed,
+    // The scenario keys of the cost levers (`docs/cost-model.md#parallelism`, `docs/cost-model.md#quantisation`) through serde: 200, echoed,
     // and the run's parallel and formats blocks.
     let v = ok(
         "POST",
@@ -1149,7 +1149,7 @@ fn the_page_has_the_parallel_and_format_fields() {
     let html = handle("GET", "/", b"").text();
     assert!(html.contains(r#"id="levers-card" hidden"#));
     assert!(html.contains(r#"<tbody id="levers-body"></tbody>"#));
-    // The format names the selects offer, in the reference's order (`docs/`docs/cost-model.md`#quantisation`).
+    // The format names the selects offer, in the reference's order (`docs/cost-model.md#quantisation`).
     let c = ok("GET", "/api/catalogue", Value::Null);
     assert_eq!(c["formats"], json!(["bf16", "fp8", "int8", "int4", "fp4"]));
     let help = &c["option_help"];

@@ -130,7 +130,7 @@ fn bad_rank_options_name_their_field() {
 fn formats_and_drafts_change_the_bytes_and_are_field_named() {
     // Llama-3-8B, 2,048 tokens over ib-ndr (50 GB/s, 10 µs): FP8 KV 134,217,728 B in
     // 1e-5 + 134217728 / 5e10 = 0.00269435456 s; MTP's KV too: 276,824,064 B
-    // (`docs/`docs/cost-model.md`#quantisation` item 4, `docs/levers.md#speculative`).
+    // (`docs/cost-model.md#quantisation` item 4, `docs/levers.md#speculative`).
     let v = ok(json!({"link": "ib-ndr", "kv_format": "fp8"}));
     assert_eq!(v["wire_bytes"].as_f64(), Some(134_217_728.0));
     assert_eq!(v["transfer_s"].as_f64(), Some(0.00269435456));
