@@ -349,33 +349,6 @@ pub fn api_spelling(msg: &str) -> (String, Option<String>) {
     (out, first)
 }
 
-/// `disagg handoff --json` for `a` over catalogue `cat`, with `ranks` when `r.handoff_ranks` (or
-/// any rank option) is set. Invalid values are 422s naming the field.
-pub fn handoff_json(
-    cat: &disagg_model::Catalogue,
-    a: &disagg_model::calc::HandoffSpec,
-    r: &disagg_model::ranks::RankSpec,
-) -> Result<Value, ApiError> {
-    use disagg_model::ranks::{self, RankSpec};
-    let invalid = |e| match e {
-        disagg_model::Error::Invalid { what, why } => {
-            let field = what.chars().all(|c| c.is_ascii_lowercase() || c == '_');
-            ApiError::invalid(field.then_some(what.as_str()), format!("{what}: {why}"))
-        }
-        other => ApiError::invalid(None, other.to_string()),
-    };
-    let doc = disagg_model::calc::evaluate(cat, a, None, None, None).map_err(invalid)?;
-    let mut v = serde_json::to_value(&doc).expect("plain struct");
-    if *r != RankSpec::default() {
-        let model = cat.model(&doc.model).map_err(invalid)?;
-        let plan = ranks::evaluate(cat, a, &doc, r, model, None).map_err(invalid)?;
-        if let Some(plan) = plan {
-            v["ranks"] = serde_json::to_value(&plan).expect("plain struct");
-        }
-    }
-    Ok(v)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
