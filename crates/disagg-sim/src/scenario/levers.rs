@@ -3,6 +3,7 @@
 use disagg_model::{Catalogue, Error, ModelSpec, SendMode};
 
 use crate::levers::{BatchPolicy, DecodeRouter, KvPolicy, Levers, Preemption, Speculative};
+use crate::prefix_cache::PrefixEviction;
 
 use super::{
     rename, HandoffOptions, LinkSharing, LinkTopology, Mode, ReserveKvOn, Scenario, HOST_LINK_FLAG,
@@ -130,7 +131,8 @@ impl Scenario {
 
     /// The prefix-aware hand-off's options (beyond the reference) need what they build on:
     /// `--prefix-handoff` needs `--prefix-caching` in disaggregated mode, `--decode-router
-    /// prefix` needs `--prefix-handoff`, and `--prefix-from-trace` needs `--prefix-caching`.
+    /// prefix` needs `--prefix-handoff`, and `--prefix-eviction` (other than lru) and
+    /// `--prefix-from-trace` need `--prefix-caching`.
     pub(super) fn check_prefix_handoff(&self) -> Result<(), Error> {
         if self.prefix_handoff && (!self.prefix_caching || self.mode != Mode::Disagg) {
             return Err(Error::invalid(
@@ -151,6 +153,15 @@ impl Scenario {
             return Err(Error::invalid(
                 "--decode-router",
                 format!("'{}' needs --prefix-handoff", self.decode_router.as_str()),
+            ));
+        }
+        if self.prefix_eviction != PrefixEviction::Lru && !self.prefix_caching {
+            return Err(Error::invalid(
+                "--prefix-eviction",
+                format!(
+                    "'{}' needs --prefix-caching (it orders the prefix cache's evictions)",
+                    self.prefix_eviction.as_str()
+                ),
             ));
         }
         if self.prefix_from_trace && !self.prefix_caching {

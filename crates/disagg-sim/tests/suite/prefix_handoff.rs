@@ -313,6 +313,11 @@ fn prefix_options_need_what_they_build_on() {
         e(&["--decode-router", "prefix", "--prefix-caching"]),
         "--decode-router: 'prefix' needs --prefix-handoff"
     );
+    assert_eq!(
+        e(&["--prefix-eviction", "lfu"]),
+        "--prefix-eviction: 'lfu' needs --prefix-caching (it orders the prefix cache's evictions)"
+    );
+    assert!(build(&["--prefix-eviction", "lfu", "--prefix-caching"]).is_ok());
     assert!(e(&["--prefix-from-trace"]).starts_with("--prefix-from-trace: needs --prefix-caching"));
     assert!(e(&["--prefix-from-trace", "--prefix-caching"])
         .starts_with("--prefix-from-trace: applies to a replayed trace"));
