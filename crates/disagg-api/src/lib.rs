@@ -12,6 +12,7 @@
 pub mod catalogue;
 pub mod compare;
 pub mod custom;
+pub mod deploy;
 pub mod error;
 pub mod format;
 pub mod handoff;
