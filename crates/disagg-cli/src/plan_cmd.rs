@@ -184,6 +184,47 @@ pub struct PlanArgs {
     /// No candidate count and no progress bar on standard error.
     #[arg(long, help_heading = "Plan")]
     quiet: bool,
+    /// GPU budget: the most GPUs a candidate may use (instances x devices per instance, over
+    /// the pools); candidates over it are not simulated (status over-budget).
+    #[arg(
+        long,
+        value_name = "N",
+        help_heading = "Plan",
+        conflicts_with = "max_rate"
+    )]
+    gpus: Option<u64>,
+    /// GPUs per node: an instance has at most this many devices or a whole multiple of it
+    /// (whole nodes); other candidates are invalid.
+    #[arg(
+        long,
+        default_value_t = 8,
+        value_name = "G",
+        help_heading = "Plan",
+        conflicts_with = "max_rate"
+    )]
+    gpus_per_node: u32,
+    /// Colocated candidates: no, yes (beside the disaggregated ones, on every device of the
+    /// lists and every total P + D of the counts; the report gives the winner's margin over the
+    /// best of them) or only (also --mode colocated).
+    #[arg(
+        long,
+        default_value = "no",
+        value_name = "no|yes|only",
+        help_heading = "Plan",
+        conflicts_with = "max_rate"
+    )]
+    colocated: String,
+    /// What to rank by: cost ($/hour), goodput-per-gpu, tokens-per-gpu@R (output tokens/s per
+    /// GPU among candidates with at least R tokens/s per user = 1 / mean TPOT), min-gpus, or
+    /// pareto (the frontier of tokens/s per GPU against tokens/s per user).
+    #[arg(
+        long,
+        default_value = "cost",
+        value_name = "NAME",
+        help_heading = "Plan",
+        conflicts_with = "max_rate"
+    )]
+    objective: String,
 }
 
 impl PlanArgs {
@@ -209,6 +250,10 @@ impl PlanArgs {
             top: self.top,
             yes: self.yes,
             quiet: self.quiet,
+            gpus: self.gpus,
+            gpus_per_node: self.gpus_per_node,
+            colocated: self.colocated.clone(),
+            objective: self.objective.clone(),
         }
     }
 }

@@ -253,6 +253,20 @@ fn plan_options(
                     .ok_or_else(|| bad(key, "a whole number of at least 0", &v))?
             }
             "latency" => o.latency = item(key, &v)?,
+            "gpus" => {
+                o.gpus = Some(
+                    v.as_u64()
+                        .ok_or_else(|| bad(key, "a whole number of at least 1", &v))?,
+                )
+            }
+            "gpus_per_node" => {
+                o.gpus_per_node = v
+                    .as_u64()
+                    .and_then(|n| u32::try_from(n).ok())
+                    .ok_or_else(|| bad(key, "a whole number of at least 1", &v))?
+            }
+            "colocated" => o.colocated = item(key, &v)?,
+            "objective" => o.objective = item(key, &v)?,
             "prefill_counts" => o.prefill_counts = list(key, v)?,
             "decode_counts" => o.decode_counts = list(key, v)?,
             "prefill_devices" => o.prefill_devices = list(key, v)?,

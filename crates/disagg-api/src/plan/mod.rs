@@ -21,6 +21,13 @@ mod search;
 pub use max_rate::MaxRate;
 pub use search::{ceiling_rps, describe, Candidate, Search, Targets};
 
+// Issue 26 item 4 ("objectives"): budget, colocated baseline, objectives, layer-kind shapes.
+pub mod objective;
+pub use objective::Objective;
+pub use search::{
+    gpus_of, node_violation, parse_shapes, pools_label, pools_of, short_label, Colocated, Shape,
+};
+
 /// Illustrative on-demand prices, US$ per GPU-hour (override with `--price KEY=USD`).
 pub const DEFAULT_PRICES: [(&str, f64); 6] = [
     ("h100", 2.50),
@@ -83,6 +90,15 @@ pub struct PlanOptions {
     pub yes: bool,
     /// No candidate count on standard error.
     pub quiet: bool,
+    /// Total GPUs a candidate may use (`--gpus`; None: no limit).
+    pub gpus: Option<u64>,
+    /// GPUs per node (`--gpus-per-node`): an instance has at most this many devices or a
+    /// whole multiple of it.
+    pub gpus_per_node: u32,
+    /// `no`, `yes` or `only`: colocated candidates beside the disaggregated ones (`--colocated`).
+    pub colocated: String,
+    /// What the ranking optimises (`--objective`; [`objective::NAMES`]).
+    pub objective: String,
 }
 
 impl Default for PlanOptions {
@@ -108,13 +124,17 @@ impl Default for PlanOptions {
             top: 10,
             yes: false,
             quiet: false,
+            gpus: None,
+            gpus_per_node: 8,
+            colocated: "no".into(),
+            objective: "cost".into(),
         }
     }
 }
 
 /// The keys of [`PlanOptions`], as Python's `disagg.plan` takes them (the flags with '_' for
 /// '-'; `plot` and `json` are the command line's only).
-pub const KEYS: [&str; 19] = [
+pub const KEYS: [&str; 23] = [
     "max_rate",
     "target_rate",
     "slo_target",
@@ -134,6 +154,10 @@ pub const KEYS: [&str; 19] = [
     "top",
     "yes",
     "quiet",
+    "gpus",
+    "gpus_per_node",
+    "colocated",
+    "objective",
 ];
 
 pub(crate) fn parse_counts(flag: &str, s: &str) -> Result<Vec<u32>, UsageError> {

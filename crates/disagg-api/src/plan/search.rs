@@ -9,6 +9,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 use serde_json::{json, Value};
 
+use super::objective::{self, Objective};
 use super::*;
 use crate::format::fixed;
 
@@ -50,8 +51,14 @@ pub struct Candidate {
     /// `W/KV/C` formats; only in a plan with a format axis.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub formats: Option<String>,
+    /// `disagg`, or `colocated` (the baseline: `prefill` instances that prefill and decode,
+    /// `decode` 0, link `-`; `docs/objectives.md#colocated`).
+    pub mode: String,
+    /// GPUs: the sum over pools of instances x devices per instance.
+    pub gpus: u64,
     /// `pruned` (analytic ceiling hopeless), `infeasible` (simulated, misses the SLO target),
-    /// `feasible`, or `invalid` (e.g. the model does not fit).
+    /// `feasible`, `over-budget` (more GPUs than `--gpus`; not simulated) or `invalid` (e.g.
+    /// the model does not fit, or an instance spans part of a node).
     pub status: String,
     pub reason: Option<String>,
     pub ceiling_rps: Option<f64>,
@@ -62,6 +69,12 @@ pub struct Candidate {
     pub energy_usd_per_hour: Option<f64>,
     pub usd_per_hour: Option<f64>,
     pub usd_per_mtok: Option<f64>,
+    /// SLO-met requests/s (the summary's `goodput_rps`) per GPU.
+    pub goodput_per_gpu: Option<f64>,
+    /// Output tokens/s (the summary's `throughput_tok_s`) per GPU.
+    pub tokens_per_s_per_gpu: Option<f64>,
+    /// Tokens/s per user: 1 / mean TPOT (`docs/objectives.md#objectives`).
+    pub tokens_per_s_per_user: Option<f64>,
     pub pareto: bool,
     /// The run's summary (simulated candidates; not in the JSON).
     #[serde(skip)]
@@ -93,9 +106,36 @@ fn axis_cells(prefill: &str, decode: &str, formats: &str, c: &Candidate) -> (Str
     (lay, fmt)
 }
 
+/// A candidate's pools in short: `1P h100 + 2D a100`, or `4 x h100` for a colocated one.
+pub fn pools_label(c: &Candidate) -> String {
+    if c.mode == "colocated" {
+        format!("{} x {}", c.prefill, c.prefill_device)
+    } else {
+        format!(
+            "{}P {} + {}D {}",
+            c.prefill, c.prefill_device, c.decode, c.decode_device
+        )
+    }
+}
+
+/// A chart label: `2P+3D h100` (one device), `2P h100+3D a100`, or `4x h100` (colocated).
+pub fn short_label(c: &Candidate) -> String {
+    if c.mode == "colocated" {
+        format!("{}x {}", c.prefill, c.prefill_device)
+    } else if c.prefill_device == c.decode_device {
+        format!("{}P+{}D {}", c.prefill, c.decode, c.prefill_device)
+    } else {
+        format!(
+            "{}P {}+{}D {}",
+            c.prefill, c.prefill_device, c.decode, c.decode_device
+        )
+    }
+}
+
 /// A candidate in words: `1P h100 + 2D a100, ib-ndr, none`, with a pool's layout after its
 /// device when it has one in a plan with a layout axis and the formats at the end when they are
-/// an axis (`1P h100 2x2 + 2D a100, ib-ndr, none, fp8/fp8/fp8`).
+/// an axis (`1P h100 2x2 + 2D a100, ib-ndr, none, fp8/fp8/fp8`); a colocated one `4 x h100`
+/// (with its layout and formats likewise).
 pub fn describe(c: &Candidate) -> String {
     let lay = |l: &Option<Option<String>>| match l {
         Some(Some(x)) => format!(" {x}"),
@@ -105,6 +145,14 @@ pub fn describe(c: &Candidate) -> String {
         Some(f) => format!(", {f}"),
         None => String::new(),
     };
+    if c.mode == "colocated" {
+        return format!(
+            "{} x {}{}, colocated{fmt}",
+            c.prefill,
+            c.prefill_device,
+            lay(&c.prefill_layout)
+        );
+    }
     format!(
         "{}P {}{} + {}D {}{}, {}, {}{fmt}",
         c.prefill,
@@ -125,6 +173,145 @@ fn latency_of(s: &Summary, metric: &str) -> f64 {
     (m.get)(s)
 }
 
+/// A pool's shape on a plan's layout axis: a `TPxPP` layout, or a device count without a
+/// parallel layout (`--layouts 8,16`: the way to vary the instance size of a model described
+/// by layer kinds, whose layouts are not modelled; `docs/objectives.md#layer-kinds`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shape {
+    Layout(Layout),
+    Devices(u32),
+}
+
+impl Shape {
+    /// Devices per instance.
+    pub fn devices(self) -> u32 {
+        match self {
+            Shape::Layout(l) => l.devices(),
+            Shape::Devices(n) => n,
+        }
+    }
+}
+
+impl std::fmt::Display for Shape {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Shape::Layout(l) => write!(f, "{l}"),
+            Shape::Devices(n) => write!(f, "{n}"),
+        }
+    }
+}
+
+/// The shapes of a layout list: `TPxPP` items ([`parse_layouts`]) and device counts `N` (1 to
+/// [`MAX_DEVICES`]). For a model described by layer kinds (`layered`: its name) a `TPxPP` item
+/// is refused, naming the device counts to give instead.
+pub fn parse_shapes(flag: &str, s: &str, layered: Option<&str>) -> Result<Vec<Shape>, UsageError> {
+    let mut out = Vec::new();
+    for part in items(flag, s)? {
+        if part.bytes().all(|b| b.is_ascii_digit()) {
+            match part.parse::<u32>() {
+                Ok(n) if (1..=MAX_DEVICES).contains(&n) => out.push(Shape::Devices(n)),
+                _ => {
+                    return Err(UsageError(format!(
+                        "{flag}: '{part}': a device count must be 1 to {MAX_DEVICES} (or give \
+                         TPxPP layouts, e.g. 4x1,2x2)"
+                    )))
+                }
+            }
+            continue;
+        }
+        let l = parse_layouts(flag, part)?[0];
+        if let Some(model) = layered {
+            return Err(UsageError(format!(
+                "{flag}: '{part}': parallel layouts are not modelled for {model}, which is \
+                 described by layer kinds; give devices per instance instead, e.g. {flag} 8,16"
+            )));
+        }
+        out.push(Shape::Layout(l));
+    }
+    if out.is_empty() {
+        return parse_layouts(flag, s).map(|_| Vec::new());
+    }
+    Ok(out)
+}
+
+/// Whether colocated candidates are planned (`--colocated`; `docs/objectives.md#colocated`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Colocated {
+    /// Disaggregated candidates only.
+    No,
+    /// Colocated candidates beside the disaggregated ones.
+    Yes,
+    /// Colocated candidates only (also `--mode colocated`).
+    Only,
+}
+
+impl Colocated {
+    /// Parses `--colocated`.
+    pub fn parse(s: &str) -> Result<Colocated, UsageError> {
+        match s.trim() {
+            "no" => Ok(Colocated::No),
+            "yes" => Ok(Colocated::Yes),
+            "only" => Ok(Colocated::Only),
+            _ => Err(UsageError(format!(
+                "--colocated: unknown value '{s}'; valid: no, yes, only"
+            ))),
+        }
+    }
+}
+
+/// The pools of a scenario as (instances, devices per instance), as its build makes them
+/// (`scenario/pools.rs`: a layout gives the device count only with `devices_from_layout`).
+pub fn pools_of(sc: &Scenario) -> Vec<(u64, u32)> {
+    let n = |role: Role, own: u32| match sc.layout_for(role).filter(|_| sc.devices_from_layout) {
+        Some(l) => l.tp.saturating_mul(l.pp),
+        None => own,
+    };
+    match sc.mode {
+        disagg_sim::Mode::Disagg => vec![
+            (
+                u64::from(sc.prefill),
+                n(
+                    Role::Prefill,
+                    sc.prefill_devices_per_instance
+                        .unwrap_or(sc.devices_per_instance),
+                ),
+            ),
+            (
+                u64::from(sc.decode),
+                n(
+                    Role::Decode,
+                    sc.decode_devices_per_instance
+                        .unwrap_or(sc.devices_per_instance),
+                ),
+            ),
+        ],
+        disagg_sim::Mode::Colocated => vec![(
+            u64::from(sc.prefill) + u64::from(sc.decode),
+            n(Role::Colocated, sc.devices_per_instance),
+        )],
+    }
+}
+
+/// GPUs of pools: the sum of instances x devices per instance.
+pub fn gpus_of(pools: &[(u64, u32)]) -> u64 {
+    pools.iter().map(|&(i, d)| i * u64::from(d)).sum()
+}
+
+/// Why pools break `--gpus-per-node G`: an instance must have at most G devices or a whole
+/// multiple of G (it spans whole nodes; `docs/objectives.md#budget`).
+pub fn node_violation(pools: &[(u64, u32)], per_node: u32) -> Option<String> {
+    pools
+        .iter()
+        .find(|&&(i, d)| i > 0 && d > per_node && d % per_node != 0)
+        .map(|&(_, d)| {
+            format!(
+                "an instance of {d} devices spans part of a node: with --gpus-per-node \
+                 {per_node} an instance has at most {per_node} devices or a whole multiple of \
+                 {per_node}"
+            )
+        })
+}
+
 /// The search of a `target_rate` plan, validated and counted: [`Search::run`] simulates it.
 pub struct Search<'a> {
     cat: &'a Catalogue,
@@ -136,14 +323,24 @@ pub struct Search<'a> {
     dcs: Vec<u32>,
     pds: Vec<String>,
     dds: Vec<String>,
-    pls: Vec<Option<Layout>>,
-    dls: Vec<Option<Layout>>,
+    pls: Vec<Option<Shape>>,
+    dls: Vec<Option<Shape>>,
     links: Vec<String>,
     comps: Vec<String>,
     fmts: Vec<Option<Formats>>,
     layout_axis: bool,
     format_axis: bool,
     dims: [usize; 9],
+    objective: Objective,
+    budget: Option<u64>,
+    per_node: u32,
+    colocated: Colocated,
+    /// The colocated grid: devices, total instance counts, shapes (then `fmts`).
+    col_devs: Vec<String>,
+    col_totals: Vec<u32>,
+    col_shapes: Vec<Option<Shape>>,
+    /// Disaggregated candidates (indices below this); the colocated ones follow.
+    n_disagg: u64,
     /// How many candidates.
     pub count: u64,
 }
@@ -168,15 +365,39 @@ pub(super) fn prepare<'a>(
         None => vec![base.link.clone()],
     };
     let comps = parse_list("--compressions", &o.compressions)?;
+    let objective = Objective::parse(&o.objective)?;
+    let colocated = match (base.mode, Colocated::parse(&o.colocated)?) {
+        (disagg_sim::Mode::Colocated, _) => Colocated::Only,
+        (_, c) => c,
+    };
+    if o.gpus == Some(0) {
+        return Err(UsageError(
+            "--gpus 0: the budget must be at least 1 GPU".into(),
+        ));
+    }
+    if o.gpus_per_node == 0 {
+        return Err(UsageError(
+            "--gpus-per-node 0: a node has at least 1 GPU".into(),
+        ));
+    }
+    // A model described by layer kinds takes device counts, not TPxPP layouts.
+    let layered = cat
+        .model(&base.model)
+        .ok()
+        .filter(|m| m.arch.is_some())
+        .map(|m| m.key.clone());
     // The layout and format axes: `None` is the scenario's own (one value: no axis).
     let layouts = match &o.layouts {
-        Some(l) => Some(parse_layouts("--layouts", l)?),
+        Some(l) => Some(parse_shapes("--layouts", l, layered.as_deref())?),
         None => None,
     };
     let pool_layouts =
-        |flag: &str, own: &Option<String>| -> Result<Vec<Option<Layout>>, UsageError> {
+        |flag: &str, own: &Option<String>| -> Result<Vec<Option<Shape>>, UsageError> {
             Ok(match (own, &layouts) {
-                (Some(l), _) => parse_layouts(flag, l)?.into_iter().map(Some).collect(),
+                (Some(l), _) => parse_shapes(flag, l, layered.as_deref())?
+                    .into_iter()
+                    .map(Some)
+                    .collect(),
                 (None, Some(all)) => all.iter().copied().map(Some).collect(),
                 (None, None) => vec![None],
             })
@@ -215,11 +436,6 @@ pub(super) fn prepare<'a>(
         cat.compression(c)
             .map_err(|e| UsageError(format!("--compressions: {e}")))?;
     }
-    if base.mode != disagg_sim::Mode::Disagg {
-        return Err(UsageError(
-            "--mode: plan searches disaggregated configurations; use --mode disagg".into(),
-        ));
-    }
     // The grid, in a fixed order (the last list varies fastest), counted before anything is
     // allocated per candidate.
     // The layout and format axes have one value (the scenario's own) unless given.
@@ -234,7 +450,43 @@ pub(super) fn prepare<'a>(
         comps.len(),
         fmts.len(),
     ];
-    let count = dims.iter().fold(1u64, |n, &d| n.saturating_mul(d as u64));
+    let n_disagg = if colocated == Colocated::Only {
+        0
+    } else {
+        dims.iter().fold(1u64, |n, &d| n.saturating_mul(d as u64))
+    };
+    // The colocated grid: every device of the lists, every total P + D of the counts, the
+    // `--layouts` shapes (per-pool layouts do not apply), the formats.
+    let mut col_devs: Vec<String> = Vec::new();
+    let mut col_totals: Vec<u32> = Vec::new();
+    let col_shapes: Vec<Option<Shape>> = match &layouts {
+        Some(all) => all.iter().copied().map(Some).collect(),
+        None => vec![None],
+    };
+    if colocated != Colocated::No {
+        for d in pds.iter().chain(&dds) {
+            if !col_devs.contains(d) {
+                col_devs.push(d.clone());
+            }
+        }
+        for p in &pcs {
+            for d in &dcs {
+                col_totals.push(p.saturating_add(*d));
+            }
+        }
+        col_totals.sort_unstable();
+        col_totals.dedup();
+    }
+    let n_col = [
+        col_devs.len(),
+        col_totals.len(),
+        col_shapes.len(),
+        fmts.len(),
+    ]
+    .iter()
+    .fold(1u64, |n, &d| n.saturating_mul(d as u64))
+        * u64::from(colocated != Colocated::No);
+    let count = n_disagg.saturating_add(n_col);
     let lists = match (layout_axis, format_axis) {
         (false, false) => "the device, link or compression lists",
         (true, false) => "the device, layout, link or compression lists",
@@ -258,7 +510,7 @@ pub(super) fn prepare<'a>(
         };
         crate::memory::check(requests_flag(&base), cfg, false, runs)?;
     }
-    Ok(Search {
+    let search = Search {
         cat,
         base,
         o: o.clone(),
@@ -276,19 +528,80 @@ pub(super) fn prepare<'a>(
         layout_axis,
         format_axis,
         dims,
+        objective,
+        budget: o.gpus,
+        per_node: o.gpus_per_node,
+        colocated,
+        col_devs,
+        col_totals,
+        col_shapes,
+        n_disagg,
         count,
-    })
+    };
+    if let Some(b) = search.budget {
+        search.check_budget(b)?;
+    }
+    Ok(search)
 }
 
 /// The ranked candidates of a search.
 pub struct Targets {
     /// Every candidate, by index.
     pub cands: Vec<Candidate>,
-    /// The indices of the feasible ones, cheapest first.
+    /// The indices of the ranked ones, best first by the objective (cost: cheapest first).
     pub ranked: Vec<usize>,
+    /// The objective ranked by.
+    pub objective: Objective,
+    /// With colocated candidates planned: the best colocated one and the winner's margin over
+    /// it (None: no winner, or no colocated candidate qualifies).
+    pub colocated_margin: Option<Option<(usize, f64)>>,
     rate: f64,
     o: PlanOptions,
     prices: Vec<(String, f64)>,
+}
+
+impl Candidate {
+    /// A candidate with no pools, figures or status (filled in by the search).
+    pub fn blank(index: usize) -> Candidate {
+        Candidate {
+            index,
+            prefill: 0,
+            decode: 0,
+            prefill_device: String::new(),
+            decode_device: String::new(),
+            link: String::new(),
+            compression: String::new(),
+            prefill_layout: None,
+            decode_layout: None,
+            formats: None,
+            mode: "disagg".into(),
+            gpus: 0,
+            status: String::new(),
+            reason: None,
+            ceiling_rps: None,
+            slo_attainment: None,
+            latency_p99_s: None,
+            gpu_usd_per_hour: 0.0,
+            energy_usd_per_hour: None,
+            usd_per_hour: None,
+            usd_per_mtok: None,
+            goodput_per_gpu: None,
+            tokens_per_s_per_gpu: None,
+            tokens_per_s_per_user: None,
+            pareto: false,
+            summary: None,
+        }
+    }
+}
+
+/// The grid position of `index` in a grid of `dims` (the last dimension varies fastest).
+fn grid<const N: usize>(mut index: usize, dims: [usize; N]) -> [usize; N] {
+    let mut pick = [0usize; N];
+    for (k, &d) in dims.iter().enumerate().rev() {
+        pick[k] = index % d;
+        index /= d;
+    }
+    pick
 }
 
 impl Search<'_> {
@@ -297,91 +610,174 @@ impl Search<'_> {
         format!("plan: {} candidates at {} req/s", self.count, self.rate)
     }
 
-    /// Simulates every candidate (in parallel), calling `done` after each.
-    pub fn run(&self, done: &(dyn Fn() + Sync)) -> Result<Targets, UsageError> {
-        let (o, rate, prices, base, cat) = (&self.o, self.rate, &self.prices, &self.base, self.cat);
-        let (layout_axis, format_axis, dims) = (self.layout_axis, self.format_axis, self.dims);
+    /// The scenario of candidate `index` and the candidate's description (not built, not
+    /// simulated: no GPUs, status or figures yet).
+    fn spec(&self, index: usize) -> (Scenario, Candidate) {
+        let base = &self.base;
         let own_layout = |role: Role| base.layout_for(role).map(|l| format!("{}x{}", l.tp, l.pp));
-        let layout_label = |pick: Option<Layout>, role: Role| {
-            layout_axis.then(|| match pick {
+        let layout_label = |pick: Option<Shape>, role: Role| {
+            self.layout_axis.then(|| match pick {
                 Some(l) => Some(l.to_string()),
                 None => own_layout(role),
             })
         };
-        let candidate = |index: usize| {
-            let mut rest = index;
-            let mut pick = [0usize; 9];
-            for (k, &d) in dims.iter().enumerate().rev() {
-                pick[k] = rest % d;
-                rest /= d;
+        let mut cand = Candidate::blank(index);
+        if (index as u64) >= self.n_disagg {
+            // A colocated candidate: `total` instances of `dev` that prefill and decode.
+            let k = index - self.n_disagg as usize;
+            let pick = grid(
+                k,
+                [
+                    self.col_devs.len(),
+                    self.col_totals.len(),
+                    self.col_shapes.len(),
+                    self.fmts.len(),
+                ],
+            );
+            let (dev, total) = (&self.col_devs[pick[0]], self.col_totals[pick[1]]);
+            let (shape, f) = (self.col_shapes[pick[2]], self.fmts[pick[3]]);
+            let mut sc = Scenario {
+                mode: disagg_sim::Mode::Colocated,
+                prefill: total,
+                decode: 0,
+                device: dev.clone(),
+                prefill_device: None,
+                decode_device: None,
+                prefill_devices_per_instance: None,
+                decode_devices_per_instance: None,
+                prefill_tp: None,
+                prefill_pp: None,
+                decode_tp: None,
+                decode_pp: None,
+                kv_compress: None,
+                rate: self.rate,
+                ..base.clone()
+            };
+            match shape {
+                Some(Shape::Layout(l)) => {
+                    sc.tp = Some(l.tp);
+                    sc.pp = Some(l.pp);
+                    sc.devices_per_instance = l.devices();
+                }
+                Some(Shape::Devices(n)) => sc.devices_per_instance = n,
+                None => {}
             }
-            (
-                (
-                    self.pcs[pick[0]],
-                    self.dcs[pick[1]],
-                    &self.pds[pick[2]],
-                    &self.dds[pick[3]],
-                ),
-                (self.pls[pick[4]], self.dls[pick[5]]),
-                (
-                    &self.links[pick[6]],
-                    &self.comps[pick[7]],
-                    self.fmts[pick[8]],
-                ),
-            )
+            if let Some(x) = f {
+                sc.weight_format = x.weight;
+                sc.kv_format = x.kv;
+                sc.compute_format = x.compute;
+            }
+            cand.mode = "colocated".into();
+            cand.prefill = total;
+            cand.prefill_device = dev.clone();
+            cand.decode_device = dev.clone();
+            cand.link = "-".into();
+            cand.compression = "none".into();
+            cand.prefill_layout = layout_label(shape, Role::Colocated);
+            cand.decode_layout = self.layout_axis.then_some(None);
+            cand.formats = self.format_axis.then(|| formats_label(&sc.formats()));
+            return (sc, cand);
+        }
+        let pick = grid(index, self.dims);
+        let (p, d) = (self.pcs[pick[0]], self.dcs[pick[1]]);
+        let (pd, dd) = (&self.pds[pick[2]], &self.dds[pick[3]]);
+        let (pl, dl) = (self.pls[pick[4]], self.dls[pick[5]]);
+        let (l, c, f) = (&self.links[pick[6]], &self.comps[pick[7]], self.fmts[pick[8]]);
+        let mut sc = Scenario {
+            mode: disagg_sim::Mode::Disagg,
+            prefill: p,
+            decode: d,
+            prefill_device: Some(pd.clone()),
+            decode_device: Some(dd.clone()),
+            link: l.clone(),
+            kv_compress: if c == "none" { None } else { Some(c.clone()) },
+            rate: self.rate,
+            ..base.clone()
         };
+        match pl {
+            Some(Shape::Layout(x)) => {
+                sc.prefill_tp = Some(x.tp);
+                sc.prefill_pp = Some(x.pp);
+                sc.prefill_devices_per_instance = Some(x.devices());
+            }
+            Some(Shape::Devices(n)) => sc.prefill_devices_per_instance = Some(n),
+            None => {}
+        }
+        match dl {
+            Some(Shape::Layout(x)) => {
+                sc.decode_tp = Some(x.tp);
+                sc.decode_pp = Some(x.pp);
+                sc.decode_devices_per_instance = Some(x.devices());
+            }
+            Some(Shape::Devices(n)) => sc.decode_devices_per_instance = Some(n),
+            None => {}
+        }
+        if let Some(x) = f {
+            sc.weight_format = x.weight;
+            sc.kv_format = x.kv;
+            sc.compute_format = x.compute;
+        }
+        cand.prefill = p;
+        cand.decode = d;
+        cand.prefill_device = pd.clone();
+        cand.decode_device = dd.clone();
+        cand.link = l.clone();
+        cand.compression = c.clone();
+        cand.prefill_layout = layout_label(pl, Role::Prefill);
+        cand.decode_layout = layout_label(dl, Role::Decode);
+        cand.formats = self.format_axis.then(|| formats_label(&sc.formats()));
+        (sc, cand)
+    }
+
+    /// A budget no candidate fits is an error naming the smallest candidate (the fewest GPUs
+    /// among those that respect `--gpus-per-node`; the first of equals).
+    fn check_budget(&self, budget: u64) -> Result<(), UsageError> {
+        let mut smallest: Option<(u64, usize)> = None;
+        for index in 0..self.count as usize {
+            let (sc, _) = self.spec(index);
+            let pools = pools_of(&sc);
+            if node_violation(&pools, self.per_node).is_some() {
+                continue;
+            }
+            let g = gpus_of(&pools);
+            if g <= budget {
+                return Ok(());
+            }
+            if smallest.is_none_or(|(s, _)| g < s) {
+                smallest = Some((g, index));
+            }
+        }
+        Err(UsageError(match smallest {
+            Some((g, index)) => format!(
+                "--gpus {budget}: no candidate fits; the smallest needs {g} GPUs ({})",
+                pools_label(&self.spec(index).1)
+            ),
+            None => format!(
+                "--gpus {budget}: no candidate fits; every one breaks --gpus-per-node {}",
+                self.per_node
+            ),
+        }))
+    }
+
+    /// Simulates every candidate (in parallel), calling `done` after each.
+    pub fn run(&self, done: &(dyn Fn() + Sync)) -> Result<Targets, UsageError> {
+        let (o, rate, prices, cat) = (&self.o, self.rate, &self.prices, self.cat);
         let mut cands: Vec<Candidate> = (0..self.count as usize)
             .into_par_iter()
             .map(|index| {
-                let ((p, d, pd, dd), (pl, dl), (l, c, f)) = candidate(index);
-                let mut sc = Scenario {
-                    prefill: p,
-                    decode: d,
-                    prefill_device: Some(pd.clone()),
-                    decode_device: Some(dd.clone()),
-                    link: l.clone(),
-                    kv_compress: if c == "none" { None } else { Some(c.clone()) },
-                    rate,
-                    ..base.clone()
-                };
-                if let Some(x) = pl {
-                    sc.prefill_tp = Some(x.tp);
-                    sc.prefill_pp = Some(x.pp);
-                    sc.prefill_devices_per_instance = Some(x.devices());
+                let (sc, mut cand) = self.spec(index);
+                let pools = pools_of(&sc);
+                cand.gpus = gpus_of(&pools);
+                if let Some(why) = node_violation(&pools, self.per_node) {
+                    cand.status = "invalid".into();
+                    cand.reason = Some(why);
+                    return cand;
                 }
-                if let Some(x) = dl {
-                    sc.decode_tp = Some(x.tp);
-                    sc.decode_pp = Some(x.pp);
-                    sc.decode_devices_per_instance = Some(x.devices());
+                if let Some(b) = self.budget.filter(|&b| cand.gpus > b) {
+                    cand.status = "over-budget".into();
+                    cand.reason = Some(format!("needs {} GPUs, over --gpus {b}", cand.gpus));
+                    return cand;
                 }
-                if let Some(x) = f {
-                    sc.weight_format = x.weight;
-                    sc.kv_format = x.kv;
-                    sc.compute_format = x.compute;
-                }
-                let mut cand = Candidate {
-                    index,
-                    prefill: p,
-                    decode: d,
-                    prefill_device: pd.clone(),
-                    decode_device: dd.clone(),
-                    link: l.clone(),
-                    compression: c.clone(),
-                    prefill_layout: layout_label(pl, Role::Prefill),
-                    decode_layout: layout_label(dl, Role::Decode),
-                    formats: format_axis.then(|| formats_label(&sc.formats())),
-                    status: String::new(),
-                    reason: None,
-                    ceiling_rps: None,
-                    slo_attainment: None,
-                    latency_p99_s: None,
-                    gpu_usd_per_hour: 0.0,
-                    energy_usd_per_hour: None,
-                    usd_per_hour: None,
-                    usd_per_mtok: None,
-                    pareto: false,
-                    summary: None,
-                };
                 let cfg = match sc.build(cat) {
                     Ok(c) => c,
                     Err(e) => {
@@ -390,7 +786,19 @@ impl Search<'_> {
                         return cand;
                     }
                 };
-                let ports: f64 = cfg.pools.iter().map(|pl| pl.instances as f64).sum();
+                let built: u64 = cfg
+                    .pools
+                    .iter()
+                    .map(|pl| pl.instances as u64 * u64::from(pl.devices))
+                    .sum();
+                debug_assert_eq!(built, cand.gpus, "pools_of agrees with the build");
+                cand.gpus = built;
+                // Colocated instances have no KV-fabric port to pay for.
+                let ports: f64 = if cand.mode == "colocated" {
+                    0.0
+                } else {
+                    cfg.pools.iter().map(|pl| pl.instances as f64).sum()
+                };
                 cand.gpu_usd_per_hour = cfg
                     .pools
                     .iter()
@@ -400,7 +808,7 @@ impl Search<'_> {
                             * price_of(prices, &pl.device.key).unwrap_or(0.0)
                     })
                     .sum::<f64>()
-                    + ports * price_of(prices, l).unwrap_or(0.0);
+                    + ports * price_of(prices, &cand.link).unwrap_or(0.0);
                 cand.ceiling_rps = ceiling_rps(&cfg);
                 if cand.ceiling_rps.is_some_and(|c| c * PRUNE_FACTOR < rate) {
                     cand.status = "pruned".into();
@@ -410,6 +818,9 @@ impl Search<'_> {
                     ));
                     return cand;
                 }
+                // ISSUE-26 HOOK (stats): the one simulation of a candidate. The lead replaces
+                // this call with the replicated run (`attainment_ci`, and `at_rate` for a
+                // trace) and records the interval on `cand`; nothing else simulates.
                 match simulate_config(&cfg) {
                     Ok(run) => {
                         let s = run.summary();
@@ -420,6 +831,12 @@ impl Search<'_> {
                         cand.energy_usd_per_hour = Some(energy);
                         cand.usd_per_hour = Some(total);
                         cand.usd_per_mtok = Some(total / (s.throughput_tok_s * 3600.0) * 1e6);
+                        let g = cand.gpus as f64;
+                        cand.goodput_per_gpu = (g > 0.0).then(|| s.goodput_rps / g);
+                        cand.tokens_per_s_per_gpu = (g > 0.0).then(|| s.throughput_tok_s / g);
+                        // `docs/objectives.md#objectives`: 1 / mean TPOT (None without one).
+                        cand.tokens_per_s_per_user =
+                            (s.tpot_s.mean > 0.0).then(|| 1.0 / s.tpot_s.mean);
                         cand.status = if s.slo_attainment >= o.slo_target {
                             "feasible"
                         } else {
@@ -437,13 +854,14 @@ impl Search<'_> {
             })
             .inspect(|_| done())
             .collect();
-        // Every candidate refused by the same configuration check (e.g. --fast with a scheduling lever
-        // in disaggregated mode): that is a bad input, not an empty plan.
-        if !cands.is_empty() && cands.iter().all(|c| c.status == "invalid") {
-            let first = cands[0].reason.clone().unwrap_or_default();
+        // Every candidate in the budget refused by the same configuration check (e.g. --fast
+        // with a scheduling lever in disaggregated mode): that is a bad input, not an empty plan.
+        let tried: Vec<&Candidate> = cands.iter().filter(|c| c.status != "over-budget").collect();
+        if !tried.is_empty() && tried.iter().all(|c| c.status == "invalid") {
+            let first = tried[0].reason.clone().unwrap_or_default();
             return Err(UsageError(format!(
                 "every one of the {} candidates is invalid; the first: {first}",
-                cands.len()
+                tried.len()
             )));
         }
         // Pareto frontier of (cost, latency) among feasible candidates.
@@ -466,22 +884,14 @@ impl Search<'_> {
             });
             cands[i].pareto = !dominated;
         }
-        let mut ranked: Vec<&Candidate> = cands.iter().filter(|c| c.status == "feasible").collect();
-        ranked.sort_by(|x, y| {
-            x.usd_per_hour
-                .unwrap_or(f64::INFINITY)
-                .total_cmp(&y.usd_per_hour.unwrap_or(f64::INFINITY))
-                .then(
-                    x.latency_p99_s
-                        .unwrap_or(f64::INFINITY)
-                        .total_cmp(&y.latency_p99_s.unwrap_or(f64::INFINITY)),
-                )
-                .then(x.index.cmp(&y.index))
-        });
-        let ranked: Vec<usize> = ranked.iter().map(|c| c.index).collect();
+        let ranked = objective::rank(&cands, self.objective);
+        let colocated_margin = (self.colocated != Colocated::No)
+            .then(|| objective::colocated_margin(&cands, self.objective, &ranked));
         Ok(Targets {
             cands,
             ranked,
+            objective: self.objective,
+            colocated_margin,
             rate,
             o: o.clone(),
             prices: prices.clone(),
@@ -490,9 +900,18 @@ impl Search<'_> {
 }
 
 impl Targets {
-    /// The feasible candidates, cheapest first.
+    /// The ranked candidates, best first.
     pub fn ranked(&self) -> Vec<&Candidate> {
         self.ranked.iter().map(|&i| &self.cands[i]).collect()
+    }
+
+    /// Whether a new option of issue 26 is in use (a budget, colocated candidates, an objective
+    /// other than cost): only then does the report show the GPUs and the objective's columns,
+    /// so a plan without them prints what it printed before.
+    fn extended(&self) -> bool {
+        self.objective != Objective::Cost
+            || self.o.gpus.is_some()
+            || self.colocated_margin.is_some()
     }
 
     /// The document of `disagg plan --target-rate R --json` (every candidate).
@@ -517,6 +936,17 @@ impl Targets {
             "pareto": cands.iter().filter(|c| c.pareto).map(|c| c.index).collect::<Vec<_>>(),
             "candidates": cands,
         });
+        doc["objective"] = json!(self.objective.name());
+        if let Some(b) = self.o.gpus {
+            doc["gpu_budget"] = json!(b);
+            doc["over_budget"] = json!(count("over-budget"));
+        }
+        if self.extended() {
+            doc["gpus_per_node"] = json!(self.o.gpus_per_node);
+        }
+        if let Some(m) = self.colocated_margin {
+            doc["colocated_margin"] = objective::margin_json(m, self.objective);
+        }
         let mut calibration = Vec::new();
         for s in cands.iter().filter_map(|c| c.summary.as_ref()) {
             crate::report::add_calibration(&mut calibration, s);
@@ -527,27 +957,77 @@ impl Targets {
         doc
     }
 
+    /// The line on the winner's margin over the best colocated candidate (with colocated
+    /// candidates planned and a winner).
+    pub fn margin_line(&self) -> Option<String> {
+        let m = self.colocated_margin?;
+        let &w = self.ranked.first()?;
+        Some(match m {
+            Some((b, _)) if b == w => format!(
+                "the winner is colocated ({})",
+                pools_label(&self.cands[b])
+            ),
+            Some((b, margin)) if margin == 0.0 => format!(
+                "ties with the best colocated plan ({}) on {}",
+                pools_label(&self.cands[b]),
+                self.objective.measure()
+            ),
+            Some((b, margin)) => format!(
+                "beats the best colocated plan ({}) by {}% on {}",
+                pools_label(&self.cands[b]),
+                fixed(100.0 * margin, 1),
+                self.objective.measure()
+            ),
+            None => format!(
+                "no colocated plan qualifies at {} req/s (the SLOs{})",
+                self.rate,
+                match self.objective {
+                    Objective::TokensPerGpu(r) => format!(", {r} tokens/s per user"),
+                    _ => String::new(),
+                }
+            ),
+        })
+    }
+
     /// The text report of `disagg plan --target-rate R`: the counts, the ranked table, the
     /// Pareto frontier.
     pub fn text(&self) -> String {
         let (cands, rate, a) = (&self.cands, self.rate, &self.o);
         let ranked = self.ranked();
         let count = |st: &str| cands.iter().filter(|c| c.status == st).count();
+        let ext = self.extended();
+        let colocated = count_mode(cands, "colocated");
         let mut s = String::new();
-        let _ = writeln!(
+        let _ = write!(
             s,
-            "{} candidates at {rate} req/s: {} simulated ({} meet {}% SLO attainment), {} pruned by the analytic bounds, {} invalid",
+            "{} candidates{} at {rate} req/s: {} simulated ({} meet {}% SLO attainment), {} pruned by the analytic bounds, {} invalid",
             cands.len(),
+            if self.colocated_margin.is_some() {
+                format!(" ({colocated} colocated)")
+            } else {
+                String::new()
+            },
             count("feasible") + count("infeasible"),
             count("feasible"),
             fixed(100.0 * a.slo_target, 1),
             count("pruned"),
             count("invalid")
         );
+        if let Some(b) = a.gpus {
+            let _ = write!(s, ", {} over the budget of {b} GPUs", count("over-budget"));
+        }
+        s.push('\n');
+        if ext && self.objective != Objective::Cost {
+            let _ = writeln!(s, "objective: {}", self.objective.name());
+        }
         if ranked.is_empty() {
             let _ = writeln!(
                 s,
-                "no configuration in the search space meets the SLOs at {rate} req/s"
+                "no configuration in the search space meets the SLOs at {rate} req/s{}",
+                match self.objective {
+                    Objective::TokensPerGpu(r) => format!(" with {r} tokens/s per user"),
+                    _ => String::new(),
+                }
             );
             return s;
         }
@@ -556,9 +1036,14 @@ impl Targets {
             Some(c) => axis_cells("P layout", "D layout", "formats", c),
             None => (String::new(), String::new()),
         };
+        let head_ext = if ext {
+            self.objective_cells(None)
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             s,
-            "{:>4} {:>3} {:>3} {:<9} {:<9}{lay} {:<12} {:<12}{fmt} {:>8} {:>11} {:>9} {:>9} {:>8}",
+            "{:>4} {:>3} {:>3} {:<9} {:<9}{lay} {:<12} {:<12}{fmt} {:>8} {:>11} {:>9} {:>9} {:>8}{head_ext}",
             "rank",
             "P",
             "D",
@@ -579,14 +1064,20 @@ impl Targets {
                 c.formats.as_deref().unwrap_or(""),
                 c,
             );
+            let row_ext = if ext {
+                self.objective_cells(Some(c))
+            } else {
+                String::new()
+            };
+            let coloc = c.mode == "colocated";
             let _ = writeln!(
                 s,
-                "{:>4} {:>3} {:>3} {:<9} {:<9}{lay} {:<12} {:<12}{fmt} {:>8} {:>11} {:>9} {:>9} {:>8}",
+                "{:>4} {:>3} {:>3} {:<9} {:<9}{lay} {:<12} {:<12}{fmt} {:>8} {:>11} {:>9} {:>9} {:>8}{row_ext}",
                 k + 1,
                 c.prefill,
-                c.decode,
+                if coloc { "-".to_string() } else { c.decode.to_string() },
                 c.prefill_device,
-                c.decode_device,
+                if coloc { "colocated" } else { &c.decode_device },
                 c.link,
                 c.compression,
                 fixed(100.0 * c.slo_attainment.unwrap_or(0.0), 1),
@@ -596,28 +1087,87 @@ impl Targets {
                 if c.pareto { "*" } else { "" }
             );
         }
+        if let Some(line) = self.margin_line() {
+            s.push('\n');
+            let _ = writeln!(s, "{line}");
+        }
         s.push('\n');
-        let _ = writeln!(s, "Pareto frontier (cost against {} p99):", a.latency);
-        let mut front: Vec<&Candidate> = cands.iter().filter(|c| c.pareto).collect();
-        front.sort_by(|x, y| {
-            x.usd_per_hour
-                .unwrap_or(0.0)
-                .total_cmp(&y.usd_per_hour.unwrap_or(0.0))
-        });
-        for c in front {
+        if self.objective == Objective::Pareto {
             let _ = writeln!(
                 s,
-                "  ${:>8}/hour  {:>10} ms   {}",
-                fixed(c.usd_per_hour.unwrap_or(f64::NAN), 2),
-                fixed(1e3 * c.latency_p99_s.unwrap_or(f64::NAN), 1),
-                describe(c)
+                "Pareto frontier (output tokens/s per GPU against tokens/s per user):"
             );
+            for c in &ranked {
+                let _ = writeln!(
+                    s,
+                    "  {:>10} tok/s/GPU  {:>9} tok/s/user   {}",
+                    fixed(c.tokens_per_s_per_gpu.unwrap_or(f64::NAN), 1),
+                    fixed(c.tokens_per_s_per_user.unwrap_or(f64::NAN), 1),
+                    describe(c)
+                );
+            }
+        } else {
+            let _ = writeln!(s, "Pareto frontier (cost against {} p99):", a.latency);
+            let mut front: Vec<&Candidate> = cands.iter().filter(|c| c.pareto).collect();
+            front.sort_by(|x, y| {
+                x.usd_per_hour
+                    .unwrap_or(0.0)
+                    .total_cmp(&y.usd_per_hour.unwrap_or(0.0))
+            });
+            for c in front {
+                let _ = writeln!(
+                    s,
+                    "  ${:>8}/hour  {:>10} ms   {}",
+                    fixed(c.usd_per_hour.unwrap_or(f64::NAN), 2),
+                    fixed(1e3 * c.latency_p99_s.unwrap_or(f64::NAN), 1),
+                    describe(c)
+                );
+            }
         }
         s.push_str(&crate::report::calibration_of_runs(
             cands.iter().filter_map(|c| c.summary.as_ref()),
         ));
         s
     }
+
+    /// The extra cells of an extended table (the header with `None`): GPUs, then the
+    /// objective's figures (goodput per GPU; tokens/s per GPU and per user).
+    fn objective_cells(&self, c: Option<&Candidate>) -> String {
+        let mut s = match c {
+            None => format!(" {:>5}", "GPUs"),
+            Some(c) => format!(" {:>5}", c.gpus),
+        };
+        match self.objective {
+            Objective::GoodputPerGpu => {
+                let _ = match c {
+                    None => write!(s, " {:>11}", "goodput/GPU"),
+                    Some(c) => write!(
+                        s,
+                        " {:>11}",
+                        fixed(c.goodput_per_gpu.unwrap_or(f64::NAN), 3)
+                    ),
+                };
+            }
+            Objective::TokensPerGpu(_) | Objective::Pareto => {
+                let _ = match c {
+                    None => write!(s, " {:>10} {:>10}", "tok/s/GPU", "tok/s/user"),
+                    Some(c) => write!(
+                        s,
+                        " {:>10} {:>10}",
+                        fixed(c.tokens_per_s_per_gpu.unwrap_or(f64::NAN), 1),
+                        fixed(c.tokens_per_s_per_user.unwrap_or(f64::NAN), 1)
+                    ),
+                };
+            }
+            Objective::Cost | Objective::MinGpus => {}
+        }
+        s
+    }
+}
+
+/// How many candidates have `mode`.
+fn count_mode(cands: &[Candidate], mode: &str) -> usize {
+    cands.iter().filter(|c| c.mode == mode).count()
 }
 
 #[cfg(test)]
@@ -630,29 +1180,18 @@ mod tests {
         formats: Option<&str>,
     ) -> Candidate {
         let own = |l: Option<Option<&str>>| l.map(|x| x.map(str::to_string));
-        Candidate {
-            index: 0,
-            prefill: 1,
-            decode: 2,
-            prefill_device: "h100".into(),
-            decode_device: "a100".into(),
-            link: "ib-ndr".into(),
-            compression: "none".into(),
-            prefill_layout: own(prefill_layout),
-            decode_layout: own(decode_layout),
-            formats: formats.map(str::to_string),
-            status: "feasible".into(),
-            reason: None,
-            ceiling_rps: None,
-            slo_attainment: None,
-            latency_p99_s: None,
-            gpu_usd_per_hour: 0.0,
-            energy_usd_per_hour: None,
-            usd_per_hour: None,
-            usd_per_mtok: None,
-            pareto: false,
-            summary: None,
-        }
+        let mut c = Candidate::blank(0);
+        c.prefill = 1;
+        c.decode = 2;
+        c.prefill_device = "h100".into();
+        c.decode_device = "a100".into();
+        c.link = "ib-ndr".into();
+        c.compression = "none".into();
+        c.prefill_layout = own(prefill_layout);
+        c.decode_layout = own(decode_layout);
+        c.formats = formats.map(str::to_string);
+        c.status = "feasible".into();
+        c
     }
 
     #[test]
