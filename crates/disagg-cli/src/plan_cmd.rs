@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use disagg_api::plan::{describe, Plan, PlanOptions};
+use disagg_api::plan::{describe, short_label, Objective, Plan, PlanOptions, Targets};
 use disagg_sim::Summary;
 
 use crate::output::{out, outln};
@@ -288,30 +288,7 @@ pub fn run(
     if let Some(dir) = &a.plot {
         let mut written = Vec::new();
         let name = describe;
-        let pts: Vec<(f64, f64, String)> = ranked
-            .iter()
-            .map(|c| {
-                (
-                    c.usd_per_hour.unwrap_or(f64::NAN),
-                    1e3 * c.latency_p99_s.unwrap_or(f64::NAN),
-                    name(c),
-                )
-            })
-            .collect();
-        let mut front: Vec<(f64, f64, String)> = t
-            .cands
-            .iter()
-            .filter(|c| c.pareto)
-            .map(|c| {
-                (
-                    c.usd_per_hour.unwrap_or(f64::NAN),
-                    1e3 * c.latency_p99_s.unwrap_or(f64::NAN),
-                    name(c),
-                )
-            })
-            .collect();
-        front.sort_by(|x, y| x.0.total_cmp(&y.0));
-        plots::pareto(dir, &pts, &front, &a.latency, &mut written)?;
+        plots::pareto(dir, &pareto_chart(&t, &a.latency), &mut written)?;
         let top: Vec<(String, &Summary)> = ranked
             .iter()
             .take(a.top.clamp(1, 40))
@@ -328,4 +305,55 @@ pub fn run(
         out!("{}", t.text());
     }
     Ok(())
+}
+
+/// The Pareto chart of a plan: cost against p99 latency (the ranked candidates, numbered in rank
+/// order, and the cost/latency frontier), or for `--objective pareto` output tokens/s per GPU
+/// against tokens/s per user (every feasible candidate by tokens/s per GPU, and the ranked
+/// frontier). Points are labelled `2P+3D h100` in the key.
+fn pareto_chart(t: &Targets, latency: &str) -> plots::ParetoChart {
+    let label = |c: &disagg_api::plan::Candidate| short_label(c);
+    if t.objective == Objective::Pareto {
+        let mut feas: Vec<&disagg_api::plan::Candidate> =
+            t.cands.iter().filter(|c| c.status == "feasible").collect();
+        feas.sort_by(|x, y| {
+            y.tokens_per_s_per_gpu
+                .unwrap_or(f64::NAN)
+                .total_cmp(&x.tokens_per_s_per_gpu.unwrap_or(f64::NAN))
+                .then(x.index.cmp(&y.index))
+        });
+        let pt = |c: &disagg_api::plan::Candidate| {
+            (
+                c.tokens_per_s_per_user.unwrap_or(f64::NAN),
+                c.tokens_per_s_per_gpu.unwrap_or(f64::NAN),
+                label(c),
+            )
+        };
+        return plots::ParetoChart {
+            title: "Throughput per GPU against interactivity of the configurations that meet \
+                    the SLOs"
+                .into(),
+            x_title: "Tokens/s per user (1 / mean TPOT)".into(),
+            y_title: "Output tokens/s per GPU".into(),
+            points: feas.iter().map(|c| pt(c)).collect(),
+            front: t.ranked().iter().map(|c| pt(c)).collect(),
+        };
+    }
+    let pt = |c: &disagg_api::plan::Candidate| {
+        (
+            c.usd_per_hour.unwrap_or(f64::NAN),
+            1e3 * c.latency_p99_s.unwrap_or(f64::NAN),
+            label(c),
+        )
+    };
+    let mut front: Vec<(f64, f64, String)> =
+        t.cands.iter().filter(|c| c.pareto).map(pt).collect();
+    front.sort_by(|x, y| x.0.total_cmp(&y.0));
+    plots::ParetoChart {
+        title: "Cost against latency of the configurations that meet the SLOs".into(),
+        x_title: "Cost (US$ per hour)".into(),
+        y_title: format!("{latency} p99 (ms)"),
+        points: t.ranked().iter().map(|c| pt(c)).collect(),
+        front,
+    }
 }

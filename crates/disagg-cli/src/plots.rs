@@ -412,21 +412,43 @@ pub fn versus_rate(
 /// pareto.svg: cost against p99 latency of every feasible configuration, with the frontier.
 pub fn pareto(
     dir: &Path,
-    points: &[(f64, f64, String)],
-    front: &[(f64, f64, String)],
-    latency: &str,
+    chart: &ParetoChart,
     written: &mut Vec<PathBuf>,
 ) -> Result<(), UsageError> {
-    let s = Scatter::new()
-        .title("Cost against latency of the configurations that meet the SLOs")
-        .x_axis(Axis::new("Cost (US$ per hour)"))
-        .y_axis(Axis::new(format!("{latency} p99 (ms)")))
-        .points(
+    // The first points are numbered, with a key of their labels under the chart; the rest are
+    // plain markers (a key of hundreds of lines would not help).
+    let (numbered, rest) = chart.points.split_at(chart.points.len().min(MAX_NUMBERED));
+    let mut s = Scatter::new()
+        .title(chart.title.as_str())
+        .x_axis(Axis::new(chart.x_title.as_str()))
+        .y_axis(Axis::new(chart.y_title.as_str()))
+        .numbered_points(
             "feasible configurations",
-            points.iter().map(|(x, y, _)| (*x, *y)),
-        )
-        .frontier("Pareto frontier", front.iter().map(|(x, y, _)| (*x, *y)));
+            numbered.iter().map(|(x, y, l)| (*x, *y, l.as_str())),
+        );
+    if !rest.is_empty() {
+        s = s.points(
+            format!("other feasible configurations ({})", rest.len()),
+            rest.iter().map(|(x, y, _)| (*x, *y)),
+        );
+    }
+    let s = s.frontier(
+        "Pareto frontier",
+        chart.front.iter().map(|(x, y, _)| (*x, *y)),
+    );
     write(dir, "pareto.svg", s.render(), written)
+}
+
+/// How many points of a Pareto chart are numbered (and keyed).
+pub const MAX_NUMBERED: usize = 30;
+
+/// A Pareto chart of a plan: the points in rank order (x, y, short label) and the frontier.
+pub struct ParetoChart {
+    pub title: String,
+    pub x_title: String,
+    pub y_title: String,
+    pub points: Vec<(f64, f64, String)>,
+    pub front: Vec<(f64, f64, String)>,
 }
 
 /// Prints what was written, one path a line, on stderr.

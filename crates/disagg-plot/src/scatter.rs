@@ -96,6 +96,25 @@ impl Scatter {
         self
     }
 
+    /// Adds a group of points numbered 1, 2, ... in the given order, with a key under the chart
+    /// giving each number's text (`1. 2P+3D h100`): the numbers are short enough to sit beside
+    /// their points without overlapping where long labels would not; a number that cannot be
+    /// placed is left out of the plot (counted in `data-hidden-labels`) but stays in the key.
+    pub fn numbered_points<S: Into<String>>(
+        mut self,
+        name: impl Into<String>,
+        points: impl IntoIterator<Item = (f64, f64, S)>,
+    ) -> Self {
+        let mut pts = Vec::new();
+        let mut numbers = Vec::new();
+        for (k, (x, y, l)) in points.into_iter().enumerate() {
+            pts.push((x, y, (k + 1).to_string()));
+            numbers.push(format!("{}. {}", k + 1, l.into()));
+        }
+        self.frame.key.extend(numbers);
+        self.labelled_points(name, pts)
+    }
+
     /// Adds any series (full control over style).
     pub fn series(mut self, series: Series) -> Self {
         self.panel.series.push(series);
@@ -127,7 +146,7 @@ impl Scatter {
             &self.frame,
             &self.x_axis,
             std::slice::from_ref(&self.panel),
-            500.0,
+            500.0 + self.frame.key_height(),
         )
     }
 }

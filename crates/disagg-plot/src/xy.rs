@@ -253,6 +253,8 @@ pub(crate) struct Frame {
     pub width: f64,
     pub height: Option<f64>,
     pub id_prefix: String,
+    /// Lines of a key drawn under the x axis (e.g. what numbered points are); none by default.
+    pub key: Vec<String>,
 }
 
 impl Default for Frame {
@@ -262,11 +264,24 @@ impl Default for Frame {
             width: 800.0,
             height: None,
             id_prefix: "dp".into(),
+            key: Vec::new(),
         }
     }
 }
 
+/// Height of one line of a key, px.
+pub(crate) const KEY_LINE: f64 = 15.0;
+
 impl Frame {
+    /// The height the key takes under the chart (0 without one).
+    pub fn key_height(&self) -> f64 {
+        if self.key.is_empty() {
+            0.0
+        } else {
+            10.0 + KEY_LINE * self.key.len() as f64
+        }
+    }
+
     pub fn size(&self, default_height: f64) -> (f64, f64) {
         let w = if self.width.is_finite() {
             self.width.max(200.0)
@@ -1020,7 +1035,8 @@ pub(crate) fn render(
 
     // Vertical layout.
     let x_title = !x_axis.title.is_empty();
-    let bottom = 7.0 + TICK_SIZE + 6.0 + if x_title { AXIS_TITLE_SIZE + 10.0 } else { 0.0 } + 8.0;
+    let bottom = 7.0 + TICK_SIZE + 6.0 + if x_title { AXIS_TITLE_SIZE + 10.0 } else { 0.0 } + 8.0
+        + frame.key_height();
     let gap = 14.0;
     let avail = (height - top - bottom - gap * (n as f64 - 1.0)).max(20.0 * n as f64);
     let ph = avail / n as f64;
@@ -1252,5 +1268,22 @@ pub(crate) fn render(
         &x_axis.title,
         pw,
     );
+    if !frame.key.is_empty() {
+        // The key: one line each, left-aligned with the plot, under the x axis title.
+        w.open_group("key", &[]);
+        let y0 = height - frame.key_height() + 4.0;
+        for (k, line) in frame.key.iter().enumerate() {
+            w.text(
+                left,
+                y0 + KEY_LINE * (k as f64 + 1.0),
+                line,
+                LABEL_SIZE,
+                Anchor::Start,
+                INK,
+                "",
+            );
+        }
+        w.close_group();
+    }
     w.finish()
 }
