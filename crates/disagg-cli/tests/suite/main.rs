@@ -9,6 +9,7 @@ mod cli_handoff_levers;
 mod cli_levers;
 mod cli_plan;
 mod cli_plan_axes;
+mod cli_plan_objectives;
 mod cli_plots;
 mod cli_ranks;
 mod cli_ranks_kinds;
