@@ -346,8 +346,7 @@ fn pareto_chart(t: &Targets, latency: &str) -> plots::ParetoChart {
             label(c),
         )
     };
-    let mut front: Vec<(f64, f64, String)> =
-        t.cands.iter().filter(|c| c.pareto).map(pt).collect();
+    let mut front: Vec<(f64, f64, String)> = t.cands.iter().filter(|c| c.pareto).map(pt).collect();
     front.sort_by(|x, y| x.0.total_cmp(&y.0));
     plots::ParetoChart {
         title: "Cost against latency of the configurations that meet the SLOs".into(),

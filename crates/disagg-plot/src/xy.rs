@@ -1035,7 +1035,11 @@ pub(crate) fn render(
 
     // Vertical layout.
     let x_title = !x_axis.title.is_empty();
-    let bottom = 7.0 + TICK_SIZE + 6.0 + if x_title { AXIS_TITLE_SIZE + 10.0 } else { 0.0 } + 8.0
+    let bottom = 7.0
+        + TICK_SIZE
+        + 6.0
+        + if x_title { AXIS_TITLE_SIZE + 10.0 } else { 0.0 }
+        + 8.0
         + frame.key_height();
     let gap = 14.0;
     let avail = (height - top - bottom - gap * (n as f64 - 1.0)).max(20.0 * n as f64);

@@ -127,9 +127,7 @@ pub fn order(cands: &[Candidate], obj: Objective) -> Vec<usize> {
         _ => {
             let (a, _) = obj.value(x);
             let (b, _) = obj.value(y);
-            key(b, true)
-                .total_cmp(&key(a, true))
-                .then(by_cost(x, y))
+            key(b, true).total_cmp(&key(a, true)).then(by_cost(x, y))
         }
     });
     v.iter().map(|c| c.index).collect()
@@ -256,7 +254,13 @@ mod tests {
             Objective::parse("tokens-per-gpu@12.5").unwrap().name(),
             "tokens-per-gpu@12.5"
         );
-        for bad in ["costs", "tokens-per-gpu@", "tokens-per-gpu@0", "tokens-per-gpu@x", ""] {
+        for bad in [
+            "costs",
+            "tokens-per-gpu@",
+            "tokens-per-gpu@0",
+            "tokens-per-gpu@x",
+            "",
+        ] {
             assert_eq!(
                 Objective::parse(bad).unwrap_err().0,
                 format!(

@@ -682,7 +682,11 @@ impl Search<'_> {
         let (p, d) = (self.pcs[pick[0]], self.dcs[pick[1]]);
         let (pd, dd) = (&self.pds[pick[2]], &self.dds[pick[3]]);
         let (pl, dl) = (self.pls[pick[4]], self.dls[pick[5]]);
-        let (l, c, f) = (&self.links[pick[6]], &self.comps[pick[7]], self.fmts[pick[8]]);
+        let (l, c, f) = (
+            &self.links[pick[6]],
+            &self.comps[pick[7]],
+            self.fmts[pick[8]],
+        );
         let mut sc = Scenario {
             mode: disagg_sim::Mode::Disagg,
             prefill: p,
@@ -963,10 +967,9 @@ impl Targets {
         let m = self.colocated_margin?;
         let &w = self.ranked.first()?;
         Some(match m {
-            Some((b, _)) if b == w => format!(
-                "the winner is colocated ({})",
-                pools_label(&self.cands[b])
-            ),
+            Some((b, _)) if b == w => {
+                format!("the winner is colocated ({})", pools_label(&self.cands[b]))
+            }
             Some((b, margin)) if margin == 0.0 => format!(
                 "ties with the best colocated plan ({}) on {}",
                 pools_label(&self.cands[b]),

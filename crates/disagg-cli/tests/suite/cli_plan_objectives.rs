@@ -112,15 +112,25 @@ fn every_objective_ranks_with_the_candidate_figures_and_the_colocated_margin() {
 #[test]
 fn the_text_gains_the_objective_columns_and_the_margin_line() {
     let mut a: Vec<&str> = SMALL.to_vec();
-    a.extend(["--quiet", "--colocated", "yes", "--objective", "goodput-per-gpu"]);
+    a.extend([
+        "--quiet",
+        "--colocated",
+        "yes",
+        "--objective",
+        "goodput-per-gpu",
+    ]);
     let t = ok_text(&a);
-    assert!(t.starts_with("7 candidates (3 colocated) at 4 req/s:"), "{t}");
+    assert!(
+        t.starts_with("7 candidates (3 colocated) at 4 req/s:"),
+        "{t}"
+    );
     assert!(t.contains("objective: goodput-per-gpu\n"), "{t}");
     assert!(t.contains(" GPUs goodput/GPU\n"), "{t}");
     assert!(
-        t.lines().any(|l| l.starts_with("beats the best colocated plan (")
-            || l.starts_with("ties with the best colocated plan (")
-            || l.starts_with("the winner is colocated (")),
+        t.lines()
+            .any(|l| l.starts_with("beats the best colocated plan (")
+                || l.starts_with("ties with the best colocated plan (")
+                || l.starts_with("the winner is colocated (")),
         "{t}"
     );
     // Without the new flags: no GPUs column, no objective line.
@@ -128,7 +138,10 @@ fn the_text_gains_the_objective_columns_and_the_margin_line() {
     a.push("--quiet");
     let t = ok_text(&a);
     assert!(t.starts_with("4 candidates at 4 req/s:"), "{t}");
-    assert!(!t.contains("GPUs") && !t.contains("objective") && !t.contains("colocated"), "{t}");
+    assert!(
+        !t.contains("GPUs") && !t.contains("objective") && !t.contains("colocated"),
+        "{t}"
+    );
 }
 
 #[test]
@@ -171,11 +184,22 @@ fn a_budget_skips_larger_candidates_and_names_the_smallest_when_none_fits() {
 #[test]
 fn an_instance_must_fit_a_node_or_span_whole_nodes() {
     // 12 devices per instance with 8 per node: invalid, with the reason; 16 spans 2 nodes.
-    let one = [&SMALL[..9], &["--prefill-devices", "h100", "--decode-devices", "h100"]].concat();
+    let one = [
+        &SMALL[..9],
+        &["--prefill-devices", "h100", "--decode-devices", "h100"],
+    ]
+    .concat();
     let one = &one[..];
     let doc = plan_of(
         one,
-        &["--prefill-counts", "1", "--decode-counts", "1", "--layouts", "12,16"],
+        &[
+            "--prefill-counts",
+            "1",
+            "--decode-counts",
+            "1",
+            "--layouts",
+            "12,16",
+        ],
     );
     let cands = doc["candidates"].as_array().unwrap();
     assert_eq!(cands.len(), 4);
@@ -223,12 +247,17 @@ fn colocated_only_and_bad_values() {
     a.extend(["--objective", "throughput"]);
     bad(
         &a,
-        &["--objective: unknown objective 'throughput'; valid: cost, goodput-per-gpu, \
-           tokens-per-gpu@R, min-gpus, pareto"],
+        &[
+            "--objective: unknown objective 'throughput'; valid: cost, goodput-per-gpu, \
+           tokens-per-gpu@R, min-gpus, pareto",
+        ],
     );
     let mut a: Vec<&str> = SMALL.to_vec();
     a.extend(["--colocated", "maybe"]);
-    bad(&a, &["--colocated: unknown value 'maybe'; valid: no, yes, only"]);
+    bad(
+        &a,
+        &["--colocated: unknown value 'maybe'; valid: no, yes, only"],
+    );
 }
 
 #[test]
@@ -270,8 +299,10 @@ fn layer_kind_models_vary_devices_per_instance() {
     a.extend(["--layouts", "8,4x2"]);
     bad(
         &a,
-        &["--layouts: '4x2': parallel layouts are not modelled for deepseek-v3, which is \
-           described by layer kinds; give devices per instance instead, e.g. --layouts 8,16"],
+        &[
+            "--layouts: '4x2': parallel layouts are not modelled for deepseek-v3, which is \
+           described by layer kinds; give devices per instance instead, e.g. --layouts 8,16",
+        ],
     );
 }
 
@@ -280,7 +311,15 @@ fn the_pareto_chart_is_numbered_with_a_key() {
     let dir = tmp_dir("plan-objectives-plot");
     let mut a: Vec<&str> = SMALL.to_vec();
     let d = dir.join("p");
-    a.extend(["--quiet", "--colocated", "yes", "--objective", "pareto", "--plot", s(&d)]);
+    a.extend([
+        "--quiet",
+        "--colocated",
+        "yes",
+        "--objective",
+        "pareto",
+        "--plot",
+        s(&d),
+    ]);
     ok(&a);
     let svg = std::fs::read_to_string(d.join("pareto.svg")).unwrap();
     assert!(svg.contains("Output tokens/s per GPU"), "y axis");
