@@ -22,6 +22,7 @@ pub use max_rate::MaxRate;
 pub use search::{ceiling_rps, describe, Candidate, Search, Targets};
 
 // Issue 26 item 4 ("objectives"): budget, colocated baseline, objectives, layer-kind shapes.
+mod candidate;
 pub mod objective;
 pub use objective::Objective;
 pub use search::{

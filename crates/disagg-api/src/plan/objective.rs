@@ -5,7 +5,7 @@
 
 use serde_json::{json, Value};
 
-use super::search::Candidate;
+use super::candidate::Candidate;
 use crate::UsageError;
 
 /// The names `--objective` takes (`tokens-per-gpu@R` with a number R).

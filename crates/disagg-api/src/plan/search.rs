@@ -6,9 +6,9 @@ use std::fmt::Write as _;
 use disagg_model::{Catalogue, Formats};
 use disagg_sim::{simulate_config, Role, Scenario, SimConfig, Summary};
 use rayon::prelude::*;
-use serde::Serialize;
 use serde_json::{json, Value};
 
+pub use super::candidate::Candidate;
 use super::objective::{self, Objective};
 use super::*;
 use crate::format::fixed;
@@ -29,56 +29,6 @@ pub fn ceiling_rps(cfg: &SimConfig) -> Option<f64> {
         * disagg_sim::decode_instance_rps(cfg, &dp.cost, dp.kv_capacity_tokens, p, o);
     let kr = disagg_sim::kv_link_wire_rps(cfg, p);
     Some(pr.min(dr).min(kr))
-}
-
-/// One candidate configuration and what became of it.
-#[derive(Clone, Debug, Serialize)]
-pub struct Candidate {
-    pub index: usize,
-    pub prefill: u32,
-    pub decode: u32,
-    pub prefill_device: String,
-    pub decode_device: String,
-    pub link: String,
-    pub compression: String,
-    /// The prefill pool's layout `TPxPP` (null: the scenario has none); only in a plan with a
-    /// layout axis.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub prefill_layout: Option<Option<String>>,
-    /// The decode pool's layout, as `prefill_layout`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub decode_layout: Option<Option<String>>,
-    /// `W/KV/C` formats; only in a plan with a format axis.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub formats: Option<String>,
-    /// `disagg`, or `colocated` (the baseline: `prefill` instances that prefill and decode,
-    /// `decode` 0, link `-`; `docs/objectives.md#colocated`).
-    pub mode: String,
-    /// GPUs: the sum over pools of instances x devices per instance.
-    pub gpus: u64,
-    /// `pruned` (analytic ceiling hopeless), `infeasible` (simulated, misses the SLO target),
-    /// `feasible`, `over-budget` (more GPUs than `--gpus`; not simulated) or `invalid` (e.g.
-    /// the model does not fit, or an instance spans part of a node).
-    pub status: String,
-    pub reason: Option<String>,
-    pub ceiling_rps: Option<f64>,
-    pub slo_attainment: Option<f64>,
-    pub latency_p99_s: Option<f64>,
-    /// GPUs plus link ports, US$ per hour.
-    pub gpu_usd_per_hour: f64,
-    pub energy_usd_per_hour: Option<f64>,
-    pub usd_per_hour: Option<f64>,
-    pub usd_per_mtok: Option<f64>,
-    /// SLO-met requests/s (the summary's `goodput_rps`) per GPU.
-    pub goodput_per_gpu: Option<f64>,
-    /// Output tokens/s (the summary's `throughput_tok_s`) per GPU.
-    pub tokens_per_s_per_gpu: Option<f64>,
-    /// Tokens/s per user: 1 / mean TPOT (`docs/objectives.md#objectives`).
-    pub tokens_per_s_per_user: Option<f64>,
-    pub pareto: bool,
-    /// The run's summary (simulated candidates; not in the JSON).
-    #[serde(skip)]
-    pub summary: Option<Summary>,
 }
 
 /// A layout cell of the table: the layout, `-` for none, nothing when layouts are not an axis.
@@ -558,40 +508,6 @@ pub struct Targets {
     rate: f64,
     o: PlanOptions,
     prices: Vec<(String, f64)>,
-}
-
-impl Candidate {
-    /// A candidate with no pools, figures or status (filled in by the search).
-    pub fn blank(index: usize) -> Candidate {
-        Candidate {
-            index,
-            prefill: 0,
-            decode: 0,
-            prefill_device: String::new(),
-            decode_device: String::new(),
-            link: String::new(),
-            compression: String::new(),
-            prefill_layout: None,
-            decode_layout: None,
-            formats: None,
-            mode: "disagg".into(),
-            gpus: 0,
-            status: String::new(),
-            reason: None,
-            ceiling_rps: None,
-            slo_attainment: None,
-            latency_p99_s: None,
-            gpu_usd_per_hour: 0.0,
-            energy_usd_per_hour: None,
-            usd_per_hour: None,
-            usd_per_mtok: None,
-            goodput_per_gpu: None,
-            tokens_per_s_per_gpu: None,
-            tokens_per_s_per_user: None,
-            pareto: false,
-            summary: None,
-        }
-    }
 }
 
 /// The grid position of `index` in a grid of `dims` (the last dimension varies fastest).

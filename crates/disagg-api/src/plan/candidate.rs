@@ -1,0 +1,89 @@
+//! One candidate of a `target_rate` plan and what became of it (a file of its own so that
+//! the search and the objectives both use it without importing each other).
+
+use disagg_sim::Summary;
+use serde::Serialize;
+
+/// One candidate configuration and what became of it.
+#[derive(Clone, Debug, Serialize)]
+pub struct Candidate {
+    pub index: usize,
+    pub prefill: u32,
+    pub decode: u32,
+    pub prefill_device: String,
+    pub decode_device: String,
+    pub link: String,
+    pub compression: String,
+    /// The prefill pool's layout `TPxPP` (null: the scenario has none); only in a plan with a
+    /// layout axis.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prefill_layout: Option<Option<String>>,
+    /// The decode pool's layout, as `prefill_layout`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decode_layout: Option<Option<String>>,
+    /// `W/KV/C` formats; only in a plan with a format axis.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub formats: Option<String>,
+    /// `disagg`, or `colocated` (the baseline: `prefill` instances that prefill and decode,
+    /// `decode` 0, link `-`; `docs/objectives.md#colocated`).
+    pub mode: String,
+    /// GPUs: the sum over pools of instances x devices per instance.
+    pub gpus: u64,
+    /// `pruned` (analytic ceiling hopeless), `infeasible` (simulated, misses the SLO target),
+    /// `feasible`, `over-budget` (more GPUs than `--gpus`; not simulated) or `invalid` (e.g.
+    /// the model does not fit, or an instance spans part of a node).
+    pub status: String,
+    pub reason: Option<String>,
+    pub ceiling_rps: Option<f64>,
+    pub slo_attainment: Option<f64>,
+    pub latency_p99_s: Option<f64>,
+    /// GPUs plus link ports, US$ per hour.
+    pub gpu_usd_per_hour: f64,
+    pub energy_usd_per_hour: Option<f64>,
+    pub usd_per_hour: Option<f64>,
+    pub usd_per_mtok: Option<f64>,
+    /// SLO-met requests/s (the summary's `goodput_rps`) per GPU.
+    pub goodput_per_gpu: Option<f64>,
+    /// Output tokens/s (the summary's `throughput_tok_s`) per GPU.
+    pub tokens_per_s_per_gpu: Option<f64>,
+    /// Tokens/s per user: 1 / mean TPOT (`docs/objectives.md#objectives`).
+    pub tokens_per_s_per_user: Option<f64>,
+    pub pareto: bool,
+    /// The run's summary (simulated candidates; not in the JSON).
+    #[serde(skip)]
+    pub summary: Option<Summary>,
+}
+
+impl Candidate {
+    /// A candidate with no pools, figures or status (filled in by the search).
+    pub fn blank(index: usize) -> Candidate {
+        Candidate {
+            index,
+            prefill: 0,
+            decode: 0,
+            prefill_device: String::new(),
+            decode_device: String::new(),
+            link: String::new(),
+            compression: String::new(),
+            prefill_layout: None,
+            decode_layout: None,
+            formats: None,
+            mode: "disagg".into(),
+            gpus: 0,
+            status: String::new(),
+            reason: None,
+            ceiling_rps: None,
+            slo_attainment: None,
+            latency_p99_s: None,
+            gpu_usd_per_hour: 0.0,
+            energy_usd_per_hour: None,
+            usd_per_hour: None,
+            usd_per_mtok: None,
+            goodput_per_gpu: None,
+            tokens_per_s_per_gpu: None,
+            tokens_per_s_per_user: None,
+            pareto: false,
+            summary: None,
+        }
+    }
+}
