@@ -886,7 +886,7 @@ impl Targets {
             Some((b, _)) if b == w => {
                 format!("the winner is colocated ({})", pools_label(&self.cands[b]))
             }
-            Some((b, margin)) if margin == 0.0 => format!(
+            Some((b, 0.0)) => format!(
                 "ties with the best colocated plan ({}) on {}",
                 pools_label(&self.cands[b]),
                 self.objective.measure()
