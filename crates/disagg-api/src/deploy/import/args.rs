@@ -36,7 +36,7 @@ impl Deployment {
             layouts: !kinds && m.ced.is_none(),
             levers: m.is_attention() && m.ced.is_none(),
             prefix: m.is_attention() && m.ced.is_none() && !m.kv_is_bounded(),
-            moe: m.moe.is_some(),
+            moe: m.moe.is_some() || m.arch.as_ref().is_some_and(|a| a.is_moe()),
         };
         let mut a: Vec<String> = Vec::new();
         let mut notes = Vec::new();
@@ -46,46 +46,48 @@ impl Deployment {
         };
         flag("--model", &self.model);
         // (role name, workers, tp flag, pp flag) of each pool simulated.
-        let pools: Vec<(&str, &Workers, &str, &str)> = match (&self.prefill, &self.decode, &self.colocated) {
-            (Some(p), Some(d), None) => {
-                flag("--mode", &"disagg");
-                flag("--prefill", &p.replicas);
-                flag("--decode", &d.replicas);
-                match (&p.device, &d.device) {
-                    (Some(x), Some(y)) if x == y => flag("--device", x),
-                    (x, y) => {
-                        if let Some(x) = x {
-                            flag("--prefill-device", x);
-                        }
-                        if let Some(y) = y {
-                            flag("--decode-device", y);
+        let pools: Vec<(&str, &Workers, &str, &str)> =
+            match (&self.prefill, &self.decode, &self.colocated) {
+                (Some(p), Some(d), None) => {
+                    flag("--mode", &"disagg");
+                    flag("--prefill", &p.replicas);
+                    flag("--decode", &d.replicas);
+                    match (&p.device, &d.device) {
+                        (Some(x), Some(y)) if x == y => flag("--device", x),
+                        (x, y) => {
+                            if let Some(x) = x {
+                                flag("--prefill-device", x);
+                            }
+                            if let Some(y) = y {
+                                flag("--decode-device", y);
+                            }
                         }
                     }
+                    flag("--prefill-devices-per-instance", &p.gpus());
+                    flag("--decode-devices-per-instance", &d.gpus());
+                    vec![
+                        ("prefill", p, "--prefill-tp", "--prefill-pp"),
+                        ("decode", d, "--decode-tp", "--decode-pp"),
+                    ]
                 }
-                flag("--prefill-devices-per-instance", &p.gpus());
-                flag("--decode-devices-per-instance", &d.gpus());
-                vec![
-                    ("prefill", p, "--prefill-tp", "--prefill-pp"),
-                    ("decode", d, "--decode-tp", "--decode-pp"),
-                ]
-            }
-            (None, None, Some(w)) => {
-                // Colocated instances are --prefill + --decode.
-                flag("--mode", &"colocated");
-                flag("--prefill", &w.replicas.div_ceil(2));
-                flag("--decode", &(w.replicas / 2));
-                if let Some(x) = &w.device {
-                    flag("--device", x);
+                (None, None, Some(w)) => {
+                    // Colocated instances are --prefill + --decode.
+                    flag("--mode", &"colocated");
+                    flag("--prefill", &w.replicas.div_ceil(2));
+                    flag("--decode", &(w.replicas / 2));
+                    if let Some(x) = &w.device {
+                        flag("--device", x);
+                    }
+                    flag("--devices-per-instance", &w.gpus());
+                    vec![("colocated", w, "--tp", "--pp")]
                 }
-                flag("--devices-per-instance", &w.gpus());
-                vec![("colocated", w, "--tp", "--pp")]
-            }
-            _ => {
-                return Err(UsageError(
-                    "deployment: prefill and decode workers, or aggregated workers alone".into(),
-                ))
-            }
-        };
+                _ => {
+                    return Err(UsageError(
+                        "deployment: prefill and decode workers, or aggregated workers alone"
+                            .into(),
+                    ))
+                }
+            };
         // Layouts (`docs/cost-model.md#parallelism`): a pool of tp x pp > 1 GPUs.
         let split: Vec<_> = pools.iter().filter(|(_, w, ..)| w.tp * w.pp > 1).collect();
         let dp = pools.iter().any(|(_, w, ..)| w.dp.is_some_and(|d| d > 1));
@@ -123,7 +125,9 @@ impl Deployment {
         if let Some(&(_, e, _)) = eps.first() {
             let every = pools.iter().all(|(_, w, ..)| w.ep == Some(e) && w.tp == e);
             if !can.moe {
-                notes.push(format!("expert parallelism EP{e} (the model has no experts)"));
+                notes.push(format!(
+                    "expert parallelism EP{e} (the model has no experts)"
+                ));
             } else if layouts && every {
                 flag("--ep", &e);
             } else {

@@ -134,7 +134,9 @@ fn component_v1beta1(c: &Value, src: &mut Source) -> Result<(), String> {
         name: name.clone(),
         kind,
         replicas: replicas(c, &name)?,
-        gpus: gpus.map(|g| super::count(g, &name, "nvidia.com/gpu")).transpose()?,
+        gpus: gpus
+            .map(|g| super::count(g, &name, "nvidia.com/gpu"))
+            .transpose()?,
         nodes: u32_at(c, &["multinode", "nodeCount"], &name)?,
         product: pod.and_then(|p| str_at(p, &["nodeSelector", "nvidia.com/gpu.product"])),
         command,
@@ -172,7 +174,8 @@ fn service_v1alpha1(name: &str, s: &Value, src: &mut Source) -> Result<(), Strin
                 return Ok(());
             }
             None => {
-                src.others.push(if t.is_empty() { name.to_string() } else { t });
+                src.others
+                    .push(if t.is_empty() { name.to_string() } else { t });
                 return Ok(());
             }
         },

@@ -250,7 +250,7 @@ const NOT_MODELLED: &[(&str, &str)] = &[
     ),
     (
         "--max-model-len",
-        "context limit; not modelled (--max-context clips a trace's prompts)",
+        "context limit; not modelled: --max-context clips a trace's prompts",
     ),
     ("--context-length", "context limit; not modelled"),
     ("--enforce-eager", "CUDA graphs off; not modelled"),
@@ -268,16 +268,13 @@ const NOT_MODELLED: &[(&str, &str)] = &[
         "prefill admission limit; the simulator's one budget is --max-num-batched-tokens",
     ),
     ("--moe-a2a-backend", "all-to-all kernel; not modelled"),
-    ("--enable-eplb", "expert load balancing; see --expert-imbalance"),
     (
-        "--swap-space",
-        "host swap space; see --preemption swap",
+        "--enable-eplb",
+        "expert load balancing; see --expert-imbalance",
     ),
+    ("--swap-space", "host swap space; see --preemption swap"),
     ("--cpu-offload-gb", "weight offload; not modelled"),
-    (
-        "--data-parallel-size-local",
-        "ranks per node; not modelled",
-    ),
+    ("--data-parallel-size-local", "ranks per node; not modelled"),
     (
         "--scheduling-policy",
         "scheduling order; the simulator's is first come, first served",
@@ -301,9 +298,7 @@ fn kv_format_of(dtype: &str) -> Option<&'static str> {
 fn backend_of_connector(c: &str) -> String {
     match c {
         "NixlConnector" => "nixl".into(),
-        "MooncakeConnector" | "MooncakeConnectorV1" | "MooncakeStoreConnector" => {
-            "mooncake".into()
-        }
+        "MooncakeConnector" | "MooncakeConnectorV1" | "MooncakeStoreConnector" => "mooncake".into(),
         "P2pNcclConnector" | "PyNcclConnector" => "nccl".into(),
         "LMCacheConnectorV1" | "LMCacheConnector" => "lmcache".into(),
         other => other.to_ascii_lowercase(),
@@ -334,7 +329,8 @@ pub(crate) fn parse(engine: Option<Engine>, words: &[String]) -> EngineArgs {
         let w = &words[i];
         i += 1;
         if !is_flag(w) {
-            a.not_mapped.push(format!("{w} (a word disagg does not read)"));
+            a.not_mapped
+                .push(format!("{w} (a word disagg does not read)"));
             continue;
         }
         let (flag, inline) = match w.split_once('=') {
@@ -462,7 +458,9 @@ mod tests {
     #[test]
     fn a_shell_string_splits_as_sh_would() {
         assert_eq!(
-            shell_split(r#"python3 -m dynamo.vllm --kv-transfer-config '{"a": 1}' --x "b c" d\ e && echo"#),
+            shell_split(
+                r#"python3 -m dynamo.vllm --kv-transfer-config '{"a": 1}' --x "b c" d\ e && echo"#
+            ),
             words(&[
                 "python3",
                 "-m",
@@ -482,7 +480,8 @@ mod tests {
 
     #[test]
     fn the_engine_is_found_in_a_command_or_a_shell_string() {
-        let (e, w) = engine_words(&words(&["python3", "-m", "dynamo.vllm", "--model", "m"])).unwrap();
+        let (e, w) =
+            engine_words(&words(&["python3", "-m", "dynamo.vllm", "--model", "m"])).unwrap();
         assert_eq!((e, w), (Some(Engine::Vllm), words(&["--model", "m"])));
         let (e, w) = engine_words(&words(&[
             "/bin/sh",
@@ -492,17 +491,32 @@ mod tests {
         .unwrap();
         assert_eq!(
             (e, w),
-            (Some(Engine::Sglang), words(&["--model-path", "m", "--tp", "2"]))
+            (
+                Some(Engine::Sglang),
+                words(&["--model-path", "m", "--tp", "2"])
+            )
         );
-        let (e, w) = engine_words(&words(&["vllm", "serve", "org/m", "--tensor-parallel-size=4"])).unwrap();
+        let (e, w) = engine_words(&words(&[
+            "vllm",
+            "serve",
+            "org/m",
+            "--tensor-parallel-size=4",
+        ]))
+        .unwrap();
         assert_eq!(
             (e, w),
-            (Some(Engine::Vllm), words(&["org/m", "--tensor-parallel-size=4"]))
+            (
+                Some(Engine::Vllm),
+                words(&["org/m", "--tensor-parallel-size=4"])
+            )
         );
         let (e, w) = engine_words(&words(&["--block-size", "16"])).unwrap();
         assert_eq!((e, w), (None, words(&["--block-size", "16"])));
         let e = engine_words(&words(&["python3", "-m", "dynamo.trtllm"])).unwrap_err();
-        assert_eq!(e, "engine 'dynamo.trtllm' is not simulated (valid: vllm, sglang)");
+        assert_eq!(
+            e,
+            "engine 'dynamo.trtllm' is not simulated (valid: vllm, sglang)"
+        );
     }
 
     #[test]
@@ -618,8 +632,7 @@ mod tests {
                 kv_backend: Some("nixl".into()),
                 disagg_mode: Some("decode".into()),
                 not_mapped: vec![
-                    "--mem-fraction-static 0.82 (KV capacity is the device's; not modelled)"
-                        .into()
+                    "--mem-fraction-static 0.82 (KV capacity is the device's; not modelled)".into()
                 ],
             }
         );

@@ -24,11 +24,9 @@ pub(crate) fn read(doc: &Value) -> Result<Source, String> {
         name: model.clone().unwrap_or_default(),
         annotations: annotations_of(doc.get("modelArtifacts")),
         model,
-        kv_backend: str_at(doc, &["routing", "proxy", "connector"]).map(|c| {
-            match c.as_str() {
-                "nixl" | "nixlv2" => "nixl".to_string(),
-                other => other.to_string(),
-            }
+        kv_backend: str_at(doc, &["routing", "proxy", "connector"]).map(|c| match c.as_str() {
+            "nixl" | "nixlv2" => "nixl".to_string(),
+            other => other.to_string(),
         }),
         ..Source::default()
     };
@@ -106,8 +104,13 @@ fn role(
         .and_then(|l| l.get("nvidia.com/gpu"));
     let product = str_at(r, &["nodeSelector", "nvidia.com/gpu.product"]).or_else(|| {
         let at = r.get("acceleratorTypes")?;
-        (str_at(at, &["labelKey"])? == "nvidia.com/gpu.product")
-            .then(|| at.get("labelValues")?.as_array()?.first()?.as_str().map(str::to_string))?
+        (str_at(at, &["labelKey"])? == "nvidia.com/gpu.product").then(|| {
+            at.get("labelValues")?
+                .as_array()?
+                .first()?
+                .as_str()
+                .map(str::to_string)
+        })?
     });
     let nodes = if multinode {
         u32_at(r, &["parallelism", "workers"], key)?
@@ -127,7 +130,9 @@ fn role(
         name: key.to_string(),
         kind,
         replicas,
-        gpus: gpus.map(|g| super::count(g, key, "nvidia.com/gpu")).transpose()?,
+        gpus: gpus
+            .map(|g| super::count(g, key, "nvidia.com/gpu"))
+            .transpose()?,
         nodes,
         product,
         command,

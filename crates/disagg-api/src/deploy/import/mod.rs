@@ -95,7 +95,10 @@ pub fn read_text(text: &str, opts: &ReadOptions) -> Result<Imported, String> {
         };
         return assemble(src, opts);
     }
-    let hint = if kinds.iter().any(|k| k == "kind 'DynamoGraphDeploymentRequest'") {
+    let hint = if kinds
+        .iter()
+        .any(|k| k == "kind 'DynamoGraphDeploymentRequest'")
+    {
         " (a DGDR asks the operator to profile and generate a DGD: import the DGD it generates)"
     } else {
         ""
@@ -613,7 +616,12 @@ fn assemble(src: Source, opts: &ReadOptions) -> Result<Imported, String> {
     };
     let disagg = w.is_empty();
     let first_of_prefill: Vec<&Read> = if disagg { p.clone() } else { w.clone() };
-    let chunked = agree(&order, "chunked prefill", |r| r.args.chunked_prefill, &mut lines);
+    let chunked = agree(
+        &order,
+        "chunked prefill",
+        |r| r.args.chunked_prefill,
+        &mut lines,
+    );
     let prefix = agree(
         &first_of_prefill,
         "prefix caching",
@@ -621,15 +629,25 @@ fn assemble(src: Source, opts: &ReadOptions) -> Result<Imported, String> {
         &mut lines,
     );
     let block = agree(&order, "block size", |r| r.args.block_size, &mut lines);
-    let kv_fmt = agree(&order, "--kv-cache-dtype", |r| r.args.kv_format.clone(), &mut lines);
+    let kv_fmt = agree(
+        &order,
+        "--kv-cache-dtype",
+        |r| r.args.kv_format.clone(),
+        &mut lines,
+    );
     let weight_fmt = agree(
         &order,
         "--quantization",
         |r| r.args.weight_format.clone(),
         &mut lines,
     );
-    let backend = agree(&order, "KV transfer backend", |r| r.args.kv_backend.clone(), &mut lines)
-        .or(src.kv_backend.clone());
+    let backend = agree(
+        &order,
+        "KV transfer backend",
+        |r| r.args.kv_backend.clone(),
+        &mut lines,
+    )
+    .or(src.kv_backend.clone());
     let mut dep = Deployment {
         name: src.name.clone(),
         model,
@@ -683,14 +701,21 @@ fn assemble(src: Source, opts: &ReadOptions) -> Result<Imported, String> {
             _ => notes.push(format!("{k}: '{v}' (not a disagg annotation)")),
         }
     }
-    for f in [&mut dep.weight_format, &mut dep.kv_format, &mut dep.compute_format] {
+    for f in [
+        &mut dep.weight_format,
+        &mut dep.kv_format,
+        &mut dep.compute_format,
+    ] {
         if f.as_deref() == Some("bf16") {
             *f = None;
         }
     }
     notes.extend(lines.into_lines());
     let roles = [&dep.prefill, &dep.decode, &dep.colocated];
-    if roles.iter().any(|r| r.as_ref().is_some_and(|w| w.device.is_none())) {
+    if roles
+        .iter()
+        .any(|r| r.as_ref().is_some_and(|w| w.device.is_none()))
+    {
         notes.push(
             "device: not in the file (nodeSelector nvidia.com/gpu.product): the command line's \
              --device, else h100"
