@@ -58,8 +58,13 @@ pub fn read(path: &Path) -> Result<Deployment, UsageError> {
 
 /// Reads the deployment in `path`; errors are one line naming the file.
 pub fn read_with(path: &Path, opts: &ReadOptions) -> Result<Imported, UsageError> {
-    let at = |e: String| UsageError(format!("--deployment {}: {e}", path.display()));
-    let text = std::fs::read_to_string(path).map_err(|e| at(e.to_string()))?;
+    let at = |e: String| UsageError(format!("--deployment: {}: {e}", path.display()));
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        at(match e.kind() {
+            std::io::ErrorKind::NotFound => "file does not exist".into(),
+            _ => e.to_string(),
+        })
+    })?;
     read_text(&text, opts).map_err(at)
 }
 
