@@ -123,14 +123,14 @@ pub fn label(s: &Scenario) -> String {
 
 pub use disagg_api::run::{run_json, with_warnings};
 
-/// `run --deployment FILE`: reads the file, lays its scenario flags under the command line's
-/// (`sc`), prints one `note: deployment: ...` line per thing not mapped, and returns the JSON
-/// `deployment` object of the run.
+/// `run --deployment FILE`: reads the file and lays its scenario flags under the command line's
+/// (`sc`). Returns the lines for standard error (`note: deployment: ...`, printed once the
+/// scenario is valid) and the JSON `deployment` object of the run.
 fn deployment(
     path: &std::path::Path,
     sc: &mut ScenarioFlags,
     cat: &Catalogue,
-) -> Result<serde_json::Value, UsageError> {
+) -> Result<(Vec<String>, serde_json::Value), UsageError> {
     use disagg_api::deploy::import;
     let opts = import::ReadOptions {
         cat,
@@ -145,29 +145,34 @@ fn deployment(
     lines.extend(replaced.iter().map(|(flag, file, given)| {
         format!("{flag} {given} from the command line replaces the file's {flag} {file}")
     }));
-    eprintln!(
-        "note: deployment: {} ({}) read as: {}",
+    let mut said = vec![format!(
+        "{} ({}) read as: {}",
         path.display(),
         imported.format,
         args.join(" ")
-    );
-    for l in &lines {
-        eprintln!("note: deployment: {l}");
-    }
-    Ok(json!({
+    )];
+    said.extend(lines.iter().cloned());
+    let doc = json!({
         "file": path.display().to_string(),
         "format": imported.format,
         "args": args,
         "not_mapped": lines,
-    }))
+    });
+    Ok((said, doc))
 }
 
 pub fn run(mut a: RunArgs, cat: &Catalogue, warnings: &mut Warnings) -> CmdResult {
-    let deployed = match a.deployment.clone() {
-        Some(p) => Some(deployment(&p, &mut a.sc, cat)?),
-        None => None,
+    let (said, deployed) = match a.deployment.clone() {
+        Some(p) => {
+            let (said, doc) = deployment(&p, &mut a.sc, cat)?;
+            (said, Some(doc))
+        }
+        None => (Vec::new(), None),
     };
     let prep = prepare(&a.sc, cat, a.workload_file.as_ref())?;
+    for l in &said {
+        eprintln!("note: deployment: {l}");
+    }
     let requests_flag = match (&a.workload_file, &prep.scenario.trace_file) {
         (Some(_), _) => "--workload-file",
         (None, Some(_)) => "--trace-file",

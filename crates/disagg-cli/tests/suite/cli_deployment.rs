@@ -189,6 +189,12 @@ fn bad_deployment_files_are_one_line_exit_2() {
         &["run", "--deployment", &f],
         &["component 'prefill' (prefill): replicas 0"],
     );
+    // A valid file whose scenario does not build: the build's one line, no notes before it.
+    let f = tmp(
+        "big.yaml",
+        &GRAPH.replace("Llama-3.1-8B-Instruct", "Llama-3.1-70B-Instruct"),
+    );
+    bad(&["run", "--deployment", &f], &["--model: ", "decode pool"]);
     let f = tmp("run.sh", "#!/bin/sh\nvllm serve x\n");
     bad(&["run", "--deployment", &f], &["scripts: not yet"]);
 }

@@ -141,3 +141,77 @@ fn role(
         dp: u32_at(r, &["parallelism", "data"], key)?,
     }))
 }
+
+/// llm-d's kustomize guide: a `DisaggregatedSet` (`disaggregatedset.x-k8s.io/v1`): `spec.roles[]`
+/// named prefill and decode, each `replicas` per slice times `spec.slices`, a LeaderWorkerSet
+/// group of `leaderWorkerTemplate.size` pods per instance.
+pub(crate) fn read_set(doc: &Value) -> Result<Source, String> {
+    let spec = doc.get("spec").unwrap_or(&Value::Null);
+    let slices = u32_at(spec, &["slices"], "spec")?.unwrap_or(1);
+    let mut src = Source {
+        format: "llm-d-disaggregatedset",
+        name: str_at(doc, &["metadata", "name"]).unwrap_or_default(),
+        annotations: annotations_of(doc.get("metadata")),
+        ..Source::default()
+    };
+    let roles = spec.get("roles").and_then(Value::as_array);
+    for r in roles.into_iter().flatten() {
+        let name = str_at(r, &["name"]).unwrap_or_default();
+        let kind = match name.as_str() {
+            "prefill" => RoleKind::Prefill,
+            "decode" => RoleKind::Decode,
+            _ => {
+                src.others.push(name);
+                continue;
+            }
+        };
+        let rs = r.get("spec").unwrap_or(&Value::Null);
+        let per_slice = u32_at(rs, &["replicas"], &name)?.unwrap_or(1);
+        let lwt = rs.get("leaderWorkerTemplate").unwrap_or(&Value::Null);
+        let pod = lwt.get("workerTemplate").and_then(|w| w.get("spec"));
+        let cs = pod
+            .and_then(|p| p.get("containers"))
+            .and_then(Value::as_array);
+        let main = cs.and_then(|cs| {
+            cs.iter()
+                .find(|c| c.get("name").and_then(Value::as_str) == Some("modelserver"))
+                .or_else(|| cs.first())
+        });
+        let list = |k: &str| -> Vec<String> {
+            main.and_then(|m| m.get(k))
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .map(|w| match w {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                })
+                .collect()
+        };
+        let mut command = list("command");
+        command.extend(list("args"));
+        let gpus = main
+            .and_then(|m| m.get("resources"))
+            .and_then(|r| r.get("limits").or_else(|| r.get("requests")))
+            .and_then(|l| l.get("nvidia.com/gpu"));
+        src.components.push(Component {
+            name: name.clone(),
+            kind,
+            replicas: per_slice.saturating_mul(slices),
+            gpus: gpus
+                .map(|g| super::count(g, &name, "nvidia.com/gpu"))
+                .transpose()?,
+            nodes: u32_at(lwt, &["size"], &name)?,
+            product: pod.and_then(|p| str_at(p, &["nodeSelector", "nvidia.com/gpu.product"])),
+            command,
+            ..Component::default()
+        });
+    }
+    if slices > 1 {
+        src.not_mapped.push(format!(
+            "spec.slices {slices} (each slice's prefill hands off to its own decode; simulated \
+             as one set of every slice's workers)"
+        ));
+    }
+    Ok(src)
+}

@@ -42,7 +42,7 @@ pub struct ReadOptions<'a> {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Imported {
     pub deployment: Deployment,
-    /// `dynamo-v1beta1`, `dynamo-v1alpha1` or `llm-d-modelservice`.
+    /// `dynamo-v1beta1`, `dynamo-v1alpha1`, `llm-d-modelservice` or `llm-d-disaggregatedset`.
     pub format: &'static str,
 }
 
@@ -70,8 +70,9 @@ pub fn read_with(path: &Path, opts: &ReadOptions) -> Result<Imported, UsageError
 
 /// Reads a deployment from its text.
 pub fn read_text(text: &str, opts: &ReadOptions) -> Result<Imported, String> {
-    const READ: &str = "reads a DynamoGraphDeployment (nvidia.com/v1beta1, nvidia.com/v1alpha1) \
-                        or llm-d modelservice values (prefill/decode/modelArtifacts)";
+    const READ: &str = "reads a DynamoGraphDeployment (nvidia.com/v1beta1, nvidia.com/v1alpha1), \
+                        llm-d modelservice values (prefill/decode/modelArtifacts) or an llm-d \
+                        DisaggregatedSet";
     if text.trim_start().starts_with("#!") {
         // TODO(lead): emitted scripts: `super::script::parse_script(text)` once `plan --emit
         // vllm|sglang` exists, then the same assembly as the YAML formats.
@@ -91,6 +92,7 @@ pub fn read_text(text: &str, opts: &ReadOptions) -> Result<Imported, String> {
                 let api = doc.get("apiVersion").and_then(Value::as_str).unwrap_or("");
                 dynamo::read(doc, api)?
             }
+            Some("DisaggregatedSet") => llmd::read_set(doc)?,
             None if llmd::is_values(doc) => llmd::read(doc)?,
             Some(k) => {
                 kinds.push(format!("kind '{k}'"));
@@ -281,6 +283,16 @@ const QUANT_SUFFIXES: &[(&str, bool)] = &[
     ("-fp8", true),
     ("-quantized.w8a8", false),
     ("-quantized.w4a16", false),
+];
+
+/// The weight format of catalogue models whose published checkpoint is not BF16 (what an engine
+/// serves by default): DeepSeek-V3/R1 and Kimi K2 in FP8, gpt-oss in MXFP4.
+const NATIVE_WEIGHTS: &[(&str, &str)] = &[
+    ("deepseek-v3", "fp8"),
+    ("deepseek-r1", "fp8"),
+    ("kimi-k2", "fp8"),
+    ("gpt-oss-120b", "fp4"),
+    ("gpt-oss-20b", "fp4"),
 ];
 
 /// The catalogue key of model id `id`, whether its name says FP8 weights, and a note when it was
@@ -653,6 +665,10 @@ fn assemble(src: Source, opts: &ReadOptions) -> Result<Imported, String> {
         &mut lines,
     )
     .or(src.kv_backend.clone());
+    let native = NATIVE_WEIGHTS
+        .iter()
+        .find(|(k, _)| *k == model)
+        .map(|(_, f)| f.to_string());
     let mut dep = Deployment {
         name: src.name.clone(),
         model,
@@ -670,7 +686,7 @@ fn assemble(src: Source, opts: &ReadOptions) -> Result<Imported, String> {
             },
         },
         kv_format: kv_fmt.filter(|f| f != "bf16"),
-        weight_format: weight_fmt.or(fp8.then(|| "fp8".to_string())),
+        weight_format: weight_fmt.or(fp8.then(|| "fp8".to_string())).or(native),
         compute_format: None,
         kv_compress: None,
         layouts_modelled: true,

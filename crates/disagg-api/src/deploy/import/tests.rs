@@ -215,18 +215,62 @@ fn the_llm_d_example_imports() {
 }
 
 #[test]
+fn the_llm_d_disaggregated_set_imports() {
+    let Some(r) = read_shared("llm-d/kustomize-vllm-base/disaggregatedset.yaml", None) else {
+        return;
+    };
+    let got = r.unwrap();
+    assert_eq!(got.format, "llm-d-disaggregatedset");
+    // 2 slices of 4 x TP1 prefill and 1 x TP4 decode; gpt-oss's checkpoint is MXFP4.
+    let mut want = base(
+        "pd-disagg-vllm",
+        "gpt-oss-120b",
+        Engine::Vllm,
+        workers(8, 1),
+        workers(2, 4),
+    );
+    want.weight_format = Some("fp4".into());
+    want.block_size = Some(128);
+    want.not_mapped = [
+        "spec.slices 2 (each slice's prefill hands off to its own decode; simulated as one set \
+         of every slice's workers)",
+        DEVICE_NOTE,
+        LINK_NOTE,
+    ]
+    .map(String::from)
+    .to_vec();
+    assert_eq!(got.deployment, want);
+    let (args, notes) = want.to_args_noted(&cat()).unwrap();
+    assert_eq!(
+        args.join(" "),
+        "--model gpt-oss-120b --mode disagg --prefill 8 --decode 2 \
+         --prefill-devices-per-instance 1 --decode-devices-per-instance 4 --weight-format fp4 \
+         --kv-block-size 128"
+    );
+    assert_eq!(
+        notes,
+        [
+            "layouts: decode TP4 x PP1 as 4 ideal GPUs (layouts are not modelled for a model \
+             described by layer kinds)",
+            "prefix caching (not modelled for gpt-oss-120b's windowed or linear-attention \
+             layers)"
+        ]
+    );
+}
+
+#[test]
 fn the_other_shared_files_are_refused_naming_what_is_read() {
     for (rel, needle) in [
         (
             "dynamo/dgdr_v1beta1_sample.yaml",
             "kind 'DynamoGraphDeploymentRequest' is not read (a DGDR asks the operator to \
              profile and generate a DGD: import the DGD it generates); disagg reads a \
-             DynamoGraphDeployment (nvidia.com/v1beta1, nvidia.com/v1alpha1) or llm-d \
-             modelservice values (prefill/decode/modelArtifacts)",
+             DynamoGraphDeployment (nvidia.com/v1beta1, nvidia.com/v1alpha1), llm-d \
+             modelservice values (prefill/decode/modelArtifacts) or an llm-d DisaggregatedSet",
         ),
         (
-            "llm-d/kustomize-vllm-base/disaggregatedset.yaml",
-            "kind 'DisaggregatedSet' is not read;",
+            "llm-d/kustomize-vllm-base/patch-prefill.yaml",
+            "kind 'Deployment' is not read;",
         ),
         ("llm-d/gaie-pd_values.yaml", "no deployment found;"),
     ] {
@@ -599,7 +643,8 @@ fn bad_files_are_one_line_naming_the_problem() {
     assert_eq!(
         err("apiVersion: v1\nkind: Service\n"),
         "kind 'Service' is not read; disagg reads a DynamoGraphDeployment (nvidia.com/v1beta1, \
-         nvidia.com/v1alpha1) or llm-d modelservice values (prefill/decode/modelArtifacts)"
+         nvidia.com/v1alpha1), llm-d modelservice values (prefill/decode/modelArtifacts) or an \
+         llm-d DisaggregatedSet"
     );
     assert_eq!(
         err("apiVersion: nvidia.com/v2\nkind: DynamoGraphDeployment\n"),
