@@ -44,6 +44,12 @@ pub struct RunArgs {
     /// No progress bar (drawn on standard error only when it is a terminal).
     #[arg(long)]
     pub quiet: bool,
+    /// Simulate a deployed configuration: a Dynamo DynamoGraphDeployment (nvidia.com/v1beta1 or
+    /// v1alpha1) or llm-d modelservice values. Its model, pools, parallelism and engine flags
+    /// become scenario flags (a scenario flag given here replaces the file's); what cannot be
+    /// mapped is listed on standard error as `note: deployment: ...`.
+    #[arg(long, value_name = "FILE.yaml")]
+    pub deployment: Option<PathBuf>,
 }
 
 /// Adds the input files of scenario flags `sc` (`--config`, `--trace-file`) to `files`.
@@ -60,6 +66,7 @@ impl RunArgs {
         let mut f = Files::default();
         scenario_inputs(&self.sc, &mut f);
         f.input("--workload-file", self.workload_file.as_deref())
+            .input("--deployment", self.deployment.as_deref())
             .output("--requests-out", self.requests_out.as_deref())
             .output("--trace", self.trace.as_deref());
         f
@@ -116,8 +123,56 @@ pub fn label(s: &Scenario) -> String {
 
 pub use disagg_api::run::{run_json, with_warnings};
 
-pub fn run(a: RunArgs, cat: &Catalogue, warnings: &mut Warnings) -> CmdResult {
+/// `run --deployment FILE`: reads the file and lays its scenario flags under the command line's
+/// (`sc`). Returns the lines for standard error (`note: deployment: ...`, printed once the
+/// scenario is valid) and the JSON `deployment` object of the run.
+fn deployment(
+    path: &std::path::Path,
+    sc: &mut ScenarioFlags,
+    cat: &Catalogue,
+) -> Result<(Vec<String>, serde_json::Value), UsageError> {
+    use disagg_api::deploy::import;
+    let opts = import::ReadOptions {
+        cat,
+        model: sc.values.get("model"),
+    };
+    let imported = import::read_with(path, &opts)?;
+    let dep = &imported.deployment;
+    let (args, notes) = dep.to_args_noted(cat)?;
+    let replaced = sc.values.lay_under(&args)?;
+    let mut lines = dep.not_mapped.clone();
+    lines.extend(notes);
+    lines.extend(replaced.iter().map(|(flag, file, given)| {
+        format!("{flag} {given} from the command line replaces the file's {flag} {file}")
+    }));
+    let mut said = vec![format!(
+        "{} ({}) read as: {}",
+        path.display(),
+        imported.format,
+        args.join(" ")
+    )];
+    said.extend(lines.iter().cloned());
+    let doc = json!({
+        "file": path.display().to_string(),
+        "format": imported.format,
+        "args": args,
+        "not_mapped": lines,
+    });
+    Ok((said, doc))
+}
+
+pub fn run(mut a: RunArgs, cat: &Catalogue, warnings: &mut Warnings) -> CmdResult {
+    let (said, deployed) = match a.deployment.clone() {
+        Some(p) => {
+            let (said, doc) = deployment(&p, &mut a.sc, cat)?;
+            (said, Some(doc))
+        }
+        None => (Vec::new(), None),
+    };
     let prep = prepare(&a.sc, cat, a.workload_file.as_ref())?;
+    for l in &said {
+        eprintln!("note: deployment: {l}");
+    }
     let requests_flag = match (&a.workload_file, &prep.scenario.trace_file) {
         (Some(_), _) => "--workload-file",
         (None, Some(_)) => "--trace-file",
@@ -180,11 +235,11 @@ pub fn run(a: RunArgs, cat: &Catalogue, warnings: &mut Warnings) -> CmdResult {
             plots::report(&written);
         }
         if a.json {
-            outln!(
-                "{}",
-                serde_json::to_string_pretty(&run_json(&prep.scenario, &s, warnings.list()))
-                    .expect("json")
-            );
+            let mut doc = run_json(&prep.scenario, &s, warnings.list());
+            if let Some(d) = &deployed {
+                doc["deployment"] = d.clone();
+            }
+            outln!("{}", serde_json::to_string_pretty(&doc).expect("json"));
         } else {
             out!("{}", report::text(&s));
         }

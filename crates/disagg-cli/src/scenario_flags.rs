@@ -99,6 +99,36 @@ impl OptionValues {
         })
     }
 
+    /// Lays flags `args` (`--model x --prefix-caching ...`, as `Deployment::to_args` gives them)
+    /// under the values given: a flag also given on the command line keeps the command line's
+    /// value. Returns (flag, the laid value, the command line's) of each flag replaced.
+    pub fn lay_under(
+        &mut self,
+        args: &[String],
+    ) -> Result<Vec<(&'static str, String, String)>, UsageError> {
+        let (mut under, mut replaced) = (Vec::new(), Vec::new());
+        let mut words = args.iter();
+        while let Some(f) = words.next() {
+            let o = disagg_sim::options::for_flag(f)
+                .ok_or_else(|| UsageError(format!("{f}: unknown option")))?;
+            let v = match o.kind {
+                Kind::Switch => "true".to_string(),
+                _ => words
+                    .next()
+                    .cloned()
+                    .ok_or_else(|| UsageError(format!("{f}: expects a value")))?,
+            };
+            match self.get(o.key) {
+                Some(given) if given != v => replaced.push((o.flag, v, given.to_string())),
+                Some(_) => {}
+                None => under.push((o, v)),
+            }
+        }
+        under.append(&mut self.given);
+        self.given = under;
+        Ok(replaced)
+    }
+
     /// `s` with every given value set (errors name the flag).
     pub fn apply(&self, s: &mut Scenario) -> Result<(), UsageError> {
         for (o, raw) in &self.given {

@@ -10,6 +10,8 @@
 //! Everything here is SI and catalogue keys inside; the stacks' own spellings (Hugging Face model
 //! ids, engine flags, Kubernetes resource names) only at the edges, in the emitters and importers.
 
+pub mod import;
+
 /// The serving engine the workers run (`--engine`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
