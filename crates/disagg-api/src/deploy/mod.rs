@@ -1117,6 +1117,10 @@ pub(crate) fn read_engine_flags(
             .ok_or_else(|| UsageError(format!("{f}: expected a whole number")))
     };
     let prefills = role != Role::Decode;
+    // SGLang caches prefixes unless told not to (`--disable-radix-cache`).
+    if prefills && d.engine == Engine::Sglang {
+        d.prefix_caching = true;
+    }
     while i < args.len() {
         let f = args[i].as_str();
         let v = args.get(i + 1);
@@ -1172,6 +1176,9 @@ pub(crate) fn read_engine_flags(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod emit_tests;
 
 #[cfg(test)]
 mod tests {
