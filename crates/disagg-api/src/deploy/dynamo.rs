@@ -13,7 +13,8 @@ pub fn yaml_str(s: &str) -> String {
     let plain = !s.is_empty()
         && s.chars()
             .all(|c| c.is_ascii_alphanumeric() || "._/-".contains(c))
-        && s.starts_with(|c: char| c.is_ascii_alphabetic())
+        && (s.starts_with(|c: char| c.is_ascii_alphabetic())
+            || (s.starts_with("--") && s[2..].starts_with(|c: char| c.is_ascii_alphabetic())))
         && !matches!(
             s.to_ascii_lowercase().as_str(),
             "true" | "false" | "yes" | "no" | "on" | "off" | "null" | "y" | "n"
@@ -49,7 +50,7 @@ pub fn emit(d: &Deployment, header: &Header) -> String {
     );
     s.push_str("  annotations:\n");
     for (k, v) in d.annotations() {
-        let _ = writeln!(s, "    {k}: {}", serde_json::to_string(&v).expect("string"));
+        let _ = writeln!(s, "    {k}: {}", yaml_str(&v));
     }
     s.push_str("spec:\n");
     let _ = writeln!(s, "  backendFramework: {}", d.engine.as_str());
@@ -70,7 +71,11 @@ pub fn emit(d: &Deployment, header: &Header) -> String {
         }
         s.push_str("    podTemplate:\n      spec:\n");
         if let Some(p) = w.device.as_deref().and_then(product_of_device) {
-            let _ = writeln!(s, "        nodeSelector:\n          nvidia.com/gpu.product: {}", yaml_str(p));
+            let _ = writeln!(
+                s,
+                "        nodeSelector:\n          nvidia.com/gpu.product: {}",
+                yaml_str(p)
+            );
         }
         s.push_str("        containers:\n        - name: main\n");
         let _ = writeln!(s, "          image: {}", yaml_str(&image));
@@ -78,7 +83,10 @@ pub fn emit(d: &Deployment, header: &Header) -> String {
             Engine::Vllm => ("dynamo.vllm", "--model"),
             Engine::Sglang => ("dynamo.sglang", "--model-path"),
         };
-        let _ = writeln!(s, "          command:\n          - python3\n          - -m\n          - {module}");
+        let _ = writeln!(
+            s,
+            "          command:\n          - python3\n          - -m\n          - {module}"
+        );
         let mut args: Vec<String> = vec![model_flag.into(), d.model_id().into()];
         if d.engine == Engine::Sglang {
             args.extend(["--served-model-name".into(), d.model_id().into()]);

@@ -80,7 +80,11 @@ fn role_block(
         let _ = writeln!(s, "    workers: {nodes}");
     }
     if let Some(p) = w.device.as_deref().and_then(product_of_device) {
-        let _ = writeln!(s, "  nodeSelector:\n    nvidia.com/gpu.product: {}", yaml_str(p));
+        let _ = writeln!(
+            s,
+            "  nodeSelector:\n    nvidia.com/gpu.product: {}",
+            yaml_str(p)
+        );
     }
     let _ = write!(
         s,

@@ -4,9 +4,7 @@
 
 use std::fmt::Write as _;
 
-use super::{
-    model_of_id, read_engine_flags, Deployment, Engine, Header, Role, Workers,
-};
+use super::{model_of_id, read_engine_flags, Deployment, Engine, Header, Role, Workers};
 use crate::UsageError;
 
 /// A word as the shell reads it back unchanged: as is when it holds only safe characters, else
@@ -306,31 +304,35 @@ pub fn parse_script(text: &str) -> Result<Deployment, UsageError> {
             "worker" => Role::Worker,
             _ => return Err(bad("unknown role; valid: prefill, decode, worker")),
         };
-        let index: u32 = w[2].parse().map_err(|_| bad("the instance index is not a number"))?;
+        let index: u32 = w[2]
+            .parse()
+            .map_err(|_| bad("the instance index is not a number"))?;
         let mut rest: &[String] = &w[4..];
         if rest.first().is_some_and(|x| x == "env") {
             rest = &rest[1..];
-            while rest.first().is_some_and(|x| x.contains('=') && !x.starts_with('-')) {
+            while rest
+                .first()
+                .is_some_and(|x| x.contains('=') && !x.starts_with('-'))
+            {
                 rest = &rest[1..];
             }
         }
-        let (engine, model, flags) = match rest {
-            [v, s, m, f @ ..] if v == "vllm" && s == "serve" => (Engine::Vllm, m, f),
-            [py, dash_m, launch, mp, m, f @ ..]
-                if py.starts_with("python")
-                    && dash_m == "-m"
-                    && launch == "sglang.launch_server"
-                    && mp == "--model-path" =>
-            {
-                (Engine::Sglang, m, f)
-            }
-            _ => {
-                return Err(bad(
+        let (engine, model, flags) =
+            match rest {
+                [v, s, m, f @ ..] if v == "vllm" && s == "serve" => (Engine::Vllm, m, f),
+                [py, dash_m, launch, mp, m, f @ ..]
+                    if py.starts_with("python")
+                        && dash_m == "-m"
+                        && launch == "sglang.launch_server"
+                        && mp == "--model-path" =>
+                {
+                    (Engine::Sglang, m, f)
+                }
+                _ => return Err(bad(
                     "unknown launcher; valid: vllm serve MODEL, python3 -m sglang.launch_server \
                      --model-path MODEL",
-                ))
-            }
-        };
+                )),
+            };
         seen.push(Seen {
             role,
             index,

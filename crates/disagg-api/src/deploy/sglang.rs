@@ -79,7 +79,11 @@ pub fn emit(d: &Deployment, header: &Header) -> String {
             cmd.extend(engine_flags(d, p.role, &w, false));
             body.push_str(&serve_line(p, *node, &env, &cmd));
         }
-        urls.push((p.role, format!("http://${}:{http}", node_var(first)), p.index));
+        urls.push((
+            p.role,
+            format!("http://${}:{http}", node_var(first)),
+            p.index,
+        ));
     }
     if d.colocated.is_some() {
         let all: Vec<&str> = urls.iter().map(|(_, u, _)| u.as_str()).collect();
