@@ -589,8 +589,8 @@ fn placements_pack_instances_on_nodes() {
     )
     .unwrap();
     let p = script::placements(&d);
-    let at: Vec<(Role, u32, Vec<(u32, Vec<u32>)>)> =
-        p.into_iter().map(|x| (x.role, x.index, x.nodes)).collect();
+    type Placed = (Role, u32, Vec<(u32, Vec<u32>)>);
+    let at: Vec<Placed> = p.into_iter().map(|x| (x.role, x.index, x.nodes)).collect();
     let g = |a: u32, b: u32| (a..b).collect::<Vec<u32>>();
     assert_eq!(
         at,

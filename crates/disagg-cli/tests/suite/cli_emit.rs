@@ -119,7 +119,7 @@ fn emit_top_writes_numbered_directories() {
     for k in ["1", "2"] {
         let text = std::fs::read_to_string(dir.join(k).join("sglang.sh")).unwrap();
         assert!(text.contains(&format!("rank {k} of 2")) || text.contains("the best of 2"));
-        assert!(text.contains(&format!("# disagg.dev/name: disagg-llama3-8b-")));
+        assert!(text.contains("# disagg.dev/name: disagg-llama3-8b-"));
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
