@@ -225,9 +225,52 @@ pub struct PlanArgs {
         conflicts_with = "max_rate"
     )]
     objective: String,
+    /// Write the winning plan as deployable files: dynamo (dynamo.yaml, a Dynamo
+    /// DynamoGraphDeployment), llm-d (llm-d-values.yaml), vllm (vllm.sh), sglang (sglang.sh).
+    /// Repeatable or comma-separated; needs --emit-dir.
+    #[arg(long, value_name = "FORMAT", help_heading = "Deploy")]
+    emit: Vec<String>,
+    /// Directory of the --emit files (created if missing; files there are replaced).
+    #[arg(long, value_name = "DIR", help_heading = "Deploy")]
+    emit_dir: Option<PathBuf>,
+    /// Write the K best --target-rate plans, in DIR/1/ ... DIR/K/.
+    #[arg(long, value_name = "K", help_heading = "Deploy")]
+    emit_top: Option<usize>,
+    /// Engine of the Dynamo workers: vllm or sglang (llm-d and vllm.sh run vLLM, sglang.sh SGLang).
+    #[arg(
+        long,
+        default_value = "vllm",
+        value_name = "ENGINE",
+        help_heading = "Deploy"
+    )]
+    engine: String,
+    /// Container image of the Dynamo and llm-d pods [a placeholder to replace].
+    #[arg(long, value_name = "IMAGE", help_heading = "Deploy")]
+    image: Option<String>,
+    /// Kubernetes namespace of the DynamoGraphDeployment.
+    #[arg(
+        long,
+        default_value = "default",
+        value_name = "NS",
+        help_heading = "Deploy"
+    )]
+    namespace: String,
 }
 
 impl PlanArgs {
+    /// The `--emit` options of these flags.
+    fn emit_options(&self) -> disagg_api::deploy::EmitOptions {
+        disagg_api::deploy::EmitOptions {
+            formats: self.emit.clone(),
+            dir: self.emit_dir.clone(),
+            top: self.emit_top,
+            engine: self.engine.clone(),
+            image: self.image.clone(),
+            namespace: self.namespace.clone(),
+            ..Default::default()
+        }
+    }
+
     /// The library's options of these flags.
     fn options(&self) -> PlanOptions {
         PlanOptions {
@@ -264,12 +307,27 @@ pub fn run(
     warnings: &mut disagg_api::report::Warnings,
 ) -> CmdResult {
     let o = a.options();
-    let search = match disagg_api::plan::prepare(a.sc.scenario()?, cat, &o, warnings)? {
+    let emit = a.emit_options().check()?;
+    if let Some(e) = &emit {
+        disagg_api::deploy::prepare_dir(&e.dir)?;
+    }
+    let base = a.sc.scenario()?;
+    let search = match disagg_api::plan::prepare(base.clone(), cat, &o, warnings)? {
         Plan::MaxRate(m) => {
+            let plan = match &emit {
+                Some(e) => Some((
+                    e,
+                    disagg_api::deploy::max_rate_plan(e, &base, &m.json(), cat)?,
+                )),
+                None => None,
+            };
             if a.json {
                 outln!("{}", serde_json::to_string_pretty(&m.json()).expect("json"));
             } else {
                 out!("{}", m.text());
+            }
+            if let Some((e, p)) = plan {
+                emit_report(&disagg_api::deploy::write_files(e, &[p])?);
             }
             return Ok(());
         }
@@ -299,10 +357,30 @@ pub fn run(
         }
         plots::report(&written);
     }
+    let plans = match &emit {
+        Some(e) => {
+            let rate = o.target_rate.unwrap_or(base.rate);
+            Some((
+                e,
+                disagg_api::deploy::target_plans(e, &base, &t, rate, cat)?,
+            ))
+        }
+        None => None,
+    };
     if a.json {
         outln!("{}", serde_json::to_string_pretty(&t.json()).expect("json"));
     } else {
         out!("{}", t.text());
+    }
+    if let Some((e, plans)) = plans {
+        if plans.len() < e.top {
+            eprintln!(
+                "note: --emit-top {}: only {} plan(s) meet the SLOs; writing those",
+                e.top,
+                plans.len()
+            );
+        }
+        emit_report(&disagg_api::deploy::write_files(e, &plans)?);
     }
     Ok(())
 }
@@ -354,5 +432,12 @@ fn pareto_chart(t: &Targets, latency: &str) -> plots::ParetoChart {
         y_title: format!("{latency} p99 (ms)"),
         points: t.ranked().iter().map(|c| pt(c)).collect(),
         front,
+    }
+}
+
+/// Names the files `--emit` wrote, on standard error.
+fn emit_report(files: &[PathBuf]) {
+    for f in files {
+        eprintln!("wrote {}", f.display());
     }
 }

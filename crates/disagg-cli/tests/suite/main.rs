@@ -5,6 +5,7 @@ mod cli_calibrate;
 mod cli_calibrated;
 mod cli_cost_levers;
 mod cli_deployment;
+mod cli_emit;
 mod cli_handoff;
 mod cli_handoff_levers;
 mod cli_levers;

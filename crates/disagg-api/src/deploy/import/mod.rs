@@ -693,6 +693,7 @@ fn assemble(src: Source, opts: &ReadOptions) -> Result<Imported, String> {
         chunked_prefill: chunked.unwrap_or(false),
         // vLLM and SGLang cache prefixes unless told not to.
         prefix_caching: prefix.unwrap_or(true),
+        scenario_args: Vec::new(),
         block_size: block,
         gpus_per_node: src
             .components
