@@ -18,7 +18,7 @@ use crate::UsageError;
 mod max_rate;
 mod search;
 
-pub use max_rate::MaxRate;
+pub use max_rate::{at_rate, MaxRate};
 pub use search::{ceiling_rps, describe, Candidate, Search, Targets};
 
 /// Illustrative on-demand prices, US$ per GPU-hour (override with `--price KEY=USD`).
@@ -83,6 +83,14 @@ pub struct PlanOptions {
     pub yes: bool,
     /// No candidate count on standard error.
     pub quiet: bool,
+    /// `max_rate`'s search: `ci` (confidence intervals, the default) or `bisect` (the
+    /// reference's bisection, as before issue 26).
+    pub search: String,
+    /// `max_rate` (`ci`): replicate until the 95% interval of the SLO attainment is at most this
+    /// wide on each side (0.01 = 1 percentage point).
+    pub ci_half_width: f64,
+    /// `max_rate` (`ci`): at most this many replications per rate.
+    pub max_replications: u32,
 }
 
 impl Default for PlanOptions {
@@ -108,13 +116,16 @@ impl Default for PlanOptions {
             top: 10,
             yes: false,
             quiet: false,
+            search: "ci".into(),
+            ci_half_width: 0.01,
+            max_replications: 20,
         }
     }
 }
 
 /// The keys of [`PlanOptions`], as Python's `disagg.plan` takes them (the flags with '_' for
 /// '-'; `plot` and `json` are the command line's only).
-pub const KEYS: [&str; 19] = [
+pub const KEYS: [&str; 22] = [
     "max_rate",
     "target_rate",
     "slo_target",
@@ -134,6 +145,9 @@ pub const KEYS: [&str; 19] = [
     "top",
     "yes",
     "quiet",
+    "search",
+    "ci_half_width",
+    "max_replications",
 ];
 
 pub(crate) fn parse_counts(flag: &str, s: &str) -> Result<Vec<u32>, UsageError> {
