@@ -441,3 +441,150 @@ impl MaxRate {
         s
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use disagg_sim::simulate_config;
+
+    /// A synthetic Azure-format trace of `n` requests with irregular gaps (no third-party data).
+    fn synthetic_trace(name: &str, n: usize) -> String {
+        let dir = std::env::temp_dir().join(format!("disagg-max-rate-{}-{name}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("trace.csv");
+        let mut s = String::from("TIMESTAMP,ContextTokens,GeneratedTokens\n");
+        let mut t_us: u64 = 0;
+        for i in 0..n {
+            t_us += 50_000 + (i as u64 * 7_919 % 400_000);
+            let (sec, us) = (t_us / 1_000_000, t_us % 1_000_000);
+            let _ = writeln!(
+                s,
+                "2023-11-16 18:{:02}:{:02}.{:06}0,{},{}",
+                sec / 60,
+                sec % 60,
+                us,
+                200 + i * 37 % 900,
+                20 + i * 13 % 150
+            );
+        }
+        std::fs::write(&p, s).unwrap();
+        p.to_string_lossy().into_owned()
+    }
+
+    fn base(extra: &[&str]) -> Scenario {
+        let mut flags = vec!["--model", "llama3-8b", "--devices-per-instance", "1"];
+        flags.extend(extra);
+        Scenario::from_flags(flags).unwrap()
+    }
+
+    /// The trace replayed at a rate is `disagg run --trace-file F --time-scale S` of the scale
+    /// `at_rate` chose, request for request, bit for bit; the scale gives the rate asked.
+    #[test]
+    fn trace_replay_at_a_rate_is_run_with_that_time_scale() {
+        let cat = Catalogue::builtin();
+        let f = synthetic_trace("replay", 300);
+        let b = base(&["--trace-file", &f]);
+        let cfg = b.build(&cat).unwrap();
+        let native = trace_native_rps(&cfg).unwrap();
+        let disagg_sim::workload::Source::File { rows, .. } = &cfg.source else {
+            panic!("a trace")
+        };
+        let span = rows.last().unwrap().arrival_s - rows[0].arrival_s;
+        assert_eq!(native, 299.0 / span * 1.0);
+        for rate in [3.0, 11.5] {
+            let sc = at_rate(&b, rate, &cat).unwrap();
+            assert_eq!(sc.time_scale, native / rate);
+            let s = format!("{:?}", sc.time_scale);
+            let run = base(&["--trace-file", &f, "--time-scale", &s]);
+            let (a, r) = (
+                simulate_config(&sc.build(&cat).unwrap()).unwrap(),
+                simulate_config(&run.build(&cat).unwrap()).unwrap(),
+            );
+            let (ra, rr): (Vec<_>, Vec<_>) = (a.requests().collect(), r.requests().collect());
+            assert_eq!(ra, rr, "rate {rate}");
+            assert_eq!(a.slo_attainment().to_bits(), r.slo_attainment().to_bits());
+            let got = 299.0 / (ra[299].arrival_s - ra[0].arrival_s);
+            assert!((got / rate - 1.0).abs() < 1e-9, "{got} for {rate}");
+        }
+        // A scale given with the trace does not change the native rate.
+        let half = base(&["--trace-file", &f, "--time-scale", "0.5"]);
+        let n2 = trace_native_rps(&half.build(&cat).unwrap()).unwrap();
+        assert!((n2 / native - 1.0).abs() < 1e-12);
+        // Without a trace: the generator at the rate.
+        let g = at_rate(&base(&["--requests", "50"]), 7.25, &cat).unwrap();
+        assert_eq!((g.rate, g.time_scale), (7.25, 1.0));
+        assert!(at_rate(&g, 0.0, &cat).is_err());
+    }
+
+    fn opts(extra: impl FnOnce(&mut PlanOptions)) -> PlanOptions {
+        let mut o = PlanOptions {
+            max_rate: true,
+            max_replications: 4,
+            ..PlanOptions::default()
+        };
+        extra(&mut o);
+        o
+    }
+
+    #[test]
+    fn ci_search_stays_under_the_ceiling_and_brackets_its_answer() {
+        let cat = Catalogue::builtin();
+        let b = base(&["--requests", "120", "--link", "eth-25g"]);
+        let m = max_rate(&opts(|_| {}), b.clone(), &cat).unwrap();
+        let c = m.ci().unwrap();
+        assert!(c.rate_rps <= c.ceiling_rps);
+        assert!(c.interval.0 == c.rate_rps && c.interval.1 >= c.rate_rps);
+        assert!(c.interval.1 <= c.ceiling_rps);
+        assert!(c.points.iter().all(|p| p.rate_rps <= c.ceiling_rps));
+        let doc = m.json();
+        for k in [
+            "max_rate_rps",
+            "max_rate_ci_rps",
+            "ceiling_rps",
+            "slo_target",
+            "replications",
+            "requests_measured",
+            "warmup_cut",
+            "ci_half_width",
+            "capped",
+            "scenario",
+            "analytic",
+        ] {
+            assert!(doc.get(k).is_some(), "{k}: {doc}");
+        }
+        assert!(doc.get("time_scale").is_none());
+        // With a trace: the scale of the answer, and the trace's own rate.
+        let f = synthetic_trace("search", 200);
+        let t = max_rate(&opts(|_| {}), base(&["--trace-file", &f]), &cat).unwrap();
+        let doc = t.json();
+        let c = t.ci().unwrap();
+        if c.rate_rps > 0.0 {
+            assert_eq!(
+                doc["time_scale"].as_f64().unwrap(),
+                c.native_rps.unwrap() / c.rate_rps
+            );
+            assert_eq!(doc["method"], "batch-means");
+            assert_eq!(doc["replications"], 1);
+        }
+        assert!(t.text().contains("--time-scale"), "{}", t.text());
+    }
+
+    #[test]
+    fn bad_search_options_are_one_line_errors() {
+        let cat = Catalogue::builtin();
+        let b = base(&["--requests", "50"]);
+        let err = |o: PlanOptions| max_rate(&o, b.clone(), &cat).err().unwrap().0;
+        assert_eq!(
+            err(opts(|o| o.search = "grid".into())),
+            "--search: unknown search 'grid'; valid: ci, bisect"
+        );
+        assert_eq!(
+            err(opts(|o| o.ci_half_width = 0.0)),
+            "--ci-half-width: '0': must be a positive number in [0.0001, 0.5]"
+        );
+        assert_eq!(
+            err(opts(|o| o.max_replications = 1)),
+            "--max-replications: '1': must be a whole number from 2 to 10000 replications"
+        );
+    }
+}
