@@ -483,6 +483,62 @@ mod tests {
         assert!(m.unsteady.unwrap().starts_with("the number in system is still growing"));
     }
 
+    fn cfg(flags: &[&str]) -> SimConfig {
+        let cat = disagg_model::Catalogue::builtin();
+        let mut f = vec!["--model", "llama3-8b", "--devices-per-instance", "1"];
+        f.extend(flags);
+        crate::Scenario::from_flags(f).unwrap().build(&cat).unwrap()
+    }
+
+    /// Replication 0 is the run `disagg run` makes; others differ.
+    #[test]
+    fn replication_zero_is_the_run() {
+        let c = cfg(&["--requests", "80", "--rate", "6"]);
+        let run = crate::simulate_config(&c).unwrap();
+        let r0 = replicate(&c, 0).unwrap();
+        let a: Vec<_> = run.requests().collect();
+        assert_eq!(a, r0.requests().collect::<Vec<_>>());
+        let r1 = replicate(&c, 1).unwrap();
+        assert_ne!(a, r1.requests().collect::<Vec<_>>());
+    }
+
+    /// An idle system where every request meets its SLOs: [1, 1] after the minimum of 2
+    /// replications, steady, not capped.
+    #[test]
+    fn an_idle_system_is_one_to_one() {
+        let c = cfg(&[
+            "--requests",
+            "60",
+            "--rate",
+            "0.0001",
+            "--ttft-slo",
+            "100",
+            "--tpot-slo",
+            "10",
+        ]);
+        let e = attainment_ci(&c, &CiOptions::default()).unwrap();
+        assert_eq!((e.mean, e.low, e.high, e.half_width), (1.0, 1.0, 1.0, 0.0));
+        assert_eq!((e.replications, e.steady, e.capped), (2, true, false));
+        assert_eq!(e.method, "replications");
+        // Every request is alone in the system: MSER-5 cuts nothing, the reference's 10% rules.
+        assert_eq!(e.warmup_cut, 6);
+        assert_eq!(e.requests, 2 * 54);
+        // SLOs nobody meets: [0, 0].
+        let c = cfg(&["--requests", "60", "--rate", "0.05", "--ttft-slo", "1e-6"]);
+        let e = attainment_ci(&c, &CiOptions::default()).unwrap();
+        assert_eq!((e.mean, e.low, e.high), (0.0, 0.0, 0.0));
+        assert!(e.misses(0.5) && !e.meets(0.0001));
+    }
+
+    /// Far above capacity the queue grows: not steady, counted as missing, stopped at once.
+    #[test]
+    fn overload_is_not_steady() {
+        let c = cfg(&["--requests", "300", "--rate", "400"]);
+        let e = attainment_ci(&c, &CiOptions::default()).unwrap();
+        assert!(!e.steady && e.misses(0.0) && e.replications == 1, "{e:?}");
+        assert!(e.unsteady.is_some());
+    }
+
     #[test]
     fn replication_seeds() {
         assert_eq!(replication_seed(1, 0), 1);
