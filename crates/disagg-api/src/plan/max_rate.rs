@@ -336,9 +336,17 @@ impl MaxRate {
             Answer::Ci(c) => c,
         };
         let pct = |x: f64| fixed(100.0 * x, 1);
+        if let Some(an) = &self.analytic {
+            let _ = writeln!(
+                s,
+                "analytic ceiling {} req/s ({} bound)",
+                fixed(an.ceiling_rps, 2),
+                an.bottleneck
+            );
+        }
         let _ = writeln!(
             s,
-            "ceiling {} req/s (per-pool analytic bound: the search never goes above it)",
+            "search bounded by the per-pool ceiling {} req/s (it never goes above it)",
             fixed(c.ceiling_rps, 2)
         );
         match c.at_answer() {
