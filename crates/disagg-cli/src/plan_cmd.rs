@@ -186,7 +186,12 @@ pub struct PlanArgs {
     quiet: bool,
     /// --max-rate's search: ci (confidence intervals: trace replayed time-scaled, warm-up
     /// detected, replications) or bisect (the reference's bisection).
-    #[arg(long, value_name = "ci|bisect", default_value = "ci", help_heading = "Plan")]
+    #[arg(
+        long,
+        value_name = "ci|bisect",
+        default_value = "ci",
+        help_heading = "Plan"
+    )]
     search: String,
     /// --max-rate (ci): replicate until the 95% interval of the SLO attainment is at most this
     /// on each side (0.01 = 1 percentage point).

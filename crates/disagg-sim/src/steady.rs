@@ -298,7 +298,11 @@ pub fn attainment_ci(cfg: &SimConfig, o: &CiOptions) -> Result<Estimate, Error> 
                 .collect();
             mean_ci(&means)
         };
-        let requests = if b == 0 { m.met.len() } else { b * TRACE_BATCHES };
+        let requests = if b == 0 {
+            m.met.len()
+        } else {
+            b * TRACE_BATCHES
+        };
         return Ok(estimate(
             "batch-means",
             mean,
@@ -424,7 +428,9 @@ mod tests {
     #[test]
     fn bernoulli_interval_closed_form() {
         // 0,1,1,1 repeated 5 times: k = 20, mean 0.75, s^2 = 20 * 0.1875 / 19.
-        let xs: Vec<f64> = (0..20).map(|i| if i % 4 == 0 { 0.0 } else { 1.0 }).collect();
+        let xs: Vec<f64> = (0..20)
+            .map(|i| if i % 4 == 0 { 0.0 } else { 1.0 })
+            .collect();
         let (m, hw) = mean_ci(&xs);
         assert_eq!(m, 0.75);
         let s = (xs.iter().map(|x| (x - 0.75) * (x - 0.75)).sum::<f64>() / 19.0).sqrt();
@@ -480,7 +486,10 @@ mod tests {
             *x = 3.0 + 2.0 * (i - 369) as f64;
         }
         let m = measure(&late, 0.1);
-        assert!(m.unsteady.unwrap().starts_with("the number in system is still growing"));
+        assert!(m
+            .unsteady
+            .unwrap()
+            .starts_with("the number in system is still growing"));
     }
 
     fn cfg(flags: &[&str]) -> SimConfig {

@@ -437,10 +437,7 @@ impl MaxRate {
             if unsteady.is_empty() {
                 String::new()
             } else {
-                format!(
-                    "; not steady (counted as missing): {}",
-                    unsteady.join(", ")
-                )
+                format!("; not steady (counted as missing): {}", unsteady.join(", "))
             }
         );
         if let Some(cal) = &self.calibration {
@@ -457,7 +454,8 @@ mod tests {
 
     /// A synthetic Azure-format trace of `n` requests with irregular gaps (no third-party data).
     fn synthetic_trace(name: &str, n: usize) -> String {
-        let dir = std::env::temp_dir().join(format!("disagg-max-rate-{}-{name}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("disagg-max-rate-{}-{name}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let p = dir.join("trace.csv");
         let mut s = String::from("TIMESTAMP,ContextTokens,GeneratedTokens\n");
