@@ -440,6 +440,19 @@ impl MaxRate {
                 format!("; not steady (counted as missing): {}", unsteady.join(", "))
             }
         );
+        let short = c.points.iter().any(|p| {
+            p.estimate
+                .unsteady
+                .as_deref()
+                .is_some_and(|u| u.starts_with("MSER-5"))
+        });
+        if short && c.native_rps.is_none() {
+            let _ = writeln!(
+                s,
+                "runs too short for a steady state at some rates (MSER-5 would cut more than \
+                 half): more --requests can measure them"
+            );
+        }
         if let Some(cal) = &self.calibration {
             s.push_str(&crate::report::calibration_lines(cal));
         }
