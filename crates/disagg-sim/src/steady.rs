@@ -262,7 +262,7 @@ pub fn replication_seed(seed: u64, k: u32) -> u64 {
 
 /// Replication `k` of `cfg` (`k = 0`: `cfg`'s own requests, as `disagg run`).
 pub fn replicate(cfg: &SimConfig, k: u32) -> Result<RunResult, Error> {
-    let mut spec = cfg.workload.clone();
+    let mut spec = cfg.workload;
     spec.seed = replication_seed(spec.seed, k);
     let w = cfg.source.workload(&spec);
     simulate_workload(cfg, &w, &mut ())
