@@ -255,6 +255,22 @@ pub struct PlanArgs {
         help_heading = "Deploy"
     )]
     namespace: String,
+    /// --max-rate's search: ci (confidence intervals: trace replayed time-scaled, warm-up
+    /// detected, replications) or bisect (the reference's bisection).
+    #[arg(
+        long,
+        value_name = "ci|bisect",
+        default_value = "ci",
+        help_heading = "Plan"
+    )]
+    search: String,
+    /// --max-rate (ci): replicate until the 95% interval of the SLO attainment is at most this
+    /// on each side (0.01 = 1 percentage point).
+    #[arg(long, value_name = "F", default_value_t = 0.01, help_heading = "Plan")]
+    ci_half_width: f64,
+    /// --max-rate (ci): at most this many replications per rate.
+    #[arg(long, value_name = "N", default_value_t = 20, help_heading = "Plan")]
+    max_replications: u32,
 }
 
 impl PlanArgs {
@@ -297,6 +313,9 @@ impl PlanArgs {
             gpus_per_node: self.gpus_per_node,
             colocated: self.colocated.clone(),
             objective: self.objective.clone(),
+            search: self.search.clone(),
+            ci_half_width: self.ci_half_width,
+            max_replications: self.max_replications,
         }
     }
 }

@@ -267,6 +267,14 @@ fn plan_options(
             }
             "colocated" => o.colocated = item(key, &v)?,
             "objective" => o.objective = item(key, &v)?,
+            "search" => o.search = item(key, &v)?,
+            "ci_half_width" => o.ci_half_width = number(key, &v)?,
+            "max_replications" => {
+                o.max_replications = v
+                    .as_u64()
+                    .and_then(|n| u32::try_from(n).ok())
+                    .ok_or_else(|| bad(key, "a whole number of at least 2", &v))?
+            }
             "prefill_counts" => o.prefill_counts = list(key, v)?,
             "decode_counts" => o.decode_counts = list(key, v)?,
             "prefill_devices" => o.prefill_devices = list(key, v)?,

@@ -41,6 +41,7 @@ pub mod serving;
 pub mod sessions;
 pub mod speculative;
 pub mod stats;
+pub mod steady;
 pub mod trace;
 pub mod workload;
 

@@ -195,6 +195,8 @@ ranges! {
     "--prefill-counts", None, &["plan"], int(1, 64), "instances", "each prefill instance count to try (list or range)";
     "--decode-counts", None, &["plan"], int(1, 64), "instances", "each decode instance count to try (list or range)";
     "--top", None, &["plan"], int(1, 1_000_000), "rows", "rows of the ranked table";
+    "--ci-half-width", None, &["plan"], closed(1e-4, 0.5), "", "max-rate: 95% interval half-width of the SLO attainment to reach";
+    "--max-replications", None, &["plan"], int(2, 10_000), "replications", "max-rate: most replications per rate";
     // handoff
     "--prompt-tokens", None, HANDOFF, int(1, u32::MAX as u64), "tokens", "prompt tokens whose KV cache is handed off";
     "--kv-keep", None, HANDOFF, closed(1e-4, 1.0), "", "fraction of coefficients freq-keep-k keeps";

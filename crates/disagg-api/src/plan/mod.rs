@@ -18,7 +18,7 @@ use crate::UsageError;
 mod max_rate;
 mod search;
 
-pub use max_rate::MaxRate;
+pub use max_rate::{at_rate, MaxRate};
 pub use search::{ceiling_rps, describe, Candidate, Search, Targets};
 
 // Issue 26 item 4 ("objectives"): budget, colocated baseline, objectives, layer-kind shapes.
@@ -100,6 +100,14 @@ pub struct PlanOptions {
     pub colocated: String,
     /// What the ranking optimises (`--objective`; [`objective::NAMES`]).
     pub objective: String,
+    /// `max_rate`'s search: `ci` (confidence intervals, the default) or `bisect` (the
+    /// reference's bisection, as before issue 26).
+    pub search: String,
+    /// `max_rate` (`ci`): replicate until the 95% interval of the SLO attainment is at most this
+    /// wide on each side (0.01 = 1 percentage point).
+    pub ci_half_width: f64,
+    /// `max_rate` (`ci`): at most this many replications per rate.
+    pub max_replications: u32,
 }
 
 impl Default for PlanOptions {
@@ -129,13 +137,16 @@ impl Default for PlanOptions {
             gpus_per_node: 8,
             colocated: "no".into(),
             objective: "cost".into(),
+            search: "ci".into(),
+            ci_half_width: 0.01,
+            max_replications: 20,
         }
     }
 }
 
 /// The keys of [`PlanOptions`], as Python's `disagg.plan` takes them (the flags with '_' for
 /// '-'; `plot` and `json` are the command line's only).
-pub const KEYS: [&str; 23] = [
+pub const KEYS: [&str; 26] = [
     "max_rate",
     "target_rate",
     "slo_target",
@@ -159,6 +170,9 @@ pub const KEYS: [&str; 23] = [
     "gpus_per_node",
     "colocated",
     "objective",
+    "search",
+    "ci_half_width",
+    "max_replications",
 ];
 
 pub(crate) fn parse_counts(flag: &str, s: &str) -> Result<Vec<u32>, UsageError> {

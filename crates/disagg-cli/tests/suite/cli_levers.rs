@@ -375,6 +375,8 @@ fn plan_max_rate_searches_with_the_levers() {
             "--quiet",
             "--json",
             "--max-rate",
+            "--search",
+            "bisect",
             "--requests",
             "100",
         ];

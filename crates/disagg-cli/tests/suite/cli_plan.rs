@@ -103,6 +103,8 @@ fn max_rate_bisection() {
         "--requests",
         "300",
         "--max-rate",
+        "--search",
+        "bisect",
         "--json",
     ]);
     let r = v["max_rate_rps"].as_f64().unwrap();

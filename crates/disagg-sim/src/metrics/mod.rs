@@ -168,6 +168,13 @@ impl RunResult {
         met as f64 / steady.len() as f64
     }
 
+    /// Whether request `rid` finished and met both SLOs (the test [`RunResult::slo_attainment`]
+    /// counts; `plan --max-rate`'s confidence intervals use it, `docs/planning.md#outcomes`).
+    pub fn met_slos(&self, rid: usize) -> bool {
+        let r = &self.reqs[rid];
+        !r.finish.is_nan() && meets_slo(r, &self.cfg)
+    }
+
     /// The full summary.
     pub fn summary(&self) -> Summary {
         summarise(self)
