@@ -278,15 +278,32 @@ pub fn replicate(cfg: &SimConfig, k: u32) -> Result<RunResult, Error> {
 /// half-width at most `o.half_width`, or `o.max_replications` ran (`capped`). A replication that
 /// is not steady stops the estimate (`steady = false`).
 pub fn attainment_ci(cfg: &SimConfig, o: &CiOptions) -> Result<Estimate, Error> {
+    attainment_ci_from(cfg, None, o)
+}
+
+/// [`attainment_ci`] with replication 0 already run: `first` is `cfg`'s own run (its seed, or
+/// the trace's one replay), used as replication 0 instead of running it again.
+pub fn attainment_ci_from(
+    cfg: &SimConfig,
+    first: Option<&RunResult>,
+    o: &CiOptions,
+) -> Result<Estimate, Error> {
     if !(o.half_width.is_finite() && o.half_width > 0.0 && o.max_replications >= 2) {
         return Err(Error::invalid(
             "attainment_ci",
             "the half-width must be finite and > 0 and at least 2 replications allowed",
         ));
     }
+    let run0;
+    let first = match first {
+        Some(r) => r,
+        None => {
+            run0 = replicate(cfg, 0)?;
+            &run0
+        }
+    };
     if let Source::File { .. } = cfg.source {
-        let res = replicate(cfg, 0)?;
-        let m = measure(&run_series(&res), cfg.warmup_frac);
+        let m = measure(&run_series(first), cfg.warmup_frac);
         let b = m.met.len() / TRACE_BATCHES;
         let (mean, hw) = if b == 0 {
             mean_ci(&m.met)
@@ -317,9 +334,12 @@ pub fn attainment_ci(cfg: &SimConfig, o: &CiOptions) -> Result<Estimate, Error> 
     let (mut p, mut requests, mut cut) = (Vec::new(), 0u64, 0u64);
     let mut k = 0u32;
     loop {
-        let res = replicate(cfg, k)?;
+        let m = if k == 0 {
+            measure(&run_series(first), cfg.warmup_frac)
+        } else {
+            measure(&run_series(&replicate(cfg, k)?), cfg.warmup_frac)
+        };
         k += 1;
-        let m = measure(&run_series(&res), cfg.warmup_frac);
         requests += m.met.len() as u64;
         cut = cut.max(m.cut as u64);
         let n = m.met.len();

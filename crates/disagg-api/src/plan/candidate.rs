@@ -4,6 +4,11 @@
 use disagg_sim::Summary;
 use serde::Serialize;
 
+/// A candidate whose run misses the SLO-attainment target by more than this (a fraction) is
+/// infeasible on that run alone; the others get a confidence interval
+/// (`docs/planning.md#screen`).
+pub const SCREEN_MARGIN: f64 = 0.05;
+
 /// One candidate configuration and what became of it.
 #[derive(Clone, Debug, Serialize)]
 pub struct Candidate {
@@ -35,7 +40,15 @@ pub struct Candidate {
     pub status: String,
     pub reason: Option<String>,
     pub ceiling_rps: Option<f64>,
+    /// The SLO attainment of the candidate's run (the scenario's own seed, or the trace's one
+    /// replay): the figure `disagg run` of the candidate prints.
     pub slo_attainment: Option<f64>,
+    /// The attainment's 95% confidence interval (replications, or batch means of a trace;
+    /// `docs/planning.md#estimate`): computed for candidates whose run is within
+    /// [`SCREEN_MARGIN`] of the target; `feasible` needs its lower bound at the target. None
+    /// with `--search bisect` (one run decides, as before issue 26) or when screened out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slo_attainment_ci: Option<disagg_sim::steady::Estimate>,
     pub latency_p99_s: Option<f64>,
     /// GPUs plus link ports, US$ per hour.
     pub gpu_usd_per_hour: f64,
@@ -74,6 +87,7 @@ impl Candidate {
             reason: None,
             ceiling_rps: None,
             slo_attainment: None,
+            slo_attainment_ci: None,
             latency_p99_s: None,
             gpu_usd_per_hour: 0.0,
             energy_usd_per_hour: None,

@@ -120,7 +120,7 @@ fn scaled(base: &Scenario, native: Option<f64>, rate: f64) -> Result<Scenario, U
     })
 }
 
-fn check_options(o: &PlanOptions) -> Result<CiOptions, UsageError> {
+pub(super) fn check_options(o: &PlanOptions) -> Result<CiOptions, UsageError> {
     if !["ci", "bisect"].contains(&o.search.as_str()) {
         return Err(UsageError(format!(
             "--search: unknown search '{}'; valid: ci, bisect",

@@ -9,6 +9,7 @@ use rayon::prelude::*;
 use serde_json::{json, Value};
 
 pub use super::candidate::Candidate;
+use super::candidate::SCREEN_MARGIN;
 use super::objective::{self, Objective};
 use super::*;
 use crate::format::fixed;
@@ -291,6 +292,8 @@ pub struct Search<'a> {
     col_shapes: Vec<Option<Shape>>,
     /// Disaggregated candidates (indices below this); the colocated ones follow.
     n_disagg: u64,
+    /// The interval's precision (`--search ci`), or None (`--search bisect`: one run decides).
+    ci: Option<disagg_sim::steady::CiOptions>,
     /// How many candidates.
     pub count: u64,
 }
@@ -304,6 +307,15 @@ pub(super) fn prepare<'a>(
 ) -> Result<Search<'a>, UsageError> {
     let Some(rate) = o.target_rate else {
         return Err(UsageError("give --max-rate or --target-rate R".into()));
+    };
+    // `--search ci` (the default): a trace is replayed time-scaled to the target rate, and the
+    // candidates near the target get confidence intervals; `bisect`: one run each, a trace at its
+    // own rate (as before issue 26).
+    let ci = super::max_rate::check_options(o)?;
+    let ci = (o.search != "bisect").then_some(ci);
+    let base = match (&ci, &base.trace_file) {
+        (Some(_), Some(_)) => super::at_rate(&base, rate, cat)?,
+        _ => base,
     };
     let prices = prices(&o.price, cat)?;
     let pcs = parse_counts("--prefill-counts", &o.prefill_counts)?;
@@ -486,6 +498,7 @@ pub(super) fn prepare<'a>(
         col_totals,
         col_shapes,
         n_disagg,
+        ci,
         count,
     };
     if let Some(b) = search.budget {
@@ -505,6 +518,8 @@ pub struct Targets {
     /// With colocated candidates planned: the best colocated one and the winner's margin over
     /// it (None: no winner, or no colocated candidate qualifies).
     pub colocated_margin: Option<Option<(usize, f64)>>,
+    /// A trace replayed time-scaled to the target rate (`--search ci`): the `--time-scale`.
+    pub time_scale: Option<f64>,
     rate: f64,
     o: PlanOptions,
     prices: Vec<(String, f64)>,
@@ -738,9 +753,7 @@ impl Search<'_> {
                     ));
                     return cand;
                 }
-                // ISSUE-26 HOOK (stats): the one simulation of a candidate. The lead replaces
-                // this call with the replicated run (`attainment_ci`, and `at_rate` for a
-                // trace) and records the interval on `cand`; nothing else simulates.
+                // The candidate's run (replication 0 of its interval, below).
                 match simulate_config(&cfg) {
                     Ok(run) => {
                         let s = run.summary();
@@ -757,12 +770,27 @@ impl Search<'_> {
                         // `docs/objectives.md#objectives`: 1 / mean TPOT (None without one).
                         cand.tokens_per_s_per_user =
                             (s.tpot_s.mean > 0.0).then(|| 1.0 / s.tpot_s.mean);
-                        cand.status = if s.slo_attainment >= o.slo_target {
-                            "feasible"
-                        } else {
-                            "infeasible"
-                        }
-                        .into();
+                        // `docs/planning.md#screen`: a run within SCREEN_MARGIN of the target
+                        // gets its interval, and is feasible when the lower bound meets it.
+                        let meets = match &self.ci {
+                            Some(ci) if s.slo_attainment >= o.slo_target - SCREEN_MARGIN => {
+                                match disagg_sim::steady::attainment_ci_from(&cfg, Some(&run), ci) {
+                                    Ok(e) => {
+                                        let meets = e.meets(o.slo_target);
+                                        cand.slo_attainment_ci = Some(e);
+                                        meets
+                                    }
+                                    Err(e) => {
+                                        cand.status = "invalid".into();
+                                        cand.reason = Some(e.to_string());
+                                        return cand;
+                                    }
+                                }
+                            }
+                            Some(_) => false,
+                            None => s.slo_attainment >= o.slo_target,
+                        };
+                        cand.status = if meets { "feasible" } else { "infeasible" }.into();
                         cand.summary = Some(s);
                     }
                     Err(e) => {
@@ -812,6 +840,8 @@ impl Search<'_> {
             ranked,
             objective: self.objective,
             colocated_margin,
+            time_scale: (self.ci.is_some() && self.base.trace_file.is_some())
+                .then_some(self.base.time_scale),
             rate,
             o: o.clone(),
             prices: prices.clone(),
@@ -843,6 +873,7 @@ impl Targets {
             "schema_version": 1,
             "target_rate_rps": rate,
             "slo_target": self.o.slo_target,
+            "search": self.o.search,
             "latency_metric": format!("{}_p99", self.o.latency),
             "energy_usd_per_kwh": self.o.energy_price,
             "prices_usd_per_hour": prices.iter().map(|(k, v)| (k.clone(), json!(v))).collect::<serde_json::Map<_, _>>(),
@@ -857,6 +888,9 @@ impl Targets {
             "candidates": cands,
         });
         doc["objective"] = json!(self.objective.name());
+        if let Some(t) = self.time_scale {
+            doc["time_scale"] = json!(t);
+        }
         if let Some(b) = self.o.gpus {
             doc["gpu_budget"] = json!(b);
             doc["over_budget"] = json!(count("over-budget"));
@@ -936,6 +970,9 @@ impl Targets {
             let _ = write!(s, ", {} over the budget of {b} GPUs", count("over-budget"));
         }
         s.push('\n');
+        if let Some(t) = self.time_scale {
+            let _ = writeln!(s, "the trace replayed at --time-scale {t} ({rate} req/s)");
+        }
         if ext && self.objective != Objective::Cost {
             let _ = writeln!(s, "objective: {}", self.objective.name());
         }
@@ -955,11 +992,15 @@ impl Targets {
             Some(c) => axis_cells("P layout", "D layout", "formats", c),
             None => (String::new(), String::new()),
         };
-        let head_ext = if ext {
-            self.objective_cells(None)
+        let with_ci = ranked.iter().any(|c| c.slo_attainment_ci.is_some());
+        let mut head_ext = if with_ci {
+            format!(" {:>11}", "SLO 95% CI")
         } else {
             String::new()
         };
+        if ext {
+            head_ext.push_str(&self.objective_cells(None));
+        }
         let _ = writeln!(
             s,
             "{:>4} {:>3} {:>3} {:<9} {:<9}{lay} {:<12} {:<12}{fmt} {:>8} {:>11} {:>9} {:>9} {:>8}{head_ext}",
@@ -983,11 +1024,22 @@ impl Targets {
                 c.formats.as_deref().unwrap_or(""),
                 c,
             );
-            let row_ext = if ext {
-                self.objective_cells(Some(c))
-            } else {
-                String::new()
-            };
+            let mut row_ext = String::new();
+            if with_ci {
+                let ci = match &c.slo_attainment_ci {
+                    Some(e) => format!(
+                        "{}-{}{}",
+                        fixed(100.0 * e.low, 1),
+                        fixed(100.0 * e.high, 1),
+                        if e.capped { "~" } else { "" }
+                    ),
+                    None => "-".into(),
+                };
+                let _ = write!(row_ext, " {ci:>11}");
+            }
+            if ext {
+                row_ext.push_str(&self.objective_cells(Some(c)));
+            }
             let coloc = c.mode == "colocated";
             let _ = writeln!(
                 s,
