@@ -179,6 +179,7 @@ const SWITCHES: &[&str] = &[
     "--no-enable-prefix-caching",
     "--enable-dp-attention",
     "--disable-radix-cache",
+    "--enable-mixed-chunk",
     "--trust-remote-code",
     "--skip-tokenizer-init",
     "--disable-uvicorn-access-log",
@@ -265,7 +266,7 @@ const NOT_MODELLED: &[(&str, &str)] = &[
     ),
     (
         "--max-prefill-tokens",
-        "prefill admission limit; the simulator's one budget is --max-num-batched-tokens",
+        "one token budget per worker: --chunked-prefill-size's is simulated",
     ),
     ("--moe-a2a-backend", "all-to-all kernel; not modelled"),
     (
@@ -394,7 +395,13 @@ impl EngineArgs {
                 Some(_) => self.chunked_prefill = Some(false),
                 None => self.unmapped(flag, v, "expected a whole number"),
             },
-            "--enable-chunked-prefill" => self.chunked_prefill = Some(true),
+            "--enable-chunked-prefill" | "--enable-mixed-chunk" => {
+                self.chunked_prefill = Some(true)
+            }
+            // SGLang's prefill token budget; `--chunked-prefill-size` says it for chunks.
+            "--max-prefill-tokens" if self.max_num_batched_tokens.is_none() => {
+                set!(max_num_batched_tokens, num(v))
+            }
             "--no-enable-chunked-prefill" => self.chunked_prefill = Some(false),
             "--enable-prefix-caching" => self.prefix_caching = Some(true),
             "--no-enable-prefix-caching" | "--disable-radix-cache" => {
