@@ -753,6 +753,15 @@ impl Deployment {
         v
     }
 
+    /// The workers of `role`, if the deployment has them.
+    pub fn workers(&self, role: Role) -> Option<&Workers> {
+        match role {
+            Role::Prefill => self.prefill.as_ref(),
+            Role::Decode => self.decode.as_ref(),
+            Role::Worker => self.colocated.as_ref(),
+        }
+    }
+
     /// GPUs of the whole deployment.
     pub fn gpus(&self) -> u32 {
         self.roles()

@@ -194,6 +194,32 @@ pub(crate) fn str_at(v: &Value, path: &[&str]) -> Option<String> {
     }
 }
 
+/// The container named `name` of a `containers` list, else the first.
+pub(crate) fn container<'a>(containers: Option<&'a Value>, name: &str) -> Option<&'a Value> {
+    let cs = containers?.as_array()?;
+    cs.iter()
+        .find(|c| c.get("name").and_then(Value::as_str) == Some(name))
+        .or_else(|| cs.first())
+}
+
+/// The words of a YAML list (a container's `command` or `args`; numbers and booleans as
+/// written).
+pub(crate) fn words(v: Option<&Value>) -> Vec<String> {
+    v.and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(text)
+        .collect()
+}
+
+/// A YAML scalar as written: a string's text, a number's or boolean's spelling.
+pub(crate) fn text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
 /// A count (`replicas: 2`, `nvidia.com/gpu: "4"`) of component `name`'s field `what`.
 pub(crate) fn count(v: &Value, name: &str, what: &str) -> Result<u32, String> {
     let n = match v {
@@ -201,13 +227,8 @@ pub(crate) fn count(v: &Value, name: &str, what: &str) -> Result<u32, String> {
         Value::String(s) => s.trim().parse::<u64>().ok(),
         _ => None,
     };
-    n.and_then(|n| u32::try_from(n).ok()).ok_or_else(|| {
-        let shown = match v {
-            Value::String(s) => s.clone(),
-            other => other.to_string(),
-        };
-        format!("'{name}': {what} '{shown}' is not a whole number")
-    })
+    n.and_then(|n| u32::try_from(n).ok())
+        .ok_or_else(|| format!("'{name}': {what} '{}' is not a whole number", text(v)))
 }
 
 /// The count at `path` in `v`, if present.
@@ -233,11 +254,7 @@ pub(crate) fn annotations_of(meta: Option<&Value>) -> Vec<(String, String)> {
         let map = meta.and_then(|m| m.get(key)).and_then(Value::as_object);
         for (k, v) in map.into_iter().flatten() {
             if k.starts_with("disagg.dev/") && !out.iter().any(|(o, _)| o == k) {
-                let v = match v {
-                    Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                };
-                out.push((k.clone(), v));
+                out.push((k.clone(), text(v)));
             }
         }
     }
