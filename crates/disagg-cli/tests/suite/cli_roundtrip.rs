@@ -122,29 +122,35 @@ fn target(rate: &'static str, requests: &'static str, extra: &[&'static str]) ->
     v
 }
 
+/// A plan of Llama 3 8B on H100s at 3 req/s (200 requests), one device per instance unless
+/// `extra` gives layouts.
+fn llama8b(
+    prefill_counts: &'static str,
+    decode_counts: &'static str,
+    extra: &[&'static str],
+) -> Vec<&'static str> {
+    let mut v = vec![
+        "--model",
+        "llama3-8b",
+        "--prefill-counts",
+        prefill_counts,
+        "--decode-counts",
+        decode_counts,
+        "--prefill-devices",
+        "h100",
+        "--decode-devices",
+        "h100",
+    ];
+    if !extra.contains(&"--layouts") {
+        v.extend(["--devices-per-instance", "1"]);
+    }
+    v.extend(extra);
+    target("3", "200", &v)
+}
+
 #[test]
 fn llama3_8b_plain_round_trips() {
-    let dir = round_trip(
-        "plain",
-        &target(
-            "3",
-            "200",
-            &[
-                "--model",
-                "llama3-8b",
-                "--devices-per-instance",
-                "1",
-                "--prefill-counts",
-                "2",
-                "--decode-counts",
-                "1-2",
-                "--prefill-devices",
-                "h100",
-                "--decode-devices",
-                "h100",
-            ],
-        ),
-    );
+    let dir = round_trip("plain", &llama8b("2", "1-2", &[]));
     // A file edited by hand reads as edited: 2 prefill replicas -> 3.
     for f in ["dynamo.yaml", "llm-d-values.yaml"] {
         let text = std::fs::read_to_string(dir.join(f)).unwrap();
@@ -182,27 +188,7 @@ fn llama3_8b_plain_round_trips() {
 
 #[test]
 fn a_tp_pp_layout_winner_round_trips() {
-    let dir = round_trip(
-        "layout",
-        &target(
-            "3",
-            "200",
-            &[
-                "--model",
-                "llama3-8b",
-                "--prefill-counts",
-                "1",
-                "--decode-counts",
-                "1",
-                "--prefill-devices",
-                "h100",
-                "--decode-devices",
-                "h100",
-                "--layouts",
-                "2x2",
-            ],
-        ),
-    );
+    let dir = round_trip("layout", &llama8b("1", "1", &["--layouts", "2x2"]));
     let text = std::fs::read_to_string(dir.join("dynamo.yaml")).unwrap();
     assert!(text.contains("disagg.dev/layouts: modelled"), "{text}");
     assert!(text.contains("--pipeline-parallel-size"), "{text}");
@@ -211,29 +197,7 @@ fn a_tp_pp_layout_winner_round_trips() {
 
 #[test]
 fn a_colocated_winner_round_trips() {
-    let dir = round_trip(
-        "colocated",
-        &target(
-            "3",
-            "200",
-            &[
-                "--model",
-                "llama3-8b",
-                "--devices-per-instance",
-                "1",
-                "--prefill-counts",
-                "1-2",
-                "--decode-counts",
-                "1",
-                "--prefill-devices",
-                "h100",
-                "--decode-devices",
-                "h100",
-                "--colocated",
-                "only",
-            ],
-        ),
-    );
+    let dir = round_trip("colocated", &llama8b("1-2", "1", &["--colocated", "only"]));
     let text = std::fs::read_to_string(dir.join("dynamo.yaml")).unwrap();
     assert!(text.contains("type: worker"), "{text}");
     let _ = std::fs::remove_dir_all(&dir);
@@ -275,22 +239,10 @@ fn deepseek_v3_fp8_ideal_instances_round_trip() {
 fn chunked_prefill_prefix_caching_and_kv_compression_round_trip() {
     let dir = round_trip(
         "levers",
-        &target(
-            "3",
-            "200",
+        &llama8b(
+            "1",
+            "1",
             &[
-                "--model",
-                "llama3-8b",
-                "--devices-per-instance",
-                "1",
-                "--prefill-counts",
-                "1",
-                "--decode-counts",
-                "1",
-                "--prefill-devices",
-                "h100",
-                "--decode-devices",
-                "h100",
                 "--batch-policy",
                 "chunked",
                 "--max-num-batched-tokens",
