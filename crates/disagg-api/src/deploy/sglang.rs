@@ -71,7 +71,7 @@ pub fn emit(d: &Deployment, header: &Header) -> String {
                     format!("${}:{}", node_var(first), 5000 + k),
                 ]);
             }
-            cmd.extend(engine_flags(d, p.role, &w, false));
+            cmd.extend(engine_flags(d, p.role, w, false));
             body.push_str(&serve_line(p, *node, &env, &cmd));
         }
         urls.push((

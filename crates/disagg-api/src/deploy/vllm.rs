@@ -68,7 +68,7 @@ pub fn emit(d: &Deployment, header: &Header) -> String {
             "--port".into(),
             http.to_string(),
         ];
-        cmd.extend(engine_flags(d, p.role, &w, false));
+        cmd.extend(engine_flags(d, p.role, w, false));
         body.push_str(&serve_line(p, *node, &env, &cmd));
         hosts.push((p.role, format!("${}", node_var(*node)), http));
     }
