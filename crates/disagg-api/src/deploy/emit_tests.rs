@@ -208,6 +208,15 @@ fn every_format_reads_back_field_by_field() {
     for engine in [Engine::Vllm, Engine::Sglang] {
         for (s, d) in deployments(engine) {
             let h = header(&s, &d);
+            // The `# disagg run` line builds the plan's configuration.
+            assert!(
+                !h.notes
+                    .iter()
+                    .any(|n| n.contains("cannot say this plan exactly")),
+                "{:?}: {:?}",
+                s.to_args(),
+                h.notes
+            );
             for f in formats_of(engine) {
                 let text = f.emit(&d, &h);
                 let opts = import::ReadOptions {
@@ -240,6 +249,31 @@ fn every_format_reads_back_field_by_field() {
             }
         }
     }
+}
+
+#[test]
+fn a_plan_no_file_can_say_exactly_is_said_so() {
+    // A modelled TP2 prefill layout beside an ideal 2-GPU decode instance: a file has one
+    // layouts annotation, so its round trip would model the decode pool's TP2 too.
+    let s = sc(&[
+        "--model",
+        "llama3-8b",
+        "--prefill-tp",
+        "2",
+        "--prefill-devices-per-instance",
+        "2",
+        "--decode-devices-per-instance",
+        "2",
+    ]);
+    let d = Deployment::from_scenario(&s, &cat(), Engine::Vllm, 8).unwrap();
+    let h = Header::of_run(&s, &d, &cat(), None).unwrap();
+    assert!(
+        h.notes
+            .iter()
+            .any(|n| n.starts_with("the file cannot say this plan exactly")),
+        "{:?}",
+        h.notes
+    );
 }
 
 #[test]

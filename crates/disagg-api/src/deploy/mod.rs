@@ -650,6 +650,13 @@ impl Header {
             );
         }
         h.notes.extend(d.notes());
+        if !simulates_alike(sc, &h.run_args, cat) {
+            h.notes.push(
+                "the file cannot say this plan exactly: its round trip simulates a configuration \
+                 other than the plan's"
+                    .into(),
+            );
+        }
         Ok(h)
     }
 
@@ -710,6 +717,31 @@ impl Header {
             let _ = writeln!(s, "# note: {n}");
         }
         s
+    }
+}
+
+/// Whether flags `args` build the configuration `sc` builds (the scenario echo and what only
+/// the report uses aside): the
+/// round trip of a file whose `# disagg run` line is `args` then simulates the plan's candidate
+/// exactly. A scenario that does not build here (a trace file not at hand) is taken as alike.
+fn simulates_alike(sc: &Scenario, args: &[String], cat: &Catalogue) -> bool {
+    let built = |s: &Scenario| {
+        s.build(cat).ok().map(|mut c| {
+            // What the report says, not what is simulated: a per-pool flag shows the pools
+            // (`summary.pools`); the analytic bounds' cost model is `--devices-per-instance`'s
+            // (`summary.analytic`).
+            c.scenario = Scenario::default();
+            c.heterogeneous = false;
+            c.base_cost = None;
+            format!("{c:?}")
+        })
+    };
+    match (
+        built(sc),
+        Scenario::from_flags(args).ok().as_ref().and_then(built),
+    ) {
+        (Some(a), Some(b)) => a == b,
+        _ => true,
     }
 }
 

@@ -61,6 +61,7 @@ fn round_trip(name: &str, plan: &[&str]) -> std::path::PathBuf {
     assert_eq!(names(&dir), FILES);
     for f in FILES {
         let text = std::fs::read_to_string(dir.join(f)).unwrap();
+        assert!(!text.contains("cannot say this plan exactly"), "{text}");
         let mut direct = header_line(&text, "# disagg run ");
         direct.insert(0, "run".into());
         direct.push("--json".into());
