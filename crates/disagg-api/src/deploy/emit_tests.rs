@@ -88,6 +88,20 @@ fn scenarios() -> Vec<Scenario> {
             "--link",
             "eth-100g",
         ]),
+        // A token budget without chunked prefill (SGLang: `--max-prefill-tokens`), DeepSeek-V3
+        // in BF16 (not its checkpoint's FP8: annotated), a device without a GPU product label.
+        sc(&[
+            "--model",
+            "deepseek-v3",
+            "--devices-per-instance",
+            "16",
+            "--max-num-batched-tokens",
+            "2048",
+            "--prefill-device",
+            "h200",
+            "--decode-device",
+            "optical",
+        ]),
     ]
 }
 
@@ -155,6 +169,13 @@ fn from_scenario_maps_pools_layouts_and_limits() {
         (d.kv_format.as_deref(), d.block_size),
         (Some("fp8"), Some(32))
     );
+
+    // A device without a GPU product label is annotated; DeepSeek-V3 in BF16 too.
+    let d = Deployment::from_scenario(&scenarios()[6], &cat, Engine::Vllm, 8).unwrap();
+    let ann = d.annotations(true);
+    assert!(ann.contains(&("disagg.dev/device-decode".into(), "optical".into())));
+    assert!(!ann.iter().any(|(k, _)| k == "disagg.dev/device-prefill"));
+    assert!(ann.contains(&("disagg.dev/weight-format".into(), "bf16".into())));
 
     let d = Deployment::from_scenario(&scenarios()[3], &cat, Engine::Vllm, 8).unwrap();
     let c = d.colocated.as_ref().unwrap();
@@ -368,6 +389,7 @@ const SGLANG_FLAGS: &[&str] = &[
     "--ep-size",
     "--max-running-requests",
     "--chunked-prefill-size",
+    "--max-prefill-tokens",
     "--enable-mixed-chunk",
     "--disable-radix-cache",
     "--page-size",
