@@ -279,3 +279,34 @@ fn a_max_rate_emission_round_trips() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn instances_span_the_plans_gpus_per_node() {
+    let dir = round_trip(
+        "per-node",
+        &target(
+            "1",
+            "100",
+            &[
+                "--model",
+                "llama3-8b",
+                "--devices-per-instance",
+                "8",
+                "--prefill-counts",
+                "1",
+                "--decode-counts",
+                "1",
+                "--prefill-devices",
+                "h100",
+                "--decode-devices",
+                "h100",
+                "--gpus-per-node",
+                "4",
+            ],
+        ),
+    );
+    let text = std::fs::read_to_string(dir.join("dynamo.yaml")).unwrap();
+    assert!(text.contains("disagg.dev/gpus-per-node: \"4\""), "{text}");
+    assert!(text.contains("nodeCount: 2"), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
