@@ -283,7 +283,7 @@ impl PlanArgs {
             engine: self.engine.clone(),
             image: self.image.clone(),
             namespace: self.namespace.clone(),
-            ..Default::default()
+            gpus_per_node: self.gpus_per_node,
         }
     }
 
@@ -377,13 +377,7 @@ pub fn run(
         plots::report(&written);
     }
     let plans = match &emit {
-        Some(e) => {
-            let rate = o.target_rate.unwrap_or(base.rate);
-            Some((
-                e,
-                disagg_api::deploy::target_plans(e, &base, &t, rate, cat)?,
-            ))
-        }
+        Some(e) => Some((e, disagg_api::deploy::target_plans(e, &search, &t, cat)?)),
         None => None,
     };
     if a.json {

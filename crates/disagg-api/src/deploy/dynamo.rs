@@ -49,7 +49,7 @@ pub fn emit(d: &Deployment, header: &Header) -> String {
         yaml_str(header.namespace.as_deref().unwrap_or("default"))
     );
     s.push_str("  annotations:\n");
-    for (k, v) in d.annotations() {
+    for (k, v) in d.annotations(true) {
         let _ = writeln!(s, "    {k}: {}", yaml_str(&v));
     }
     s.push_str("spec:\n");

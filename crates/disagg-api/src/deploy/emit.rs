@@ -4,9 +4,7 @@
 use disagg_model::Catalogue;
 use disagg_sim::Scenario;
 
-use super::{
-    candidate_scenario, dynamo, llmd, sglang, vllm, Deployment, Emit, Engine, Format, Header,
-};
+use super::{dynamo, llmd, sglang, vllm, Deployment, Emit, Engine, Format, Header};
 use crate::UsageError;
 
 impl Format {
@@ -88,14 +86,15 @@ pub fn write_files(
 }
 
 /// The plans `plan --emit` writes for a `--target-rate` search: the best `e.top` ranked
-/// candidates, each as its scenario's deployment with its predicted figures.
+/// candidates, each as the deployment of the scenario the search simulated for it
+/// ([`crate::plan::Search::scenario_of`]) with its predicted figures.
 pub fn target_plans(
     e: &Emit,
-    base: &Scenario,
+    search: &crate::plan::Search,
     t: &crate::plan::Targets,
-    rate: f64,
     cat: &Catalogue,
 ) -> Result<Vec<(Deployment, Header)>, UsageError> {
+    let rate = search.rate();
     let ranked = t.ranked();
     if ranked.is_empty() {
         return Err(UsageError(format!(
@@ -105,15 +104,14 @@ pub fn target_plans(
     let n = e.top.min(ranked.len());
     let mut out = Vec::new();
     for (k, c) in ranked.iter().take(n).enumerate() {
-        let sc = candidate_scenario(base, c, rate)?;
+        let sc = search.scenario_of(c.index);
         let mut d = Deployment::from_scenario(&sc, cat, e.engine, e.gpus_per_node)?;
         if n > 1 {
             d.name = format!("{}-r{}", d.name, k + 1);
         }
-        let mut h = Header::of_run(&sc, c.summary.as_ref(), d.gpus());
+        let mut h = Header::of_run(&sc, &d, cat, c.summary.as_ref())?;
         h.rank = Some((k + 1, n));
         h.usd_per_hour = c.usd_per_hour;
-        h.notes = d.notes();
         h.image.clone_from(&e.image);
         h.namespace = Some(e.namespace.clone());
         out.push((d, h));
@@ -142,9 +140,8 @@ pub fn max_rate_plan(
         _ => {}
     }
     let d = Deployment::from_scenario(&sc, cat, e.engine, e.gpus_per_node)?;
-    let mut h = Header::of_run(&sc, None, d.gpus());
+    let mut h = Header::of_run(&sc, &d, cat, None)?;
     h.rate_rps = rate;
-    h.notes = d.notes();
     h.image.clone_from(&e.image);
     h.namespace = Some(e.namespace.clone());
     Ok((d, h))

@@ -88,6 +88,20 @@ fn scenarios() -> Vec<Scenario> {
             "--link",
             "eth-100g",
         ]),
+        // A token budget without chunked prefill (SGLang: `--max-prefill-tokens`), DeepSeek-V3
+        // in BF16 (not its checkpoint's FP8: annotated), a device without a GPU product label.
+        sc(&[
+            "--model",
+            "deepseek-v3",
+            "--devices-per-instance",
+            "16",
+            "--max-num-batched-tokens",
+            "2048",
+            "--prefill-device",
+            "h200",
+            "--decode-device",
+            "optical",
+        ]),
     ]
 }
 
@@ -102,7 +116,7 @@ fn deployments(engine: Engine) -> Vec<(Scenario, Deployment)> {
         .collect()
 }
 
-fn header(s: &Scenario) -> Header {
+fn header(s: &Scenario, d: &Deployment) -> Header {
     Header {
         rank: Some((1, 1)),
         rate_rps: Some(s.rate),
@@ -110,8 +124,7 @@ fn header(s: &Scenario) -> Header {
         slo_attainment_ci: Some((0.94, 0.96)),
         ttft_p99_s: Some(0.5),
         tpot_p99_s: Some(0.02),
-        run_args: s.to_args(),
-        ..Header::default()
+        ..Header::of_run(s, d, &cat(), None).unwrap()
     }
 }
 
@@ -129,7 +142,9 @@ fn from_scenario_maps_pools_layouts_and_limits() {
         max_num_seqs: seqs,
         max_num_batched_tokens: toks,
     };
-    assert_eq!(d.prefill, Some(w(1, 4, None, Some(8192))));
+    // No token budget unless the scenario sets one (any value switches the scheduled
+    // instances on).
+    assert_eq!(d.prefill, Some(w(1, 4, None, None)));
     assert_eq!(d.decode, Some(w(1, 4, Some(256), None)));
     assert_eq!(d.colocated, None);
     assert!(!d.layouts_modelled && !d.chunked_prefill && !d.prefix_caching);
@@ -138,7 +153,6 @@ fn from_scenario_maps_pools_layouts_and_limits() {
         ("disagg-llama3-70b-1p1d", "llama3-70b", Some("ib-ndr"))
     );
     assert_eq!((d.block_size, d.kv_format.clone()), (Some(16), None));
-    assert!(d.scenario_args.is_empty());
 
     let s = &scenarios()[2];
     let d = Deployment::from_scenario(s, &cat, Engine::Sglang, 8).unwrap();
@@ -156,11 +170,18 @@ fn from_scenario_maps_pools_layouts_and_limits() {
         (Some("fp8"), Some(32))
     );
 
+    // A device without a GPU product label is annotated; DeepSeek-V3 in BF16 too.
+    let d = Deployment::from_scenario(&scenarios()[6], &cat, Engine::Vllm, 8).unwrap();
+    let ann = d.annotations(true);
+    assert!(ann.contains(&("disagg.dev/device-decode".into(), "optical".into())));
+    assert!(!ann.iter().any(|(k, _)| k == "disagg.dev/device-prefill"));
+    assert!(ann.contains(&("disagg.dev/weight-format".into(), "bf16".into())));
+
     let d = Deployment::from_scenario(&scenarios()[3], &cat, Engine::Vllm, 8).unwrap();
     let c = d.colocated.as_ref().unwrap();
     assert_eq!(
         (c.replicas, c.tp, c.max_num_seqs, c.max_num_batched_tokens),
-        (3, 8, Some(256), Some(8192))
+        (3, 8, Some(256), None)
     );
     assert_eq!((d.prefill.clone(), d.link.clone()), (None, None));
     assert_eq!(d.name, "disagg-llama3-70b-3x");
@@ -171,9 +192,17 @@ fn from_scenario_maps_pools_layouts_and_limits() {
     assert_eq!(d.weight_format.as_deref(), Some("fp8"));
     assert_eq!(d.kv_compress.as_deref(), Some("fp8"));
     assert_eq!(d.name, "disagg-deepseek-v3-1p1d");
-    // The workload's flags are not the deployment's.
-    let d = Deployment::from_scenario(&scenarios()[5], &cat, Engine::Vllm, 8).unwrap();
-    assert_eq!(d.scenario_args, ["--link", "eth-100g"]);
+    // The workload's flags are not the deployment's: the round trip's command line gives them.
+    let (carried, rest) = split_carried(&scenarios()[5].to_args());
+    assert_eq!(carried, ["--link", "eth-100g"]);
+    assert_eq!(
+        rest,
+        ["--trace-file", "some trace.csv", "--time-scale", "0.25"]
+    );
+    let (carried, rest) =
+        split_carried(&sc(&["--batch-policy", "decode-priority", "--seed", "3"]).to_args());
+    assert!(carried.is_empty());
+    assert_eq!(rest, ["--batch-policy", "decode-priority", "--seed", "3"]);
 
     // Errors: a model the catalogue lacks; an instance that does not split over whole nodes.
     let e = Deployment::from_scenario(&sc(&["--model", "llama9"]), &cat, Engine::Vllm, 8);
@@ -186,22 +215,101 @@ fn from_scenario_maps_pools_layouts_and_limits() {
     );
 }
 
-#[test]
-fn recorded_args_hold_until_the_file_is_edited() {
-    for (s, d) in deployments(Engine::Vllm) {
-        let (dep, _) = split_workload(&s.to_args());
-        if dep.is_empty() {
-            assert_eq!(d.recorded_args(&cat()), None);
-            continue;
-        }
-        assert_eq!(d.recorded_args(&cat()), Some(dep));
-        let mut edited = d.clone();
-        edited.roles();
-        if let Some(w) = edited.decode.as_mut().or(edited.colocated.as_mut()) {
-            w.replicas += 1;
-        }
-        assert_eq!(edited.recorded_args(&cat()), None);
+/// Every format for `engine`: Dynamo runs it; llm-d and vllm.sh run vLLM, sglang.sh SGLang.
+fn formats_of(engine: Engine) -> Vec<Format> {
+    match engine {
+        Engine::Vllm => vec![Format::Dynamo, Format::LlmD, Format::Vllm],
+        Engine::Sglang => vec![Format::Dynamo, Format::Sglang],
     }
+}
+
+#[test]
+fn every_format_reads_back_field_by_field() {
+    let cat = cat();
+    for engine in [Engine::Vllm, Engine::Sglang] {
+        for (s, d) in deployments(engine) {
+            let h = header(&s, &d);
+            // The `# disagg run` line builds the plan's configuration.
+            assert!(
+                !h.notes
+                    .iter()
+                    .any(|n| n.contains("cannot say this plan exactly")),
+                "{:?}: {:?}",
+                s.to_args(),
+                h.notes
+            );
+            for f in formats_of(engine) {
+                let text = f.emit(&d, &h);
+                let opts = import::ReadOptions {
+                    cat: &cat,
+                    model: None,
+                };
+                let got = import::read_text(&text, &opts)
+                    .unwrap_or_else(|e| panic!("{f:?}: {e}\n{text}"))
+                    .deployment;
+                // Nothing left unmapped (llm-d says its colocated workers are its decode
+                // pool), and every field as written.
+                let colocated_note = "prefill: none (replicas 0 or create false): the decode \
+                                      workers serve whole requests, simulated as colocated";
+                let unmapped: Vec<&String> = got
+                    .not_mapped
+                    .iter()
+                    .filter(|l| *l != colocated_note)
+                    .collect();
+                assert_eq!(unmapped, Vec::<&String>::new(), "{f:?}\n{text}");
+                let want = Deployment {
+                    name: got.name.clone(),
+                    not_mapped: got.not_mapped.clone(),
+                    ..d.clone()
+                };
+                assert_eq!(got, want, "{f:?}\n{text}");
+                // The round trip's flags are the `# disagg run` line's.
+                let mut rt = got.to_args(&cat).unwrap();
+                rt.extend(h.rest_args.iter().cloned());
+                assert_eq!(rt, h.run_args, "{f:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_plan_no_file_can_say_exactly_is_said_so() {
+    // A modelled TP2 prefill layout beside an ideal 2-GPU decode instance: a file has one
+    // layouts annotation, so its round trip would model the decode pool's TP2 too.
+    let s = sc(&[
+        "--model",
+        "llama3-8b",
+        "--prefill-tp",
+        "2",
+        "--prefill-devices-per-instance",
+        "2",
+        "--decode-devices-per-instance",
+        "2",
+    ]);
+    let d = Deployment::from_scenario(&s, &cat(), Engine::Vllm, 8).unwrap();
+    let h = Header::of_run(&s, &d, &cat(), None).unwrap();
+    assert!(
+        h.notes
+            .iter()
+            .any(|n| n.starts_with("the file cannot say this plan exactly")),
+        "{:?}",
+        h.notes
+    );
+}
+
+#[test]
+fn an_edited_file_reads_as_edited() {
+    let cat = cat();
+    let (s, d) = deployments(Engine::Vllm).swap_remove(1);
+    let text = Format::Dynamo.emit(&d, &header(&s, &d));
+    let edited = text.replacen("replicas: 3", "replicas: 4", 1);
+    assert_ne!(edited, text);
+    let opts = import::ReadOptions {
+        cat: &cat,
+        model: None,
+    };
+    let got = import::read_text(&edited, &opts).unwrap().deployment;
+    assert_eq!(got.decode.unwrap().replicas, 4);
 }
 
 /// The header: the predictions, exactly one `# disagg run` line whose flags read back as the
@@ -228,7 +336,8 @@ fn check_header(text: &str, s: &Scenario, file: &str) {
         .collect();
     assert_eq!(runs.len(), 1, "{text}");
     let words = script::shell_words(runs[0].strip_prefix("# disagg run ").unwrap()).unwrap();
-    assert_eq!(&Scenario::from_flags(&words).unwrap(), s);
+    let run = Scenario::from_flags(&words).unwrap();
+    assert_eq!((run.model.as_str(), run.rate), (s.model.as_str(), s.rate));
     let rt = comments
         .iter()
         .find(|l| l.starts_with("# round trip: disagg run --deployment "))
@@ -280,6 +389,7 @@ const SGLANG_FLAGS: &[&str] = &[
     "--ep-size",
     "--max-running-requests",
     "--chunked-prefill-size",
+    "--max-prefill-tokens",
     "--enable-mixed-chunk",
     "--disable-radix-cache",
     "--page-size",
@@ -319,7 +429,7 @@ fn dynamo_manifests_parse_and_fill_every_required_field() {
         for (s, d) in deployments(engine) {
             let h = Header {
                 namespace: Some("serving".into()),
-                ..header(&s)
+                ..header(&s, &d)
             };
             let text = Format::Dynamo.emit(&d, &h);
             check_header(&text, &s, "dynamo.yaml");
@@ -334,7 +444,7 @@ fn dynamo_manifests_parse_and_fill_every_required_field() {
             assert_eq!(at(&v, "metadata.namespace"), "serving");
             assert_eq!(at(&v, "spec.backendFramework"), engine.as_str());
             let ann = at(&v, "metadata.annotations");
-            for (k, val) in d.annotations() {
+            for (k, val) in d.annotations(true) {
                 assert_eq!(ann[k.as_str()], Value::from(val), "{k}");
             }
             let comps = at(&v, "spec.components").as_array().unwrap();
@@ -438,7 +548,7 @@ fn dynamo_manifests_parse_and_fill_every_required_field() {
 #[test]
 fn llmd_values_parse_and_fill_every_required_field() {
     for (s, d) in deployments(Engine::Vllm) {
-        let text = Format::LlmD.emit(&d, &header(&s));
+        let text = Format::LlmD.emit(&d, &header(&s, &d));
         check_header(&text, &s, "llm-d-values.yaml");
         let v = yaml(&text);
         // FIELDS.md section 2a in our words: the model artifact (name, hf:// URI), the routing
@@ -530,12 +640,11 @@ fn scripts_pass_bash_n_and_read_back() {
         (Format::Sglang, Engine::Sglang),
     ] {
         for (s, d) in deployments(engine) {
-            let text = format.emit(&d, &header(&s));
+            let text = format.emit(&d, &header(&s, &d));
             check_header(&text, &s, format.file_name());
             assert!(text.starts_with("#!/usr/bin/env bash\n"));
             assert!(text.contains("\nset -euo pipefail\n"));
             bash_n(&text);
-            assert_eq!(script::parse_script(&text).unwrap(), d, "{text}");
             // Every engine flag of every launch command is on the allow-list.
             for l in text
                 .replace("\\\n", " ")
@@ -629,17 +738,25 @@ fn shell_words_read_what_shell_join_writes() {
 
 #[test]
 fn parse_script_refuses_what_disagg_did_not_write() {
-    let e = |t: &str| script::parse_script(t).unwrap_err().0;
+    let e = |t: &str| script::parse_script(t).unwrap_err();
     assert_eq!(
         e("#!/bin/sh\necho hi\n"),
-        "script: no serve command: not a launch script written by disagg plan --emit"
+        "no serve command: not a launch script written by disagg plan --emit"
     );
     assert!(e("serve prefill 0 0 trtllm-serve m\n").contains("unknown launcher"));
-    assert_eq!(
-        e("serve prefill 0 0 vllm serve m --gpu-memory-utilization 0.9\n"),
-        "--gpu-memory-utilization: not an engine flag disagg writes"
-    );
     assert!(e("serve prefill 1 0 vllm serve m\n").contains("no prefill instance 0"));
+    // Through `run --deployment`: one line naming the formats read.
+    let cat = cat();
+    let opts = import::ReadOptions {
+        cat: &cat,
+        model: None,
+    };
+    let e = import::read_text("#!/bin/sh\necho hi\n", &opts).unwrap_err();
+    assert!(
+        e.starts_with("a shell script: no serve command: not a launch script written by disagg plan --emit (disagg reads a DynamoGraphDeployment"),
+        "{e}"
+    );
+    assert!(!e.contains('\n'));
 }
 
 #[test]

@@ -20,19 +20,20 @@ const PREFILL_PORT: u32 = 8000;
 pub fn emit(d: &Deployment, header: &Header) -> String {
     let mut s = header.lines("llm-d-values.yaml");
     let _ = writeln!(s, "# disagg.dev/name: {}", d.name);
-    for (k, v) in d.annotations() {
-        let _ = writeln!(s, "# {k}: {v}");
-    }
     let image = header.image.as_deref().unwrap_or(DEFAULT_IMAGE);
     let multinode = d.roles().iter().any(|(_, w)| d.nodes_of(w) > 1);
     let _ = writeln!(s, "multinode: {multinode}");
     let id = d.model_id();
     let _ = write!(
         s,
-        "modelArtifacts:\n  name: {}\n  uri: {}\n  authSecretName: llm-d-hf-token\n",
+        "modelArtifacts:\n  name: {}\n  uri: {}\n  authSecretName: llm-d-hf-token\n  labels:\n",
         yaml_str(id),
         yaml_str(&format!("hf://{id}"))
     );
+    // disagg's annotations as the model's labels (`docs/deployment.md#annotations`).
+    for (k, v) in d.annotations(true) {
+        let _ = writeln!(s, "    {k}: {}", yaml_str(&v));
+    }
     s.push_str("accelerator:\n  type: nvidia\n");
     let disagg = d.colocated.is_none();
     let _ = write!(

@@ -102,10 +102,6 @@ pub struct Deployment {
     pub gpus_per_node: u32,
     /// What a file said that could not be mapped (import), one line each: `field: value (why)`.
     pub not_mapped: Vec<String>,
-    /// The simulated scenario's flags without the workload's ([`Scenario::to_args`] minus
-    /// [`is_workload_flag`]s), as disagg recorded them ([`SCENARIO_ARGS_ANNOTATION`]); empty
-    /// when the file has no record. [`Deployment::recorded_args`] says when they still hold.
-    pub scenario_args: Vec<String>,
 }
 
 /// Hugging Face model ids of catalogue models, as serving stacks name them (`--model`). The first
@@ -249,10 +245,46 @@ pub const GPU_PRODUCTS: &[(&str, &str)] = &[
     ("b200", "NVIDIA-B200"),
 ];
 
-/// The annotation (DGD) or label (llm-d values) keys disagg writes for what a stack's file has no
-/// field for, and reads back: the KV link between the pools, and the deployment's GPUs per node.
+/// disagg's annotations (`docs/deployment.md#annotations`): DGD `metadata.annotations`, llm-d
+/// `modelArtifacts.labels`, `# key: value` comment lines of the scripts. They carry what no
+/// stack has a field for; [`Deployment::annotations`] writes them and
+/// [`Deployment::apply_annotation`] is their one reader.
+///
+/// The catalogue key of the KV link between the pools.
 pub const KV_LINK_ANNOTATION: &str = "disagg.dev/kv-link";
+/// GPUs per node (a worker larger than this spans nodes).
 pub const GPUS_PER_NODE_ANNOTATION: &str = "disagg.dev/gpus-per-node";
+/// The KV compression on the link (a catalogue compression key).
+pub const KV_COMPRESS_ANNOTATION: &str = "disagg.dev/kv-compress";
+/// `modelled` (absent: modelled) or `ideal`: [`Deployment::layouts_modelled`].
+pub const LAYOUTS_ANNOTATION: &str = "disagg.dev/layouts";
+/// The weight format, when it differs from the checkpoint's ([`native_weight_format`]).
+pub const WEIGHT_FORMAT_ANNOTATION: &str = "disagg.dev/weight-format";
+/// The KV-cache format, when no engine flag says it (not bf16, not fp8).
+pub const KV_FORMAT_ANNOTATION: &str = "disagg.dev/kv-format";
+/// The compute format, when not bf16.
+pub const COMPUTE_FORMAT_ANNOTATION: &str = "disagg.dev/compute-format";
+/// A role's device (catalogue key), `disagg.dev/device-prefill`, `-decode`, `-worker`: written
+/// when the file has no node selector for it (a script, a device without a GPU product label).
+pub const DEVICE_ANNOTATION_PREFIX: &str = "disagg.dev/device-";
+
+/// The weight format of catalogue models whose published checkpoint is not BF16 (what an engine
+/// serves by default): DeepSeek-V3/R1 and Kimi K2 in FP8, gpt-oss in MXFP4.
+const NATIVE_WEIGHTS: &[(&str, &str)] = &[
+    ("deepseek-v3", "fp8"),
+    ("deepseek-r1", "fp8"),
+    ("kimi-k2", "fp8"),
+    ("gpt-oss-120b", "fp4"),
+    ("gpt-oss-20b", "fp4"),
+];
+
+/// The weight format of catalogue model `key`'s published checkpoint (None: bf16).
+pub fn native_weight_format(key: &str) -> Option<&'static str> {
+    NATIVE_WEIGHTS
+        .iter()
+        .find(|(k, _)| *k == key)
+        .map(|(_, f)| *f)
+}
 
 /// The catalogue key of a Hugging Face model id (case-insensitive), or None.
 pub fn model_of_id(id: &str) -> Option<&'static str> {
@@ -303,45 +335,62 @@ use disagg_sim::{Mode, Role as SimRole, Scenario};
 
 use crate::UsageError;
 
-/// disagg's annotation of the KV compression on the link (a catalogue compression key).
-pub const KV_COMPRESS_ANNOTATION: &str = "disagg.dev/kv-compress";
-/// disagg's annotation of [`Deployment::layouts_modelled`] (`true` or `false`).
-pub const LAYOUTS_ANNOTATION: &str = "disagg.dev/layouts-modelled";
-/// disagg's annotations of the weight, KV-cache and compute formats (when not bf16).
-pub const WEIGHT_FORMAT_ANNOTATION: &str = "disagg.dev/weight-format";
-pub const KV_FORMAT_ANNOTATION: &str = "disagg.dev/kv-format";
-pub const COMPUTE_FORMAT_ANNOTATION: &str = "disagg.dev/compute-format";
-/// disagg's annotation of a role's device (catalogue key): `disagg.dev/device-prefill`, `-decode`,
-/// `-worker` (the node selector says the same for the GPUs Kubernetes labels).
-pub const DEVICE_ANNOTATION_PREFIX: &str = "disagg.dev/device-";
-/// disagg's annotation of [`Deployment::scenario_args`]: the simulated scenario's flags without
-/// the workload's, shell-quoted and space-separated.
-pub const SCENARIO_ARGS_ANNOTATION: &str = "disagg.dev/scenario-args";
+/// The scenario flags a deployment's file carries: what [`Deployment::to_args`] writes
+/// (`docs/deployment.md#mapping`). `--batch-policy` only as `chunked` (an engine's chunked
+/// prefill); no engine has a flag for the other policies.
+const CARRIED: &[&str] = &[
+    "--model",
+    "--mode",
+    "--prefill",
+    "--decode",
+    "--device",
+    "--prefill-device",
+    "--decode-device",
+    "--devices-per-instance",
+    "--prefill-devices-per-instance",
+    "--decode-devices-per-instance",
+    "--tp",
+    "--pp",
+    "--ep",
+    "--prefill-tp",
+    "--prefill-pp",
+    "--decode-tp",
+    "--decode-pp",
+    "--link",
+    "--kv-compress",
+    "--weight-format",
+    "--kv-format",
+    "--compute-format",
+    "--max-num-batched-tokens",
+    "--max-decode-batch",
+    "--batch-policy",
+    "--prefix-caching",
+    "--kv-block-size",
+];
 
-/// The option headings whose flags describe the workload (requests, trace, SLOs), not the
-/// deployment: the `<workload args>` of a round trip.
-const WORKLOAD_HEADINGS: [&str; 3] = ["Workload", "Trace replay", "SLOs"];
-
-/// Whether scenario flag `flag` describes the workload (arrivals, lengths, trace, SLOs).
-pub fn is_workload_flag(flag: &str) -> bool {
-    disagg_sim::options::for_flag(flag).is_some_and(|o| WORKLOAD_HEADINGS.contains(&o.heading))
-}
-
-/// `args` (a [`Scenario::to_args`] list) split into the deployment's flags and the workload's.
-pub fn split_workload(args: &[String]) -> (Vec<String>, Vec<String>) {
-    let (mut dep, mut work) = (Vec::new(), Vec::new());
-    let mut cur_is_work = false;
-    for a in args {
-        if a.starts_with("--") {
-            cur_is_work = is_workload_flag(a);
-        }
-        if cur_is_work {
-            work.push(a.clone());
+/// `args` (a [`Scenario::to_args`] list) split into the flags a deployment's file carries and
+/// the rest: the workload's, the SLOs and whatever no file says (`--seed`, `--kv-policy`, the
+/// custom hardware flags ...), which the command line of a round trip gives.
+pub fn split_carried(args: &[String]) -> (Vec<String>, Vec<String>) {
+    let (mut carried, mut rest) = (Vec::new(), Vec::new());
+    let mut i = 0;
+    while i < args.len() {
+        let end = args[i + 1..]
+            .iter()
+            .position(|a| a.starts_with("--"))
+            .map_or(args.len(), |p| i + 1 + p);
+        let words = &args[i..end];
+        let value = words.get(1).map(String::as_str);
+        let is_carried = CARRIED.contains(&words[0].as_str())
+            && (words[0] != "--batch-policy" || value == Some("chunked"));
+        if is_carried {
+            carried.extend_from_slice(words);
         } else {
-            dep.push(a.clone());
+            rest.extend_from_slice(words);
         }
+        i = end;
     }
-    (dep, work)
+    (carried, rest)
 }
 
 impl Engine {
@@ -543,8 +592,12 @@ pub struct Header {
     pub goodput_rps: Option<f64>,
     pub tokens_per_s_per_gpu: Option<f64>,
     pub usd_per_hour: Option<f64>,
-    /// [`Scenario::to_args`] of the configuration (rate or trace included).
+    /// The flags of the `# disagg run` line: the deployment's ([`Deployment::to_args`]) then
+    /// [`Header::rest_args`].
     pub run_args: Vec<String>,
+    /// The scenario's flags no file carries ([`split_carried`]: the workload's, the SLOs ...):
+    /// the command line of the round trip (`disagg run --deployment FILE REST`).
+    pub rest_args: Vec<String>,
     /// What the file cannot say (one line each).
     pub notes: Vec<String>,
     /// The container image (`--image`; None: a placeholder to replace).
@@ -554,11 +607,24 @@ pub struct Header {
 }
 
 impl Header {
-    /// The header of scenario `sc`'s run: its flags, and the figures of its summary if simulated.
-    pub fn of_run(sc: &Scenario, s: Option<&disagg_sim::Summary>, gpus: u32) -> Header {
+    /// The header of deployment `d` of scenario `sc`: the flags that simulate the deployed
+    /// configuration, and the figures of `sc`'s summary if simulated. The `# disagg run` line is
+    /// `d`'s flags (what `run --deployment` reads from the file) then the rest of `sc`'s, so
+    /// that it and the round trip give the same run (`docs/deployment.md#round-trip`).
+    pub fn of_run(
+        sc: &Scenario,
+        d: &Deployment,
+        cat: &Catalogue,
+        s: Option<&disagg_sim::Summary>,
+    ) -> Result<Header, UsageError> {
+        let (_, rest) = split_carried(&sc.to_args());
+        let (mut run_args, notes) = d.to_args_noted(cat)?;
+        run_args.extend(rest.iter().cloned());
         let mut h = Header {
             rate_rps: sc.trace_file.is_none().then_some(sc.rate),
-            run_args: sc.to_args(),
+            run_args,
+            rest_args: rest,
+            notes,
             ..Header::default()
         };
         if let Some(s) = s {
@@ -566,11 +632,32 @@ impl Header {
             h.ttft_p99_s = Some(s.ttft_s.p99);
             h.tpot_p99_s = Some(s.tpot_s.p99);
             h.goodput_rps = Some(s.goodput_rps);
+            let gpus = d.gpus();
             if gpus > 0 {
                 h.tokens_per_s_per_gpu = Some(s.throughput_tok_s / gpus as f64);
             }
         }
-        h
+        let hardware: Vec<&String> = h
+            .rest_args
+            .iter()
+            .filter(|a| disagg_sim::options::hardware().any(|o| o.flag == a.as_str()))
+            .collect();
+        if !hardware.is_empty() {
+            h.notes.push(
+                "the scenario overrides the model, device or link presets: the engines serve the \
+                 real checkpoint on the real hardware"
+                    .into(),
+            );
+        }
+        h.notes.extend(d.notes());
+        if !simulates_alike(sc, &h.run_args, cat) {
+            h.notes.push(
+                "the file cannot say this plan exactly: its round trip simulates a configuration \
+                 other than the plan's"
+                    .into(),
+            );
+        }
+        Ok(h)
     }
 
     /// The comment lines (each starting with `# `, ending with a newline) for file `file`.
@@ -620,17 +707,41 @@ impl Header {
             let _ = writeln!(s, "# disagg predicts: {}", fig.join(", "));
         }
         let _ = writeln!(s, "# disagg run {}", shell::shell_join(&self.run_args));
-        let (_, work) = split_workload(&self.run_args);
-        let work = if work.is_empty() {
+        let work = if self.rest_args.is_empty() {
             String::new()
         } else {
-            format!(" {}", shell::shell_join(&work))
+            format!(" {}", shell::shell_join(&self.rest_args))
         };
         let _ = writeln!(s, "# round trip: disagg run --deployment {file}{work}");
         for n in &self.notes {
             let _ = writeln!(s, "# note: {n}");
         }
         s
+    }
+}
+
+/// Whether flags `args` build the configuration `sc` builds (the scenario echo and what only
+/// the report uses aside): the
+/// round trip of a file whose `# disagg run` line is `args` then simulates the plan's candidate
+/// exactly. A scenario that does not build here (a trace file not at hand) is taken as alike.
+fn simulates_alike(sc: &Scenario, args: &[String], cat: &Catalogue) -> bool {
+    let built = |s: &Scenario| {
+        s.build(cat).ok().map(|mut c| {
+            // What the report says, not what is simulated: a per-pool flag shows the pools
+            // (`summary.pools`); the analytic bounds' cost model is `--devices-per-instance`'s
+            // (`summary.analytic`).
+            c.scenario = Scenario::default();
+            c.heterogeneous = false;
+            c.base_cost = None;
+            format!("{c:?}")
+        })
+    };
+    match (
+        built(sc),
+        Scenario::from_flags(args).ok().as_ref().and_then(built),
+    ) {
+        (Some(a), Some(b)) => a == b,
+        _ => true,
     }
 }
 
@@ -674,6 +785,15 @@ impl Deployment {
         v
     }
 
+    /// The workers of `role`, if the deployment has them.
+    pub fn workers(&self, role: Role) -> Option<&Workers> {
+        match role {
+            Role::Prefill => self.prefill.as_ref(),
+            Role::Decode => self.decode.as_ref(),
+            Role::Worker => self.colocated.as_ref(),
+        }
+    }
+
     /// GPUs of the whole deployment.
     pub fn gpus(&self) -> u32 {
         self.roles()
@@ -710,9 +830,8 @@ impl Deployment {
         if gpus_per_node == 0 {
             return Err(UsageError("--gpus-per-node: must be at least 1".into()));
         }
-        let budget = sc
-            .max_num_batched_tokens
-            .unwrap_or(disagg_sim::scenario::MAX_PREFILL_TOKENS);
+        // Only a budget the scenario sets: any value switches the scheduled instances on.
+        let budget = sc.max_num_batched_tokens;
         let mut layouts_modelled = false;
         let mut workers = |role: SimRole, replicas: u32, n: u32, device: &str| {
             let layout = sc.layout_for(role);
@@ -733,7 +852,7 @@ impl Deployment {
                 dp: None,
                 device: Some(device.to_string()),
                 max_num_seqs: decodes.then_some(sc.max_decode_batch),
-                max_num_batched_tokens: prefills.then_some(budget),
+                max_num_batched_tokens: budget.filter(|_| prefills),
             }
         };
         let pdev = sc.prefill_device.as_deref().unwrap_or(&sc.device);
@@ -761,7 +880,6 @@ impl Deployment {
                 )),
             ),
         };
-        let (scenario_args, _) = split_workload(&sc.to_args());
         let d = Deployment {
             name: default_name(sc),
             model: sc.model.clone(),
@@ -770,7 +888,11 @@ impl Deployment {
             decode,
             colocated,
             link: (sc.mode == Mode::Disagg).then(|| sc.link.clone()),
-            kv_transfer_backend: "nixl".into(),
+            // Colocated workers transfer no KV.
+            kv_transfer_backend: match sc.mode {
+                Mode::Disagg => "nixl".into(),
+                Mode::Colocated => "none".into(),
+            },
             kv_format: format_name(sc.kv_format),
             weight_format: format_name(sc.weight_format),
             compute_format: format_name(sc.compute_format),
@@ -781,7 +903,6 @@ impl Deployment {
             block_size: Some(sc.kv_block_size),
             gpus_per_node,
             not_mapped: Vec::new(),
-            scenario_args,
         };
         for (role, w) in d.roles() {
             let (g, nodes) = (w.gpus(), d.nodes_of(w));
@@ -806,21 +927,11 @@ impl Deployment {
                 self.model
             ));
         }
-        if self
-            .scenario_args
-            .iter()
-            .any(|a| disagg_sim::options::hardware().any(|o| o.flag == a))
-        {
-            v.push(
-                "the scenario overrides the model, device or link presets: the engines serve the \
-                 real checkpoint on the real hardware"
-                    .into(),
-            );
-        }
-        if let Some(f) = &self.weight_format {
+        if self.weight_format.as_deref() != native_weight_format(&self.model) {
+            let f = self.weight_format.as_deref().unwrap_or("bf16");
             v.push(format!(
-                "weights {f}: serve a checkpoint quantised to {f} (the engines read the format \
-                 from the checkpoint)"
+                "weights {f}: serve a checkpoint in {f} (the engines read the format from the \
+                 checkpoint)"
             ));
         }
         if let Some(f) = self.kv_format.as_deref().filter(|f| *f != "fp8") {
@@ -847,9 +958,10 @@ impl Deployment {
     }
 
     /// disagg's annotations of the deployment (key, value), in a fixed order: what no stack
-    /// field carries, written as DGD annotations and as `# key: value` comment lines in the
-    /// other formats.
-    pub fn annotations(&self) -> Vec<(String, String)> {
+    /// field carries (`docs/deployment.md#annotations`). `selectors`: the format has node
+    /// selectors (Dynamo, llm-d), so a role's device is annotated only when it has no GPU
+    /// product label; without (the scripts) always.
+    pub fn annotations(&self, selectors: bool) -> Vec<(String, String)> {
         let mut v: Vec<(String, String)> = Vec::new();
         let mut put = |k: &str, x: String| v.push((k.to_string(), x));
         if let Some(l) = &self.link {
@@ -859,36 +971,44 @@ impl Deployment {
             put(KV_COMPRESS_ANNOTATION, c.clone());
         }
         put(GPUS_PER_NODE_ANNOTATION, self.gpus_per_node.to_string());
-        put(LAYOUTS_ANNOTATION, self.layouts_modelled.to_string());
-        for (k, f) in [
-            (WEIGHT_FORMAT_ANNOTATION, &self.weight_format),
-            (KV_FORMAT_ANNOTATION, &self.kv_format),
-            (COMPUTE_FORMAT_ANNOTATION, &self.compute_format),
-        ] {
-            if let Some(f) = f {
-                put(k, f.clone());
-            }
+        let layouts = if self.layouts_modelled {
+            "modelled"
+        } else {
+            "ideal"
+        };
+        put(LAYOUTS_ANNOTATION, layouts.into());
+        if self.weight_format.as_deref() != native_weight_format(&self.model) {
+            let f = self.weight_format.as_deref().unwrap_or("bf16");
+            put(WEIGHT_FORMAT_ANNOTATION, f.into());
+        }
+        // fp8 KV is the engines' `--kv-cache-dtype`.
+        if let Some(f) = self.kv_format.as_deref().filter(|f| *f != "fp8") {
+            put(KV_FORMAT_ANNOTATION, f.into());
+        }
+        if let Some(f) = &self.compute_format {
+            put(COMPUTE_FORMAT_ANNOTATION, f.clone());
         }
         for (role, w) in self.roles() {
             if let Some(d) = &w.device {
-                put(
-                    &format!("{DEVICE_ANNOTATION_PREFIX}{}", role.as_str()),
-                    d.clone(),
-                );
+                if !selectors || product_of_device(d).is_none() {
+                    put(
+                        &format!("{DEVICE_ANNOTATION_PREFIX}{}", role.as_str()),
+                        d.clone(),
+                    );
+                }
             }
         }
-        put(
-            SCENARIO_ARGS_ANNOTATION,
-            shell::shell_join(&self.scenario_args),
-        );
         v
     }
 
-    /// Reads one of disagg's annotations back into the deployment; false for a key that is not
-    /// disagg's. A bad value is an error naming the key.
-    pub fn apply_annotation(&mut self, key: &str, value: &str) -> Result<bool, UsageError> {
-        let bad = |why: &str| UsageError(format!("annotation {key}: '{value}': {why}"));
+    /// Reads one of disagg's annotations back into the deployment (the one reader of
+    /// [`Deployment::annotations`]); false for a key that is not disagg's. A bad value is an
+    /// error naming the value and the valid ones. A role's device annotation fills in only a
+    /// device the file's node selector did not give.
+    pub fn apply_annotation(&mut self, key: &str, value: &str) -> Result<bool, String> {
+        let bad = |why: &str| format!("{key}: '{value}' ({why})");
         let v = value.trim().to_string();
+        let format = |v: String| (v != "bf16").then_some(v);
         match key {
             KV_LINK_ANNOTATION => self.link = Some(v),
             KV_COMPRESS_ANNOTATION => self.kv_compress = Some(v),
@@ -897,26 +1017,27 @@ impl Deployment {
                     .parse()
                     .ok()
                     .filter(|&n| n > 0)
-                    .ok_or_else(|| bad("expected a whole number of GPUs, at least 1"))?
+                    .ok_or_else(|| bad("not a whole number of GPUs, at least 1"))?
             }
             LAYOUTS_ANNOTATION => {
-                self.layouts_modelled = v.parse().map_err(|_| bad("expected true or false"))?
+                self.layouts_modelled = match v.as_str() {
+                    "modelled" => true,
+                    "ideal" => false,
+                    _ => return Err(bad("valid: modelled, ideal")),
+                }
             }
-            WEIGHT_FORMAT_ANNOTATION => self.weight_format = Some(v),
-            KV_FORMAT_ANNOTATION => self.kv_format = Some(v),
-            COMPUTE_FORMAT_ANNOTATION => self.compute_format = Some(v),
-            SCENARIO_ARGS_ANNOTATION => {
-                self.scenario_args = shell::shell_words(&v).map_err(|e| bad(&e))?
-            }
+            WEIGHT_FORMAT_ANNOTATION => self.weight_format = format(v),
+            KV_FORMAT_ANNOTATION => self.kv_format = format(v),
+            COMPUTE_FORMAT_ANNOTATION => self.compute_format = format(v),
             k => match k.strip_prefix(DEVICE_ANNOTATION_PREFIX) {
                 Some(role) => {
                     let w = match role {
                         "prefill" => self.prefill.as_mut(),
                         "decode" => self.decode.as_mut(),
                         "worker" => self.colocated.as_mut(),
-                        _ => return Err(bad("expected a role: prefill, decode or worker")),
+                        _ => return Err(bad("valid roles: prefill, decode, worker")),
                     };
-                    if let Some(w) = w {
+                    if let Some(w) = w.filter(|w| w.device.is_none()) {
                         w.device = Some(v);
                     }
                 }
@@ -924,23 +1045,6 @@ impl Deployment {
             },
         }
         Ok(true)
-    }
-
-    /// disagg's recorded scenario flags ([`Deployment::scenario_args`]) when the file's fields
-    /// still say what disagg wrote: the deployment of those flags
-    /// ([`Deployment::from_scenario`]) equals this one (name and `not_mapped` aside). Then
-    /// they reproduce the planned scenario exactly (the round trip); otherwise (the file was
-    /// edited, or has no record) None: map the fields.
-    pub fn recorded_args(&self, cat: &Catalogue) -> Option<Vec<String>> {
-        if self.scenario_args.is_empty() {
-            return None;
-        }
-        let sc = Scenario::from_flags(&self.scenario_args).ok()?;
-        let mut d = Deployment::from_scenario(&sc, cat, self.engine, self.gpus_per_node).ok()?;
-        d.name.clone_from(&self.name);
-        d.not_mapped.clone_from(&self.not_mapped);
-        d.kv_transfer_backend.clone_from(&self.kv_transfer_backend);
-        (d == *self).then(|| self.scenario_args.clone())
     }
 }
 
@@ -960,45 +1064,6 @@ pub fn default_name(sc: &Scenario) -> String {
     let mut n = format!("disagg-{model}-{shape}");
     n.truncate(63);
     n.trim_end_matches('-').to_string()
-}
-
-/// A candidate of a `--target-rate` plan as its scenario: `base` with the candidate's pools,
-/// devices, link, compression, layouts and formats, at `rate` (what [`crate::plan::Search`]
-/// simulated for it).
-pub fn candidate_scenario(
-    base: &Scenario,
-    c: &crate::plan::Candidate,
-    rate: f64,
-) -> Result<Scenario, UsageError> {
-    let mut sc = Scenario {
-        prefill: c.prefill,
-        decode: c.decode,
-        prefill_device: Some(c.prefill_device.clone()),
-        decode_device: Some(c.decode_device.clone()),
-        link: c.link.clone(),
-        kv_compress: (c.compression != "none").then(|| c.compression.clone()),
-        rate,
-        ..base.clone()
-    };
-    if let Some(Some(l)) = &c.prefill_layout {
-        let l = crate::plan::parse_layouts("prefill layout", l)?[0];
-        sc.prefill_tp = Some(l.tp);
-        sc.prefill_pp = Some(l.pp);
-        sc.prefill_devices_per_instance = Some(l.devices());
-    }
-    if let Some(Some(l)) = &c.decode_layout {
-        let l = crate::plan::parse_layouts("decode layout", l)?[0];
-        sc.decode_tp = Some(l.tp);
-        sc.decode_pp = Some(l.pp);
-        sc.decode_devices_per_instance = Some(l.devices());
-    }
-    if let Some(f) = &c.formats {
-        let f = crate::plan::parse_formats("formats", f)?[0];
-        sc.weight_format = f.weight;
-        sc.kv_format = f.kv;
-        sc.compute_format = f.compute;
-    }
-    Ok(sc)
 }
 
 /// The engine flags of one role's workers (`docs/deployment.md#engine-flags`), without the
@@ -1071,10 +1136,18 @@ pub fn engine_flags(d: &Deployment, role: Role, w: &Workers, dynamo: bool) -> Ve
             if let Some(n) = w.max_num_seqs {
                 put("--max-running-requests", Some(n.to_string()));
             }
+            // SGLang's prefill token budget is `--max-prefill-tokens`; with chunked prefill the
+            // chunk is the budget too (`--chunked-prefill-size`, which import reads as chunked).
+            let chunked = prefills && d.chunked_prefill;
             if let Some(n) = w.max_num_batched_tokens {
-                put("--chunked-prefill-size", Some(n.to_string()));
+                let f = if chunked {
+                    "--chunked-prefill-size"
+                } else {
+                    "--max-prefill-tokens"
+                };
+                put(f, Some(n.to_string()));
             }
-            if prefills && d.chunked_prefill {
+            if chunked {
                 put("--enable-mixed-chunk", None);
             }
             if !(prefills && d.prefix_caching) {
@@ -1101,85 +1174,6 @@ pub fn engine_flags(d: &Deployment, role: Role, w: &Workers, dynamo: bool) -> Ve
 /// vLLM's `--kv-transfer-config` of a NIXL disaggregated worker (the value Dynamo's and llm-d's
 /// examples give both roles).
 pub const NIXL_KV_TRANSFER_CONFIG: &str = r#"{"kv_connector":"NixlConnector","kv_role":"kv_both"}"#;
-
-/// Reads engine flags `args` (as [`engine_flags`] writes them, after the model) into `w` and
-/// `d`: the inverse of [`engine_flags`] for the script parser. Unknown flags are errors naming
-/// them (a script disagg did not write).
-pub(crate) fn read_engine_flags(
-    d: &mut Deployment,
-    role: Role,
-    w: &mut Workers,
-    args: &[String],
-) -> Result<(), UsageError> {
-    let mut i = 0;
-    let num = |f: &str, v: Option<&String>| -> Result<u64, UsageError> {
-        v.and_then(|x| x.parse::<u64>().ok())
-            .ok_or_else(|| UsageError(format!("{f}: expected a whole number")))
-    };
-    let prefills = role != Role::Decode;
-    // SGLang caches prefixes unless told not to (`--disable-radix-cache`).
-    if prefills && d.engine == Engine::Sglang {
-        d.prefix_caching = true;
-    }
-    while i < args.len() {
-        let f = args[i].as_str();
-        let v = args.get(i + 1);
-        let mut takes = true;
-        match f {
-            "--tensor-parallel-size" | "--tp" => w.tp = num(f, v)? as u32,
-            "--pipeline-parallel-size" | "--pp-size" => w.pp = num(f, v)? as u32,
-            "--data-parallel-size" | "--dp-size" => w.dp = Some(num(f, v)? as u32),
-            "--ep-size" => w.ep = Some(num(f, v)? as u32),
-            "--enable-expert-parallel" => {
-                takes = false;
-                w.ep = Some(w.tp * w.dp.unwrap_or(1));
-            }
-            "--max-num-seqs" | "--max-running-requests" => w.max_num_seqs = Some(num(f, v)? as u32),
-            "--max-num-batched-tokens" | "--chunked-prefill-size" => {
-                w.max_num_batched_tokens = Some(num(f, v)?)
-            }
-            "--enable-chunked-prefill" | "--enable-mixed-chunk" => {
-                takes = false;
-                d.chunked_prefill = true;
-            }
-            "--enable-prefix-caching" => {
-                takes = false;
-                d.prefix_caching = true;
-            }
-            "--no-enable-prefix-caching" | "--disable-radix-cache" => {
-                takes = false;
-                if prefills {
-                    d.prefix_caching = false;
-                }
-            }
-            "--block-size" | "--page-size" => d.block_size = Some(num(f, v)?),
-            "--kv-cache-dtype" => {
-                if d.kv_format.is_none() && v.is_some_and(|x| x.starts_with("fp8")) {
-                    d.kv_format = Some("fp8".into());
-                }
-            }
-            "--kv-transfer-config"
-            | "--disaggregation-mode"
-            | "--disaggregation-bootstrap-port"
-            | "--host"
-            | "--port"
-            | "--nnodes"
-            | "--node-rank"
-            | "--dist-init-addr"
-            | "--served-model-name" => {}
-            "--disaggregation-transfer-backend" => {
-                d.kv_transfer_backend = v.cloned().unwrap_or_default()
-            }
-            other => {
-                return Err(UsageError(format!(
-                    "{other}: not an engine flag disagg writes"
-                )))
-            }
-        }
-        i += if takes { 2 } else { 1 };
-    }
-    Ok(())
-}
 
 #[cfg(test)]
 mod emit_tests;

@@ -4,9 +4,9 @@
 
 use std::fmt::Write as _;
 
+use super::import::{Component, RoleKind, Source};
 pub use super::shell::{shell_join, shell_quote, shell_words};
-use super::{model_of_id, read_engine_flags, Deployment, Engine, Header, Role, Workers};
-use crate::UsageError;
+use super::{Deployment, Engine, Header, Role};
 
 /// One instance's place: on which nodes, and which GPUs of each.
 #[derive(Clone, Debug, PartialEq)]
@@ -83,7 +83,7 @@ pub fn frame(d: &Deployment, header: &Header, file: &str, nodes: u32, body: &str
     let mut s = String::from("#!/usr/bin/env bash\n");
     s.push_str(&header.lines(file));
     let _ = writeln!(s, "# disagg.dev/name: {}", d.name);
-    for (k, v) in d.annotations() {
+    for (k, v) in d.annotations(false) {
         let _ = writeln!(s, "# {k}: {v}");
     }
     let _ = writeln!(
@@ -159,14 +159,13 @@ pub fn quote_keep_vars(w: &str) -> String {
     }
 }
 
-/// Reads a launch script disagg wrote (`vllm.sh`, `sglang.sh`) back into its deployment: the
-/// engine and model of its `serve` commands, each role's replicas (distinct instance indices)
-/// and engine flags, disagg's annotations (`# disagg.dev/...: ...` lines). Errors: not a disagg
-/// script (no `serve` command), an unknown launcher or engine flag, a role without instance 0,
-/// roles that disagree on the engine or model.
-pub fn parse_script(text: &str) -> Result<Deployment, UsageError> {
-    let mut annotations: Vec<(String, String)> = Vec::new();
-    let mut name = String::new();
+/// Reads a script disagg wrote (`vllm.sh`, `sglang.sh`) as the components `run --deployment`
+/// assembles like a YAML file's (`docs/deployment.md#scripts`): one per role, its replicas the
+/// distinct instance indices of its `serve` lines, its command the first instance's, and the
+/// `# disagg.dev/KEY: VALUE` comment lines as annotations. Errors: a script with no `serve`
+/// line, an unknown role or launcher.
+pub(crate) fn parse_script(text: &str) -> Result<Source, String> {
+    let mut src = Source::default();
     let mut logical: Vec<String> = Vec::new();
     let mut cur = String::new();
     for raw in text.lines() {
@@ -175,9 +174,9 @@ pub fn parse_script(text: &str) -> Result<Deployment, UsageError> {
             if let Some(c) = line.trim_start().strip_prefix('#') {
                 if let Some((k, v)) = c.trim().split_once(": ") {
                     if k == "disagg.dev/name" {
-                        name = v.trim().to_string();
+                        src.name = v.trim().to_string();
                     } else if k.starts_with("disagg.dev/") {
-                        annotations.push((k.to_string(), v.to_string()));
+                        src.annotations.push((k.to_string(), v.to_string()));
                     }
                 }
                 continue;
@@ -194,28 +193,22 @@ pub fn parse_script(text: &str) -> Result<Deployment, UsageError> {
             }
         }
     }
-    struct Seen {
-        role: Role,
-        index: u32,
-        engine: Engine,
-        model: String,
-        flags: Vec<String>,
-    }
-    let mut seen: Vec<Seen> = Vec::new();
+    // (role, instance index, command from the launcher on), in script order.
+    let mut seen: Vec<(RoleKind, u32, Vec<String>)> = Vec::new();
     for (n, l) in logical.iter().enumerate() {
         let t = l.trim_start();
         if !t.starts_with("serve ") {
             continue;
         }
-        let w = shell_words(t).map_err(|e| UsageError(format!("line {}: {e}", n + 1)))?;
-        let bad = |why: &str| UsageError(format!("script: '{}': {why}", t.trim()));
+        let w = shell_words(t).map_err(|e| format!("line {}: {e}", n + 1))?;
+        let bad = |why: &str| format!("'{}': {why}", t.trim());
         if w.len() < 5 {
             return Err(bad("expected serve ROLE INDEX NODE COMMAND"));
         }
         let role = match w[1].as_str() {
-            "prefill" => Role::Prefill,
-            "decode" => Role::Decode,
-            "worker" => Role::Worker,
+            "prefill" => RoleKind::Prefill,
+            "decode" => RoleKind::Decode,
+            "worker" => RoleKind::Worker,
             _ => return Err(bad("unknown role; valid: prefill, decode, worker")),
         };
         let index: u32 = w[2]
@@ -231,104 +224,48 @@ pub fn parse_script(text: &str) -> Result<Deployment, UsageError> {
                 rest = &rest[1..];
             }
         }
-        let (engine, model, flags) =
+        let launcher =
             match rest {
-                [v, s, m, f @ ..] if v == "vllm" && s == "serve" => (Engine::Vllm, m, f),
-                [py, dash_m, launch, mp, m, f @ ..]
+                [v, s, ..] if v == "vllm" && s == "serve" => Engine::Vllm,
+                [py, dash_m, launch, ..]
                     if py.starts_with("python")
                         && dash_m == "-m"
-                        && launch == "sglang.launch_server"
-                        && mp == "--model-path" =>
+                        && launch == "sglang.launch_server" =>
                 {
-                    (Engine::Sglang, m, f)
+                    Engine::Sglang
                 }
                 _ => return Err(bad(
-                    "unknown launcher; valid: vllm serve MODEL, python3 -m sglang.launch_server \
-                     --model-path MODEL",
+                    "unknown launcher; valid: vllm serve MODEL, python3 -m sglang.launch_server",
                 )),
             };
-        seen.push(Seen {
-            role,
-            index,
-            engine,
-            model: model.clone(),
-            flags: flags.to_vec(),
-        });
+        src.format = match launcher {
+            Engine::Vllm => "vllm-script",
+            Engine::Sglang => "sglang-script",
+        };
+        seen.push((role, index, rest.to_vec()));
     }
-    let Some(first) = seen.first() else {
-        return Err(UsageError(
-            "script: no serve command: not a launch script written by disagg plan --emit".into(),
-        ));
-    };
-    let (engine, model_id) = (first.engine, first.model.clone());
-    if let Some(x) = seen
-        .iter()
-        .find(|x| x.engine != engine || x.model != model_id)
-    {
-        return Err(UsageError(format!(
-            "script: the {} {} instance runs {} {}, the first runs {} {}",
-            x.role.as_str(),
-            x.index,
-            x.engine.as_str(),
-            x.model,
-            engine.as_str(),
-            model_id
-        )));
+    if seen.is_empty() {
+        return Err("no serve command: not a launch script written by disagg plan --emit".into());
     }
-    let mut d = Deployment {
-        name,
-        model: model_of_id(&model_id).map_or(model_id.clone(), str::to_string),
-        engine,
-        prefill: None,
-        decode: None,
-        colocated: None,
-        link: None,
-        kv_transfer_backend: "nixl".into(),
-        kv_format: None,
-        weight_format: None,
-        compute_format: None,
-        kv_compress: None,
-        layouts_modelled: false,
-        chunked_prefill: false,
-        prefix_caching: false,
-        block_size: None,
-        gpus_per_node: 8,
-        not_mapped: Vec::new(),
-        scenario_args: Vec::new(),
-    };
-    for role in [Role::Prefill, Role::Decode, Role::Worker] {
-        let of_role: Vec<&Seen> = seen.iter().filter(|x| x.role == role).collect();
-        let Some(zero) = of_role.iter().find(|x| x.index == 0) else {
+    for kind in [RoleKind::Prefill, RoleKind::Decode, RoleKind::Worker] {
+        let of_role: Vec<&(RoleKind, u32, Vec<String>)> =
+            seen.iter().filter(|x| x.0 == kind).collect();
+        let Some(zero) = of_role.iter().find(|x| x.1 == 0) else {
             if of_role.is_empty() {
                 continue;
             }
-            return Err(UsageError(format!(
-                "script: no {} instance 0",
-                role.as_str()
-            )));
+            return Err(format!("no {} instance 0", kind.as_str()));
         };
-        let mut idx: Vec<u32> = of_role.iter().map(|x| x.index).collect();
+        let mut idx: Vec<u32> = of_role.iter().map(|x| x.1).collect();
         idx.sort_unstable();
         idx.dedup();
-        let mut w = Workers {
+        src.components.push(Component {
+            name: kind.as_str().to_string(),
+            kind,
             replicas: idx.len() as u32,
-            tp: 1,
-            pp: 1,
-            ep: None,
-            dp: None,
-            device: None,
-            max_num_seqs: None,
-            max_num_batched_tokens: None,
-        };
-        read_engine_flags(&mut d, role, &mut w, &zero.flags)?;
-        match role {
-            Role::Prefill => d.prefill = Some(w),
-            Role::Decode => d.decode = Some(w),
-            Role::Worker => d.colocated = Some(w),
-        }
+            command: zero.2.clone(),
+            ..Component::default()
+        });
     }
-    for (k, v) in annotations {
-        d.apply_annotation(&k, &v)?;
-    }
-    Ok(d)
+    Ok(src)
 }

@@ -29,12 +29,7 @@ pub fn emit(d: &Deployment, header: &Header) -> String {
     let mut body = String::new();
     let mut urls: Vec<(Role, String, u32)> = Vec::new();
     for (k, p) in ps.iter().enumerate() {
-        let w = d
-            .roles()
-            .into_iter()
-            .find(|(r, _)| *r == p.role)
-            .map(|(_, w)| w.clone())
-            .expect("a placed role has workers");
+        let w = d.workers(p.role).expect("a placed role has workers");
         let http = port(p.role, p.index);
         let first = p.nodes[0].0;
         for (rank, (node, gpus)) in p.nodes.iter().enumerate() {
@@ -76,7 +71,7 @@ pub fn emit(d: &Deployment, header: &Header) -> String {
                     format!("${}:{}", node_var(first), 5000 + k),
                 ]);
             }
-            cmd.extend(engine_flags(d, p.role, &w, false));
+            cmd.extend(engine_flags(d, p.role, w, false));
             body.push_str(&serve_line(p, *node, &env, &cmd));
         }
         urls.push((

@@ -26,13 +26,35 @@ pub fn shell_join<S: AsRef<str>>(words: &[S]) -> String {
 /// everything but `\"`, `\\`, `\$` and `` \` ``; a backslash outside quotes escapes the next
 /// character (a backslash-newline joins lines). Errors name an unterminated quote.
 pub fn shell_words(line: &str) -> Result<Vec<String>, String> {
+    split(line, false)
+}
+
+/// [`shell_words`] of a command line that may hold several commands: the separators `&&`,
+/// `||`, `;`, `|`, `&` and newlines are words of their own (a container's `sh -c "..."`).
+pub fn command_words(line: &str) -> Result<Vec<String>, String> {
+    split(line, true)
+}
+
+fn split(line: &str, separators: bool) -> Result<Vec<String>, String> {
     let mut words = Vec::new();
     let mut cur = String::new();
     let mut in_word = false;
     let mut it = line.chars().peekable();
     while let Some(c) = it.next() {
         match c {
-            ' ' | '\t' | '\n' => {
+            ';' | '|' | '&' | '\n' if separators => {
+                if in_word {
+                    words.push(std::mem::take(&mut cur));
+                    in_word = false;
+                }
+                let mut sep = c.to_string();
+                if (c == '&' || c == '|') && it.peek() == Some(&c) {
+                    sep.push(c);
+                    it.next();
+                }
+                words.push(sep);
+            }
+            c if c.is_whitespace() => {
                 if in_word {
                     words.push(std::mem::take(&mut cur));
                     in_word = false;
@@ -69,12 +91,11 @@ pub fn shell_words(line: &str) -> Result<Vec<String>, String> {
                 }
             }
             '\\' => match it.next() {
-                Some('\n') => {}
+                Some('\n') | None => {}
                 Some(x) => {
                     in_word = true;
                     cur.push(x);
                 }
-                None => {}
             },
             x => {
                 in_word = true;

@@ -24,12 +24,7 @@ pub fn emit(d: &Deployment, header: &Header) -> String {
     let mut side = vec![5600u32; nodes as usize];
     let mut hosts: Vec<(Role, String, u32)> = Vec::new();
     for p in &ps {
-        let w = d
-            .roles()
-            .into_iter()
-            .find(|(r, _)| *r == p.role)
-            .map(|(_, w)| w.clone())
-            .expect("a placed role has workers");
+        let w = d.workers(p.role).expect("a placed role has workers");
         let (node, gpus) = &p.nodes[0];
         let span = if p.nodes.len() > 1 {
             let last = p.nodes.last().map_or(*node, |x| x.0);
@@ -73,7 +68,7 @@ pub fn emit(d: &Deployment, header: &Header) -> String {
             "--port".into(),
             http.to_string(),
         ];
-        cmd.extend(engine_flags(d, p.role, &w, false));
+        cmd.extend(engine_flags(d, p.role, w, false));
         body.push_str(&serve_line(p, *node, &env, &cmd));
         hosts.push((p.role, format!("${}", node_var(*node)), http));
     }

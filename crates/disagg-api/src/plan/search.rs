@@ -541,8 +541,22 @@ impl Search<'_> {
         format!("plan: {} candidates at {} req/s", self.count, self.rate)
     }
 
+    /// The offered rate every candidate is simulated at, requests/s.
+    pub fn rate(&self) -> f64 {
+        self.rate
+    }
+
+    /// The scenario candidate `index` is simulated as: the one [`Search::run`] builds and
+    /// simulates, and the one `plan --emit` writes (`docs/deployment.md#mapping`).
+    pub fn scenario_of(&self, index: usize) -> Scenario {
+        self.spec(index).0
+    }
+
     /// The scenario of candidate `index` and the candidate's description (not built, not
-    /// simulated: no GPUs, status or figures yet).
+    /// simulated: no GPUs, status or figures yet). Disaggregated candidates set each pool's
+    /// counts, device, layout (TPxPP, or devices per instance), link, compression and formats;
+    /// colocated ones the mode, the instance count (`--prefill N --decode 0`), the device, the
+    /// shape and the formats.
     fn spec(&self, index: usize) -> (Scenario, Candidate) {
         let base = &self.base;
         let own_layout = |role: Role| base.layout_for(role).map(|l| format!("{}x{}", l.tp, l.pp));

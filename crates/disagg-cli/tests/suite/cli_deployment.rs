@@ -196,7 +196,13 @@ fn bad_deployment_files_are_one_line_exit_2() {
     );
     bad(&["run", "--deployment", &f], &["--model: ", "decode pool"]);
     let f = tmp("run.sh", "#!/bin/sh\nvllm serve x\n");
-    bad(&["run", "--deployment", &f], &["scripts: not yet"]);
+    bad(
+        &["run", "--deployment", &f],
+        &[
+            "not a launch script written by disagg plan --emit",
+            "vllm.sh/sglang.sh",
+        ],
+    );
 }
 
 /// `../shared/formats/REL`, or None after saying the test is skipped (third-party files).

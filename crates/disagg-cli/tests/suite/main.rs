@@ -17,6 +17,7 @@ mod cli_plots;
 mod cli_ranks;
 mod cli_ranks_kinds;
 mod cli_replay;
+mod cli_roundtrip;
 mod cli_run;
 mod cli_served;
 mod cli_sweep;

@@ -71,10 +71,11 @@ impl Deployment {
                     ]
                 }
                 (None, None, Some(w)) => {
-                    // Colocated instances are --prefill + --decode.
+                    // Colocated instances are --prefill + --decode: all of them --prefill, as
+                    // the plan's colocated candidates (`docs/objectives.md#colocated`).
                     flag("--mode", &"colocated");
-                    flag("--prefill", &w.replicas.div_ceil(2));
-                    flag("--decode", &(w.replicas / 2));
+                    flag("--prefill", &w.replicas);
+                    flag("--decode", &0);
                     if let Some(x) = &w.device {
                         flag("--device", x);
                     }

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::{annotations_of, str_at, u32_at, Component, RoleKind, Source};
+use super::{annotations_of, container, str_at, u32_at, words, Component, RoleKind, Source};
 use crate::deploy::Engine;
 
 /// The API versions of a DGD read here.
@@ -91,21 +91,7 @@ fn planner_note(name: &str) -> String {
 
 /// The main container of a pod spec: the one named `main`, else the first.
 fn main_container(pod_spec: &Value) -> Option<&Value> {
-    let cs = pod_spec.get("containers")?.as_array()?;
-    cs.iter()
-        .find(|c| c.get("name").and_then(Value::as_str) == Some("main"))
-        .or_else(|| cs.first())
-}
-
-fn words(v: Option<&Value>) -> Vec<String> {
-    v.and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .map(|w| match w {
-            Value::String(s) => s.clone(),
-            other => other.to_string(),
-        })
-        .collect()
+    container(pod_spec.get("containers"), "main")
 }
 
 fn component_v1beta1(c: &Value, src: &mut Source) -> Result<(), String> {

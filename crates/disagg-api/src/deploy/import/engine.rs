@@ -2,6 +2,7 @@
 //! disagg simulates; every flag it does not map and that matters is kept as a `not_mapped` line
 //! (`docs/issue26/import.md`).
 
+use super::super::shell::command_words;
 use super::super::Engine;
 
 /// What one worker's command line says.
@@ -36,80 +37,6 @@ pub(crate) struct EngineArgs {
     pub disagg_mode: Option<String>,
     /// Flags that matter and are not mapped: `--flag value (why)`.
     pub not_mapped: Vec<String>,
-}
-
-/// Splits a shell string into words as `sh` would for plain commands: single and double quotes,
-/// backslash escapes; the separators `&&`, `||`, `;`, `|` and newlines become their own words.
-pub(crate) fn shell_split(s: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut cur = String::new();
-    let mut word = false;
-    let mut chars = s.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\'' => {
-                word = true;
-                for c in chars.by_ref() {
-                    if c == '\'' {
-                        break;
-                    }
-                    cur.push(c);
-                }
-            }
-            '"' => {
-                word = true;
-                while let Some(c) = chars.next() {
-                    match c {
-                        '"' => break,
-                        '\\' => match chars.peek() {
-                            Some(&n @ ('"' | '\\' | '$' | '`')) => {
-                                cur.push(n);
-                                chars.next();
-                            }
-                            Some('\n') => {
-                                chars.next();
-                            }
-                            _ => cur.push('\\'),
-                        },
-                        c => cur.push(c),
-                    }
-                }
-            }
-            '\\' => match chars.next() {
-                Some('\n') | None => {}
-                Some(n) => {
-                    word = true;
-                    cur.push(n);
-                }
-            },
-            ';' | '|' | '&' | '\n' => {
-                if word {
-                    out.push(std::mem::take(&mut cur));
-                    word = false;
-                }
-                let mut sep = c.to_string();
-                if (c == '&' || c == '|') && chars.peek() == Some(&c) {
-                    sep.push(c);
-                    chars.next();
-                }
-                out.push(sep);
-            }
-            c if c.is_whitespace() => {
-                if word {
-                    out.push(std::mem::take(&mut cur));
-                    word = false;
-                }
-            }
-            c => {
-                word = true;
-                cur.push(c);
-            }
-        }
-    }
-    if word {
-        out.push(cur);
-    }
-    out
 }
 
 fn is_separator(w: &str) -> bool {
@@ -147,7 +74,7 @@ pub(crate) fn engine_words(command: &[String]) -> Result<(Option<Engine>, Vec<St
     for w in command {
         // A whole command in one word (`sh -c "python3 -m dynamo.vllm ..."`): split it.
         if w.contains(char::is_whitespace) && !w.trim_start().starts_with('{') {
-            words.extend(shell_split(w));
+            words.extend(command_words(w).map_err(|e| format!("{w:?}: {e}"))?);
         } else {
             words.push(w.clone());
         }
@@ -179,6 +106,7 @@ const SWITCHES: &[&str] = &[
     "--no-enable-prefix-caching",
     "--enable-dp-attention",
     "--disable-radix-cache",
+    "--enable-mixed-chunk",
     "--trust-remote-code",
     "--skip-tokenizer-init",
     "--disable-uvicorn-access-log",
@@ -265,7 +193,7 @@ const NOT_MODELLED: &[(&str, &str)] = &[
     ),
     (
         "--max-prefill-tokens",
-        "prefill admission limit; the simulator's one budget is --max-num-batched-tokens",
+        "one token budget per worker: --chunked-prefill-size's is simulated",
     ),
     ("--moe-a2a-backend", "all-to-all kernel; not modelled"),
     (
@@ -394,7 +322,13 @@ impl EngineArgs {
                 Some(_) => self.chunked_prefill = Some(false),
                 None => self.unmapped(flag, v, "expected a whole number"),
             },
-            "--enable-chunked-prefill" => self.chunked_prefill = Some(true),
+            "--enable-chunked-prefill" | "--enable-mixed-chunk" => {
+                self.chunked_prefill = Some(true)
+            }
+            // SGLang's prefill token budget; `--chunked-prefill-size` says it for chunks.
+            "--max-prefill-tokens" if self.max_num_batched_tokens.is_none() => {
+                set!(max_num_batched_tokens, num(v))
+            }
             "--no-enable-chunked-prefill" => self.chunked_prefill = Some(false),
             "--enable-prefix-caching" => self.prefix_caching = Some(true),
             "--no-enable-prefix-caching" | "--disable-radix-cache" => {
@@ -458,9 +392,10 @@ mod tests {
     #[test]
     fn a_shell_string_splits_as_sh_would() {
         assert_eq!(
-            shell_split(
+            command_words(
                 r#"python3 -m dynamo.vllm --kv-transfer-config '{"a": 1}' --x "b c" d\ e && echo"#
-            ),
+            )
+            .unwrap(),
             words(&[
                 "python3",
                 "-m",
@@ -474,8 +409,11 @@ mod tests {
                 "echo"
             ])
         );
-        assert_eq!(shell_split("a;b\nc"), words(&["a", ";", "b", "\n", "c"]));
-        assert_eq!(shell_split(r#""" x"#), words(&["", "x"]));
+        assert_eq!(
+            command_words("a;b\nc").unwrap(),
+            words(&["a", ";", "b", "\n", "c"])
+        );
+        assert_eq!(command_words(r#""" x"#).unwrap(), words(&["", "x"]));
     }
 
     #[test]

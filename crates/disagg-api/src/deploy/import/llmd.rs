@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::{annotations_of, str_at, u32_at, Component, RoleKind, Source};
+use super::{annotations_of, container, str_at, u32_at, words, Component, RoleKind, Source};
 use crate::deploy::Engine;
 
 /// Whether a document looks like modelservice values.
@@ -72,23 +72,8 @@ fn role(
     if replicas == 0 {
         return Ok(None);
     }
-    let containers = r.get("containers").and_then(Value::as_array);
-    let main = containers.and_then(|cs| {
-        cs.iter()
-            .find(|c| c.get("name").and_then(Value::as_str) == Some("vllm"))
-            .or_else(|| cs.first())
-    });
-    let list = |k: &str| -> Vec<String> {
-        main.and_then(|m| m.get(k))
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .map(|w| match w {
-                Value::String(s) => s.clone(),
-                other => other.to_string(),
-            })
-            .collect()
-    };
+    let main = container(r.get("containers"), "vllm");
+    let list = |k: &str| words(main.and_then(|m| m.get(k)));
     let model_command = main.and_then(|m| str_at(m, &["modelCommand"]));
     let mut command = Vec::new();
     let mut engine = None;
@@ -169,25 +154,8 @@ pub(crate) fn read_set(doc: &Value) -> Result<Source, String> {
         let per_slice = u32_at(rs, &["replicas"], &name)?.unwrap_or(1);
         let lwt = rs.get("leaderWorkerTemplate").unwrap_or(&Value::Null);
         let pod = lwt.get("workerTemplate").and_then(|w| w.get("spec"));
-        let cs = pod
-            .and_then(|p| p.get("containers"))
-            .and_then(Value::as_array);
-        let main = cs.and_then(|cs| {
-            cs.iter()
-                .find(|c| c.get("name").and_then(Value::as_str) == Some("modelserver"))
-                .or_else(|| cs.first())
-        });
-        let list = |k: &str| -> Vec<String> {
-            main.and_then(|m| m.get(k))
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .map(|w| match w {
-                    Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                })
-                .collect()
-        };
+        let main = container(pod.and_then(|p| p.get("containers")), "modelserver");
+        let list = |k: &str| words(main.and_then(|m| m.get(k)));
         let mut command = list("command");
         command.extend(list("args"));
         let gpus = main

@@ -17,18 +17,9 @@ use std::path::Path;
 use disagg_model::Catalogue;
 use serde_json::Value;
 
-use super::{device_of_product, model_of_id, Deployment, Engine, Workers, MODEL_IDS};
-use super::{GPUS_PER_NODE_ANNOTATION, KV_LINK_ANNOTATION};
+use super::{device_of_product, model_of_id, native_weight_format, Deployment, Engine, Workers};
+use super::{KV_LINK_ANNOTATION, MODEL_IDS};
 use crate::UsageError;
-
-/// Annotation (DGD) or label (llm-d `modelArtifacts.labels`) keys read beside the lead's
-/// [`KV_LINK_ANNOTATION`] and [`GPUS_PER_NODE_ANNOTATION`], for what no stack has a field for.
-pub const KV_COMPRESS_ANNOTATION: &str = "disagg.dev/kv-compress";
-pub const WEIGHT_FORMAT_ANNOTATION: &str = "disagg.dev/weight-format";
-pub const KV_FORMAT_ANNOTATION: &str = "disagg.dev/kv-format";
-pub const COMPUTE_FORMAT_ANNOTATION: &str = "disagg.dev/compute-format";
-/// `modelled` (default) or `ideal`: whether the workers' TP/PP are simulated as layouts.
-pub const LAYOUTS_ANNOTATION: &str = "disagg.dev/layouts";
 
 /// What [`read_with`] needs beside the file.
 pub struct ReadOptions<'a> {
@@ -42,7 +33,8 @@ pub struct ReadOptions<'a> {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Imported {
     pub deployment: Deployment,
-    /// `dynamo-v1beta1`, `dynamo-v1alpha1`, `llm-d-modelservice` or `llm-d-disaggregatedset`.
+    /// `dynamo-v1beta1`, `dynamo-v1alpha1`, `llm-d-modelservice`, `llm-d-disaggregatedset`,
+    /// `vllm-script` or `sglang-script`.
     pub format: &'static str,
 }
 
@@ -71,13 +63,12 @@ pub fn read_with(path: &Path, opts: &ReadOptions) -> Result<Imported, UsageError
 /// Reads a deployment from its text.
 pub fn read_text(text: &str, opts: &ReadOptions) -> Result<Imported, String> {
     const READ: &str = "reads a DynamoGraphDeployment (nvidia.com/v1beta1, nvidia.com/v1alpha1), \
-                        llm-d modelservice values (prefill/decode/modelArtifacts) or an llm-d \
-                        DisaggregatedSet";
+                        llm-d modelservice values (prefill/decode/modelArtifacts), an llm-d \
+                        DisaggregatedSet or a vllm.sh/sglang.sh of disagg plan --emit";
     if text.trim_start().starts_with("#!") {
-        // TODO(lead): emitted scripts: `super::script::parse_script(text)` once `plan --emit
-        // vllm|sglang` exists, then the same assembly as the YAML formats.
-        // return assemble(super::script::parse_script(text)?, opts);
-        return Err(format!("a shell script: scripts: not yet ({READ})"));
+        let src = super::script::parse_script(text)
+            .map_err(|e| format!("a shell script: {e} (disagg {READ})"))?;
+        return assemble(src, opts);
     }
     let mut docs = Vec::new();
     for d in serde_norway::Deserializer::from_str(text) {
@@ -140,7 +131,7 @@ pub(crate) enum RoleKind {
 }
 
 impl RoleKind {
-    fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             RoleKind::Prefill => "prefill",
             RoleKind::Decode => "decode",
@@ -203,6 +194,32 @@ pub(crate) fn str_at(v: &Value, path: &[&str]) -> Option<String> {
     }
 }
 
+/// The container named `name` of a `containers` list, else the first.
+pub(crate) fn container<'a>(containers: Option<&'a Value>, name: &str) -> Option<&'a Value> {
+    let cs = containers?.as_array()?;
+    cs.iter()
+        .find(|c| c.get("name").and_then(Value::as_str) == Some(name))
+        .or_else(|| cs.first())
+}
+
+/// The words of a YAML list (a container's `command` or `args`; numbers and booleans as
+/// written).
+pub(crate) fn words(v: Option<&Value>) -> Vec<String> {
+    v.and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(text)
+        .collect()
+}
+
+/// A YAML scalar as written: a string's text, a number's or boolean's spelling.
+pub(crate) fn text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
 /// A count (`replicas: 2`, `nvidia.com/gpu: "4"`) of component `name`'s field `what`.
 pub(crate) fn count(v: &Value, name: &str, what: &str) -> Result<u32, String> {
     let n = match v {
@@ -210,13 +227,8 @@ pub(crate) fn count(v: &Value, name: &str, what: &str) -> Result<u32, String> {
         Value::String(s) => s.trim().parse::<u64>().ok(),
         _ => None,
     };
-    n.and_then(|n| u32::try_from(n).ok()).ok_or_else(|| {
-        let shown = match v {
-            Value::String(s) => s.clone(),
-            other => other.to_string(),
-        };
-        format!("'{name}': {what} '{shown}' is not a whole number")
-    })
+    n.and_then(|n| u32::try_from(n).ok())
+        .ok_or_else(|| format!("'{name}': {what} '{}' is not a whole number", text(v)))
 }
 
 /// The count at `path` in `v`, if present.
@@ -242,11 +254,7 @@ pub(crate) fn annotations_of(meta: Option<&Value>) -> Vec<(String, String)> {
         let map = meta.and_then(|m| m.get(key)).and_then(Value::as_object);
         for (k, v) in map.into_iter().flatten() {
             if k.starts_with("disagg.dev/") && !out.iter().any(|(o, _)| o == k) {
-                let v = match v {
-                    Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                };
-                out.push((k.clone(), v));
+                out.push((k.clone(), text(v)));
             }
         }
     }
@@ -283,16 +291,6 @@ const QUANT_SUFFIXES: &[(&str, bool)] = &[
     ("-fp8", true),
     ("-quantized.w8a8", false),
     ("-quantized.w4a16", false),
-];
-
-/// The weight format of catalogue models whose published checkpoint is not BF16 (what an engine
-/// serves by default): DeepSeek-V3/R1 and Kimi K2 in FP8, gpt-oss in MXFP4.
-const NATIVE_WEIGHTS: &[(&str, &str)] = &[
-    ("deepseek-v3", "fp8"),
-    ("deepseek-r1", "fp8"),
-    ("kimi-k2", "fp8"),
-    ("gpt-oss-120b", "fp4"),
-    ("gpt-oss-20b", "fp4"),
 ];
 
 /// The catalogue key of model id `id`, whether its name says FP8 weights, and a note when it was
@@ -665,10 +663,7 @@ fn assemble(src: Source, opts: &ReadOptions) -> Result<Imported, String> {
         &mut lines,
     )
     .or(src.kv_backend.clone());
-    let native = NATIVE_WEIGHTS
-        .iter()
-        .find(|(k, _)| *k == model)
-        .map(|(_, f)| f.to_string());
+    let native = native_weight_format(&model).map(str::to_string);
     let mut dep = Deployment {
         name: src.name.clone(),
         model,
@@ -693,7 +688,6 @@ fn assemble(src: Source, opts: &ReadOptions) -> Result<Imported, String> {
         chunked_prefill: chunked.unwrap_or(false),
         // vLLM and SGLang cache prefixes unless told not to.
         prefix_caching: prefix.unwrap_or(true),
-        scenario_args: Vec::new(),
         block_size: block,
         gpus_per_node: src
             .components
@@ -705,22 +699,10 @@ fn assemble(src: Source, opts: &ReadOptions) -> Result<Imported, String> {
         not_mapped: Vec::new(),
     };
     for (k, v) in &src.annotations {
-        match k.as_str() {
-            KV_LINK_ANNOTATION => dep.link = Some(v.clone()),
-            GPUS_PER_NODE_ANNOTATION => match v.trim().parse::<u32>() {
-                Ok(n) if n > 0 => dep.gpus_per_node = n,
-                _ => notes.push(format!("{k}: '{v}' (not a whole number of GPUs)")),
-            },
-            KV_COMPRESS_ANNOTATION => dep.kv_compress = Some(v.clone()),
-            WEIGHT_FORMAT_ANNOTATION => dep.weight_format = Some(v.clone()),
-            KV_FORMAT_ANNOTATION => dep.kv_format = Some(v.clone()),
-            COMPUTE_FORMAT_ANNOTATION => dep.compute_format = Some(v.clone()),
-            LAYOUTS_ANNOTATION => match v.as_str() {
-                "modelled" => dep.layouts_modelled = true,
-                "ideal" => dep.layouts_modelled = false,
-                _ => notes.push(format!("{k}: '{v}' (valid: modelled, ideal)")),
-            },
-            _ => notes.push(format!("{k}: '{v}' (not a disagg annotation)")),
+        match dep.apply_annotation(k, v) {
+            Ok(true) => {}
+            Ok(false) => notes.push(format!("{k}: '{v}' (not a disagg annotation)")),
+            Err(e) => notes.push(e),
         }
     }
     for f in [

@@ -54,7 +54,6 @@ fn base(name: &str, model: &str, engine: Engine, p: Workers, d: Workers) -> Depl
         compute_format: None,
         kv_compress: None,
         layouts_modelled: true,
-        scenario_args: Vec::new(),
         chunked_prefill: false,
         prefix_caching: true,
         block_size: None,
@@ -267,7 +266,8 @@ fn the_other_shared_files_are_refused_naming_what_is_read() {
             "kind 'DynamoGraphDeploymentRequest' is not read (a DGDR asks the operator to \
              profile and generate a DGD: import the DGD it generates); disagg reads a \
              DynamoGraphDeployment (nvidia.com/v1beta1, nvidia.com/v1alpha1), llm-d \
-             modelservice values (prefill/decode/modelArtifacts) or an llm-d DisaggregatedSet",
+             modelservice values (prefill/decode/modelArtifacts), an llm-d DisaggregatedSet or \
+             a vllm.sh/sglang.sh of disagg plan --emit",
         ),
         (
             "llm-d/kustomize-vllm-base/patch-prefill.yaml",
@@ -382,7 +382,6 @@ fn a_v1beta1_graph_maps_every_field() {
         compute_format: Some("fp8".into()),
         kv_compress: Some("kivi2".into()),
         layouts_modelled: true,
-        scenario_args: Vec::new(),
         chunked_prefill: true,
         prefix_caching: false,
         block_size: Some(32),
@@ -570,7 +569,6 @@ fn llm_d_values_without_prefill_are_colocated() {
         compute_format: None,
         kv_compress: None,
         layouts_modelled: false,
-        scenario_args: Vec::new(),
         chunked_prefill: false,
         prefix_caching: true,
         block_size: None,
@@ -585,7 +583,7 @@ fn llm_d_values_without_prefill_are_colocated() {
     assert_eq!(got.deployment, want);
     assert_eq!(
         want.to_args(&cat()).unwrap().join(" "),
-        "--model mistral-7b --mode colocated --prefill 2 --decode 1 --device a100 \
+        "--model mistral-7b --mode colocated --prefill 3 --decode 0 --device a100 \
          --devices-per-instance 2 --max-decode-batch 64 --prefix-caching"
     );
 }
@@ -646,8 +644,8 @@ fn bad_files_are_one_line_naming_the_problem() {
     assert_eq!(
         err("apiVersion: v1\nkind: Service\n"),
         "kind 'Service' is not read; disagg reads a DynamoGraphDeployment (nvidia.com/v1beta1, \
-         nvidia.com/v1alpha1), llm-d modelservice values (prefill/decode/modelArtifacts) or an \
-         llm-d DisaggregatedSet"
+         nvidia.com/v1alpha1), llm-d modelservice values (prefill/decode/modelArtifacts), an \
+         llm-d DisaggregatedSet or a vllm.sh/sglang.sh of disagg plan --emit"
     );
     assert_eq!(
         err("apiVersion: nvidia.com/v2\nkind: DynamoGraphDeployment\n"),
@@ -655,7 +653,12 @@ fn bad_files_are_one_line_naming_the_problem() {
          nvidia.com/v1beta1, nvidia.com/v1alpha1)"
     );
     assert!(err("").starts_with("empty; "));
-    assert!(err("#!/bin/sh\nvllm serve x\n").starts_with("a shell script: scripts: not yet"));
+    // A script disagg did not write: one line saying which formats are read.
+    let e = err("#!/bin/sh\nvllm serve x\n");
+    assert!(
+        e.starts_with("a shell script: no serve command: not a launch script written by disagg plan --emit (disagg reads a DynamoGraphDeployment"),
+        "{e}"
+    );
     let graph = |comps: &str| {
         format!(
             "apiVersion: nvidia.com/v1beta1\nkind: DynamoGraphDeployment\nmetadata: {{name: \
