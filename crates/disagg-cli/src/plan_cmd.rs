@@ -195,20 +195,14 @@ pub struct PlanArgs {
     gpus: Option<u64>,
     /// GPUs per node: an instance has at most this many devices or a whole multiple of it
     /// (whole nodes); other candidates are invalid.
-    #[arg(
-        long,
-        default_value_t = 8,
-        value_name = "G",
-        help_heading = "Plan",
-        conflicts_with = "max_rate"
-    )]
+    #[arg(long, default_value_t = 8, value_name = "G", help_heading = "Plan")]
     gpus_per_node: u32,
     /// Colocated candidates: no, yes (beside the disaggregated ones, on every device of the
     /// lists and every total P + D of the counts; the report gives the winner's margin over the
     /// best of them) or only (also --mode colocated).
     #[arg(
         long,
-        default_value = "no",
+        default_value = "yes",
         value_name = "no|yes|only",
         help_heading = "Plan",
         conflicts_with = "max_rate"

@@ -135,7 +135,7 @@ impl Default for PlanOptions {
             quiet: false,
             gpus: None,
             gpus_per_node: 8,
-            colocated: "no".into(),
+            colocated: "yes".into(),
             objective: "cost".into(),
             search: "ci".into(),
             ci_half_width: 0.01,
