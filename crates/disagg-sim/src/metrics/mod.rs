@@ -15,7 +15,7 @@ use serde::Serialize;
 
 use crate::engine::RunResult;
 use crate::scenario::{FirstToken, HandoffOptions, Mode};
-use crate::search::{analytic_capacity, Analytic};
+use crate::search::Analytic;
 use crate::stats::{Dist, P50P99};
 use ctx::{done_order, Ctx};
 use requests::{measured_latencies, meets_slo};
@@ -27,8 +27,10 @@ pub mod instances;
 mod latency;
 pub mod layout;
 pub mod link;
+pub mod overload;
 pub mod requests;
 mod scheduler;
+pub mod simulated;
 pub mod stages;
 
 pub use calibration::{calibration_of, CalibrationSummary};
@@ -36,7 +38,9 @@ pub use energy::Energy;
 pub use instances::{InstanceSummary, OpticalSummary};
 pub use layout::{FormatsSummary, ParallelSummary, Pools};
 pub use link::{LinkLoad, LinkSummary, MemWaitSummary};
+pub use overload::Overload;
 pub use requests::{MeasuredLatencies, RequestCounts};
+pub use simulated::Simulated;
 pub use stages::{Hotspot, LittlesLaw, Stages, STAGES};
 
 /// Version of the [`Summary`] layout.
@@ -54,6 +58,9 @@ pub struct Summary {
     pub first_token: FirstToken,
     /// The hand-off options of the run.
     pub options: HandoffOptions,
+    /// What was simulated: model, pools, link, arrivals, requests, SLOs
+    /// (`docs/serving-model.md#simulated`).
+    pub simulated: Simulated,
     /// Pools, when a per-pool device or device count was given.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pools: Option<Pools>,
@@ -124,9 +131,12 @@ pub struct Summary {
     /// cap); left out when empty.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
-    /// Analytic capacity bounds (`docs/serving-model.md#capacity`; `None` if the model does not fit on the base
-    /// device).
+    /// Analytic capacity bounds, each pool with its own cost model
+    /// (`docs/serving-model.md#per-pool-capacity`; `None` if the mean lengths are below one token).
     pub analytic: Option<Analytic>,
+    /// The offered rate against the per-pool ceiling, and whether the queues still grew at the
+    /// end (`docs/serving-model.md#overload`).
+    pub overload: Overload,
     /// The scheduling levers' figures (`docs/levers.md#lever-metrics`; only when they are on).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scheduler: Option<crate::sched::SchedulerSummary>,
@@ -233,6 +243,7 @@ fn summarise(res: &RunResult) -> Summary {
         mode: cfg.mode,
         first_token: c.conv,
         options: cfg.handoff,
+        simulated: simulated::simulated(&c),
         pools: layout::pools(cfg),
         horizon_s: h,
         requests: requests::counts(&c),
@@ -271,7 +282,8 @@ fn summarise(res: &RunResult) -> Summary {
         kv_share_of_e2e: stage_share[2] + stage_share[3],
         hotspot,
         littles_law: stages::littles_law(&c),
-        analytic: analytic_capacity(cfg),
+        analytic: crate::capacity::per_pool(cfg),
+        overload: overload::overload(&c),
         scheduler: scheduler::scheduler(&c),
         parallel: layout::parallel_summary(res),
         formats: layout::formats_summary(cfg),
