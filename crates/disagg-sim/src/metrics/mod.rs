@@ -58,9 +58,6 @@ pub struct Summary {
     pub first_token: FirstToken,
     /// The hand-off options of the run.
     pub options: HandoffOptions,
-    /// What was simulated: model, pools, link, arrivals, requests, SLOs
-    /// (`docs/serving-model.md#simulated`).
-    pub simulated: Simulated,
     /// Pools, when a per-pool device or device count was given.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pools: Option<Pools>,
@@ -134,9 +131,6 @@ pub struct Summary {
     /// Analytic capacity bounds, each pool with its own cost model
     /// (`docs/serving-model.md#per-pool-capacity`; `None` if the mean lengths are below one token).
     pub analytic: Option<Analytic>,
-    /// The offered rate against the per-pool ceiling, and whether the queues still grew at the
-    /// end (`docs/serving-model.md#overload`).
-    pub overload: Overload,
     /// The scheduling levers' figures (`docs/levers.md#lever-metrics`; only when they are on).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scheduler: Option<crate::sched::SchedulerSummary>,
@@ -161,6 +155,13 @@ pub struct Summary {
     /// one is).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub calibration: Option<Vec<CalibrationSummary>>,
+    // The last two, so that a sweep's CSV keeps its earlier columns where they were.
+    /// The offered rate against the per-pool ceiling, and whether the queues still grew at the
+    /// end (`docs/serving-model.md#overload`).
+    pub overload: Overload,
+    /// What was simulated: model, pools, link, arrivals, requests, SLOs
+    /// (`docs/serving-model.md#simulated`).
+    pub simulated: Simulated,
 }
 
 impl RunResult {
@@ -243,7 +244,6 @@ fn summarise(res: &RunResult) -> Summary {
         mode: cfg.mode,
         first_token: c.conv,
         options: cfg.handoff,
-        simulated: simulated::simulated(&c),
         pools: layout::pools(cfg),
         horizon_s: h,
         requests: requests::counts(&c),
@@ -283,7 +283,6 @@ fn summarise(res: &RunResult) -> Summary {
         hotspot,
         littles_law: stages::littles_law(&c),
         analytic: crate::capacity::per_pool(cfg),
-        overload: overload::overload(&c),
         scheduler: scheduler::scheduler(&c),
         parallel: layout::parallel_summary(res),
         formats: layout::formats_summary(cfg),
@@ -291,6 +290,8 @@ fn summarise(res: &RunResult) -> Summary {
         optical: c.engines().then_some(optical),
         ppa,
         calibration: calibration_of(cfg),
+        overload: overload::overload(&c),
+        simulated: simulated::simulated(&c),
     }
 }
 

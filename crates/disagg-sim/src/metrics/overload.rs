@@ -21,8 +21,8 @@ pub struct Overload {
     pub bottleneck: Option<String>,
     /// `offered_rps > capacity_rps`, or `queues_growing`.
     pub overloaded: bool,
-    /// The number in the system grew over the last quarter of arrivals by more than a tenth of
-    /// their count ([`queue_growth`]).
+    /// The number in the system grew over the last quarter of arrivals by more than
+    /// `max(m / 10, 3 sqrt(m))` for `m` arrivals in that quarter ([`growth_threshold`]).
     pub queues_growing: bool,
     /// That growth, requests: the least-squares slope of the number in the system, sampled at
     /// each of the last quarter of arrivals, times their time span (`null` with fewer than
@@ -32,8 +32,14 @@ pub struct Overload {
 
 /// Fewest arrivals in the last-quarter window for a growth figure.
 pub const MIN_WINDOW: usize = 8;
-/// The growth, as a fraction of the window's arrivals, above which the queues are growing.
-pub const GROWTH_FRACTION: f64 = 0.1;
+/// The growth above which the queues are growing, for `m` arrivals in the window: a tenth of
+/// them (a rate 11% above what is served), and at least three times `sqrt(m)`, the scale of the
+/// chance difference between `m` Poisson arrivals and as many departures, so that a short run
+/// of a stable system is not called overloaded.
+pub fn growth_threshold(m: usize) -> f64 {
+    let m = m as f64;
+    (0.1 * m).max(3.0 * m.sqrt())
+}
 
 pub(super) fn overload(c: &Ctx<'_>) -> Overload {
     let cfg = c.cfg;
@@ -51,7 +57,7 @@ pub(super) fn overload(c: &Ctx<'_>) -> Overload {
     let ceiling = crate::capacity::ceiling(cfg);
     let growth = queue_growth(c, &arrivals);
     let window = arrivals.len() - arrivals.len() * 3 / 4;
-    let queues_growing = growth.is_some_and(|g| g > GROWTH_FRACTION * window as f64);
+    let queues_growing = growth.is_some_and(|g| g > growth_threshold(window));
     let over = ceiling.as_ref().is_some_and(|x| offered_rps > x.rps);
     Overload {
         offered_rps,
