@@ -121,7 +121,6 @@ pub fn text(s: &Summary) -> String {
     let beyond: Vec<String> = [
         ("send", opts.send.as_str(), "whole"),
         ("link-sharing", opts.link_sharing.as_str(), "fifo"),
-        ("link-topology", opts.link_topology.as_str(), "shared"),
         ("reserve-kv-on", opts.reserve_kv_on.as_str(), "arrival"),
     ]
     .iter()

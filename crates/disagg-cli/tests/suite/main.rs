@@ -7,6 +7,7 @@ mod cli_cost_levers;
 mod cli_handoff;
 mod cli_handoff_levers;
 mod cli_levers;
+mod cli_overload;
 mod cli_plan;
 mod cli_plan_axes;
 mod cli_plots;
