@@ -724,15 +724,19 @@ pub fn simulated_phrase(s: &Summary) -> String {
     o
 }
 
-/// `poisson 8 req/s: 200 requests; SLO TTFT 1 s, TPOT 0.025 s (defaults)`, with a trace's file,
-/// format, time scale and what its read skipped or clipped, a session workload's turns.
+/// `poisson 8 req/s: 200 requests; SLO TTFT 1 s, TPOT 0.025 s (defaults)`, with a trace's file
+/// name, format, time scale and what its read skipped or clipped, a session workload's turns.
 pub fn workload_phrase(s: &Summary) -> String {
     let w = &s.workload;
     let a = &s.simulated.arrivals;
     let mut line = if let Some(t) = &w.trace {
+        // The file's name only: the path is in `--json` (`summary.simulated.arrivals.trace_file`).
+        let name = std::path::Path::new(&t.file)
+            .file_name()
+            .map_or(t.file.clone(), |n| n.to_string_lossy().into_owned());
         let mut line = format!(
             "trace {} ({}), time scale {}: {} requests",
-            disagg_model::escape(&t.file),
+            disagg_model::escape(&name),
             t.format,
             t.time_scale,
             crate::format::thousands(t.requests)

@@ -199,14 +199,14 @@ fn header_of_a_trace_run() {
     ];
     let t = ok_text(&args);
     let want = format!(
-        "workload     trace {} (azure), time scale 0.5: 41 requests, 0 prompts clipped to 131,072 \
-         tokens; SLO TTFT 1 s, TPOT 0.025 s (defaults)",
-        s(&f)
+        "workload     trace t.csv (azure), time scale 0.5: 41 requests, 0 prompts clipped to 131,072 \
+         tokens; SLO TTFT 1 s, TPOT 0.025 s (defaults)"
     );
     assert_eq!(t.lines().nth(2), Some(want.as_str()), "{t}");
     let v: Value = ok_json(&[&args[..], &["--json"]].concat());
     let x = &v["summary"]["simulated"]["arrivals"];
     assert_eq!(x["source"], "trace");
+    assert_eq!(x["trace_file"], s(&f));
     assert_eq!(x["time_scale"], 0.5);
     assert_eq!(x["rate_rps"], Value::Null);
     // 41 requests over 40 s of arrivals, halved: 41 / 20 s.
