@@ -945,7 +945,7 @@ pub fn any_levers(runs: &[&Summary]) -> bool {
 
 /// Key numbers of several runs, one column per run.
 pub fn side_by_side(names: &[&str], runs: &[&Summary]) -> String {
-    let mut o = runs_header(names, runs);
+    let mut o = String::new();
     let ms = |x: f64| {
         if x.is_nan() {
             "-".to_string()
@@ -1050,7 +1050,7 @@ pub fn side_by_side(names: &[&str], runs: &[&Summary]) -> String {
 
 /// One row per run: what the hand-off does to the latencies and the SLOs.
 pub fn variants_table(names: &[&str], runs: &[&Summary]) -> String {
-    let mut o = runs_header(names, runs);
+    let mut o = String::new();
     let w = names.iter().map(|n| n.len()).max().unwrap_or(9).max(9);
     let ms = |x: f64| {
         if x.is_nan() {
