@@ -826,9 +826,9 @@ pub fn overload_warning(s: &Summary) -> Option<String> {
     };
     let offered = fixed(x.offered_rps, 2);
     let over = match &bound {
-        Some((c, b)) if x.offered_rps > x.capacity_rps.unwrap_or(f64::INFINITY) => {
-            Some(format!("offered {offered} req/s > capacity {c} req/s ({b} bound)"))
-        }
+        Some((c, b)) if x.offered_rps > x.capacity_rps.unwrap_or(f64::INFINITY) => Some(format!(
+            "offered {offered} req/s > capacity {c} req/s ({b} bound)"
+        )),
         _ => None,
     };
     let growth = x.queues_growing.then(|| {
@@ -842,7 +842,9 @@ pub fn overload_warning(s: &Summary) -> Option<String> {
         (Some(o), None) => format!("overloaded: {o}"),
         (None, g) => {
             let cap = match &bound {
-                Some((c, b)) => format!("offered {offered} req/s <= capacity {c} req/s ({b} bound)"),
+                Some((c, b)) => {
+                    format!("offered {offered} req/s <= capacity {c} req/s ({b} bound)")
+                }
                 None => format!("offered {offered} req/s"),
             };
             format!("overloaded: {}; {cap}", g.unwrap_or_default())
@@ -854,10 +856,14 @@ pub fn overload_warning(s: &Summary) -> Option<String> {
 /// else one per run named `[NAME]`; then one `warning:` line per overloaded run.
 pub fn runs_header(names: &[&str], runs: &[&Summary]) -> String {
     let mut o = String::new();
-    let kinds: [(&str, fn(&Summary) -> String); 2] =
-        [("simulated", simulated_phrase), ("workload", workload_phrase)];
-    for (label, f) in kinds {
-        let lines: Vec<String> = runs.iter().map(|s| f(s)).collect();
+    for label in ["simulated", "workload"] {
+        let lines: Vec<String> = runs
+            .iter()
+            .map(|s| match label {
+                "simulated" => simulated_phrase(s),
+                _ => workload_phrase(s),
+            })
+            .collect();
         if lines.windows(2).all(|w| w[0] == w[1]) {
             if let Some(l) = lines.first() {
                 let _ = writeln!(o, "{label:<12} {l}");

@@ -341,7 +341,10 @@ pub fn compare(a: CompareArgs, cat: &Catalogue, warnings: &mut Warnings) -> CmdR
         );
     }
     // One `warning:` line per overloaded run (docs/serving-model.md#overload).
-    let names: Vec<String> = rows.iter().map(|(r, m, _)| format!("{m} @ {r} req/s")).collect();
+    let names: Vec<String> = rows
+        .iter()
+        .map(|(r, m, _)| format!("{m} @ {r} req/s"))
+        .collect();
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
     out!("{}", report::overload_warnings(&names, &sums));
     out!("{}", report::calibration_of_runs(sums.iter().copied()));

@@ -143,13 +143,7 @@ mod tests {
         let r2 = analytic_capacity(&c2);
         assert_ne!(Some(r8.prefill_rps), r2.map(|r| r.prefill_rps));
         // The prefill bound is four instances of 2 x H100 at the mean prompt.
-        let cm = CostModel::new(
-            &c8.model,
-            &c8.pools[0].device,
-            2,
-            CostOptions::default(),
-        )
-        .unwrap();
+        let cm = CostModel::new(&c8.model, &c8.pools[0].device, 2, CostOptions::default()).unwrap();
         let want = 4.0 * prefill_instance_rps(&c8, &cm, c8.workload.prompt.mean);
         assert_eq!(a8.prefill_rps, Some(want));
     }
@@ -160,7 +154,14 @@ mod tests {
         for flags in [
             &["--model", "llama3-8b", "--devices-per-instance", "1"][..],
             &["--model", "llama3-70b", "--prefill", "2", "--decode", "3"][..],
-            &["--model", "llama3-8b", "--mode", "colocated", "--decode", "3"][..],
+            &[
+                "--model",
+                "llama3-8b",
+                "--mode",
+                "colocated",
+                "--decode",
+                "3",
+            ][..],
             &[
                 "--model",
                 "llama3-8b",

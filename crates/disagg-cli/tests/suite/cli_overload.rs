@@ -84,7 +84,11 @@ fn overload_true_and_false() {
         "--json",
     ]);
     for r in c["runs"].as_array().unwrap() {
-        assert_eq!(r["summary"]["overload"]["overloaded"], true, "{}", r["mode"]);
+        assert_eq!(
+            r["summary"]["overload"]["overloaded"], true,
+            "{}",
+            r["mode"]
+        );
         assert!(r["summary"]["simulated"]["pools"].is_array());
     }
 }
@@ -198,11 +202,10 @@ fn header_of_a_trace_run() {
         "0.5",
     ];
     let t = ok_text(&args);
-    let want = format!(
-        "workload     trace t.csv (azure), time scale 0.5: 41 requests, 0 prompts clipped to 131,072 \
-         tokens; SLO TTFT 1 s, TPOT 0.025 s (defaults)"
-    );
-    assert_eq!(t.lines().nth(2), Some(want.as_str()), "{t}");
+    let want =
+        "workload     trace t.csv (azure), time scale 0.5: 41 requests, 0 prompts clipped to \
+                131,072 tokens; SLO TTFT 1 s, TPOT 0.025 s (defaults)";
+    assert_eq!(t.lines().nth(2), Some(want), "{t}");
     let v: Value = ok_json(&[&args[..], &["--json"]].concat());
     let x = &v["summary"]["simulated"]["arrivals"];
     assert_eq!(x["source"], "trace");

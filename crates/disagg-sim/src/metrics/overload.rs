@@ -120,7 +120,12 @@ pub fn queue_growth_of(arrivals: &[f64], finishes: &[f64], rejected_at: &[f64]) 
 }
 
 fn queue_growth(c: &Ctx<'_>, arrivals: &[f64]) -> Option<f64> {
-    let mut finishes: Vec<f64> = c.reqs.iter().map(|r| r.finish).filter(|t| !t.is_nan()).collect();
+    let mut finishes: Vec<f64> = c
+        .reqs
+        .iter()
+        .map(|r| r.finish)
+        .filter(|t| !t.is_nan())
+        .collect();
     finishes.sort_by(f64::total_cmp);
     let mut rejected: Vec<f64> = c
         .reqs

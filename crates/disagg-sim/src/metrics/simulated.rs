@@ -107,9 +107,7 @@ pub(super) fn simulated(c: &Ctx<'_>) -> Simulated {
                 instances: p.instances as u64,
                 devices_per_instance: p.devices,
                 device,
-                layout: sc
-                    .layout_for(p.role)
-                    .map(|l| format!("{}x{}", l.tp, l.pp)),
+                layout: sc.layout_for(p.role).map(|l| format!("{}x{}", l.tp, l.pp)),
             }
         })
         .collect();
