@@ -70,7 +70,8 @@ pub struct ArrivalFacts {
     pub time_scale: Option<f64>,
 }
 
-/// The SLOs and where each came from: `given`, `workload` (the named workload's) or `default`.
+/// The SLOs and where each came from: `given` (a value other than the run's own), `workload` (the
+/// named workload's) or `default` (the reference's 1 s and 25 ms).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct SloFacts {
     pub ttft_s: f64,
@@ -139,12 +140,20 @@ pub(super) fn simulated(c: &Ctx<'_>) -> Simulated {
             time_scale: Some(info.time_scale),
         },
     };
-    let named = sc.workload.is_some();
-    let from = |given: bool| match (given, named) {
-        (true, _) => "given",
-        (false, true) => "workload",
-        (false, false) => "default",
+    // A value equal to the one the run would have without it counts as that one (a run
+    // document's scenario echoes the SLOs it was judged by, so a replayed document gives them).
+    let (ttft_own, tpot_own) = crate::Scenario {
+        ttft_slo: None,
+        tpot_slo: None,
+        ..sc.clone()
+    }
+    .slos();
+    let unset = if sc.workload.is_some() {
+        "workload"
+    } else {
+        "default"
     };
+    let from = |v: f64, own: f64| if v == own { unset } else { "given" };
     Simulated {
         model: sc.model.clone(),
         formats,
@@ -154,9 +163,9 @@ pub(super) fn simulated(c: &Ctx<'_>) -> Simulated {
         requests: c.res.reqs.len() as u64,
         slo: SloFacts {
             ttft_s: cfg.ttft_slo_s,
-            ttft_from: from(sc.ttft_slo.is_some()),
+            ttft_from: from(cfg.ttft_slo_s, ttft_own),
             tpot_s: cfg.tpot_slo_s,
-            tpot_from: from(sc.tpot_slo.is_some()),
+            tpot_from: from(cfg.tpot_slo_s, tpot_own),
         },
     }
 }
