@@ -110,75 +110,17 @@ pub fn text(s: &Summary) -> String {
         "── {mode} ── {} done, {} rejected, sim {:.1}s",
         s.requests.completed, s.requests.rejected, s.horizon_s
     );
-    let w = &s.workload;
-    if let Some(t) = &w.trace {
-        let mut line = format!(
-            "workload     trace {} ({}): {} requests",
-            disagg_model::escape(&t.file),
-            t.format,
-            crate::format::thousands(t.requests)
-        );
-        if let Some(c) = t.max_context {
-            line.push_str(&format!(
-                ", {} prompts clipped to {} tokens",
-                crate::format::thousands(t.clipped_prompts),
-                crate::format::thousands(c)
-            ));
-        }
-        if t.bad_lines_skipped > 0 {
-            line.push_str(&format!(
-                ", {} malformed lines skipped",
-                t.bad_lines_skipped
-            ));
-        }
-        if t.failed_requests_skipped > 0 {
-            line.push_str(&format!(
-                ", {} failed requests skipped",
-                t.failed_requests_skipped
-            ));
-        }
-        if t.out_of_order > 0 {
-            line.push_str(&format!(", {} out-of-order rows sorted", t.out_of_order));
-        }
-        if t.time_scale != 1.0 {
-            line.push_str(&format!(", gaps x{}", t.time_scale));
-        }
-        let _ = writeln!(o, "{line}");
-    } else if w.source == "sessions" {
-        let _ = writeln!(
-            o,
-            "workload     sessions{}: {} requests, {} closed-loop turns{}",
-            w.name
-                .as_deref()
-                .map(|n| format!(" '{n}'"))
-                .unwrap_or_default(),
-            crate::format::thousands(w.requests),
-            crate::format::thousands(w.closed_loop_turns),
-            clipped_note(w)
-        );
-    } else if w.clipped_prompts > 0 {
-        let _ = writeln!(
-            o,
-            "workload     generated: {} requests{}",
-            crate::format::thousands(w.requests),
-            clipped_note(w)
-        );
-    }
+    o.push_str(&header_lines(s));
     if let Some(c) = &s.calibration {
         o.push_str(&calibration_lines(c));
     }
-    if let Some(p) = &s.pools {
-        let _ = writeln!(
-            o,
-            "pools        prefill {}   decode {}",
-            p.prefill, p.decode
-        );
+    if let Some(w) = overload_warning(s) {
+        let _ = writeln!(o, "warning: {w}");
     }
     let opts = &s.options;
     let beyond: Vec<String> = [
         ("send", opts.send.as_str(), "whole"),
         ("link-sharing", opts.link_sharing.as_str(), "fifo"),
-        ("link-topology", opts.link_topology.as_str(), "shared"),
         ("reserve-kv-on", opts.reserve_kv_on.as_str(), "arrival"),
     ]
     .iter()
@@ -733,6 +675,220 @@ fn rejection_line(s: &Summary, b: &disagg_sim::sched::SchedulerSummary) -> Strin
 }
 
 /// `12.3%`, or `n/a`.
+/// What was simulated, said once (`docs/serving-model.md#simulated`): the `simulated` line
+/// (model, formats, pools, link) and the `workload` line (arrivals, requests, SLOs).
+pub fn header_lines(s: &Summary) -> String {
+    format!(
+        "simulated    {}\nworkload     {}\n",
+        simulated_phrase(s),
+        workload_phrase(s)
+    )
+}
+
+/// `llama3-70b fp8/fp8/bf16: prefill 4 x 2 h100 (TP2xPP1), decode 2 x 8 h100; link ib-ndr, 2
+/// channels, per-prefill links`.
+pub fn simulated_phrase(s: &Summary) -> String {
+    let x = &s.simulated;
+    let mut o = disagg_model::escape(&x.model).to_string();
+    if let Some(f) = &x.formats {
+        let _ = write!(o, " {f}");
+    }
+    let pools: Vec<String> = x
+        .pools
+        .iter()
+        .map(|p| {
+            let mut q = format!(
+                "{} {} x {} {}",
+                p.role,
+                p.instances,
+                p.devices_per_instance,
+                disagg_model::escape(&p.device)
+            );
+            if let Some(l) = &p.layout {
+                let (tp, pp) = l.split_once('x').unwrap_or((l, "1"));
+                let _ = write!(q, " (TP{tp}xPP{pp})");
+            }
+            q
+        })
+        .collect();
+    let _ = write!(o, ": {}", pools.join(", "));
+    if let Some(l) = &x.link {
+        let _ = write!(o, "; link {}", disagg_model::escape(&l.name));
+        if l.channels != 1 {
+            let _ = write!(o, ", {} channels", l.channels);
+        }
+        if !disagg_sim::metrics::simulated::is_default_topology(&l.topology) {
+            let _ = write!(o, ", {} links", l.topology);
+        }
+    }
+    o
+}
+
+/// `poisson 8 req/s: 200 requests; SLO TTFT 1 s, TPOT 0.025 s (defaults)`, with a trace's file
+/// name, format, time scale and what its read skipped or clipped, a session workload's turns.
+pub fn workload_phrase(s: &Summary) -> String {
+    let w = &s.workload;
+    let a = &s.simulated.arrivals;
+    let mut line = if let Some(t) = &w.trace {
+        // The file's name only: the path is in `--json` (`summary.simulated.arrivals.trace_file`).
+        let name = std::path::Path::new(&t.file)
+            .file_name()
+            .map_or(t.file.clone(), |n| n.to_string_lossy().into_owned());
+        let mut line = format!(
+            "trace {} ({}), time scale {}: {} requests",
+            disagg_model::escape(&name),
+            t.format,
+            t.time_scale,
+            crate::format::thousands(t.requests)
+        );
+        if let Some(c) = t.max_context {
+            line.push_str(&format!(
+                ", {} prompts clipped to {} tokens",
+                crate::format::thousands(t.clipped_prompts),
+                crate::format::thousands(c)
+            ));
+        }
+        if t.bad_lines_skipped > 0 {
+            line.push_str(&format!(
+                ", {} malformed lines skipped",
+                t.bad_lines_skipped
+            ));
+        }
+        if t.failed_requests_skipped > 0 {
+            line.push_str(&format!(
+                ", {} failed requests skipped",
+                t.failed_requests_skipped
+            ));
+        }
+        if t.out_of_order > 0 {
+            line.push_str(&format!(", {} out-of-order rows sorted", t.out_of_order));
+        }
+        line
+    } else if w.source == "sessions" {
+        format!(
+            "sessions{} {} req/s: {} requests, {} closed-loop turns{}",
+            w.name
+                .as_deref()
+                .map(|n| format!(" '{n}'"))
+                .unwrap_or_default(),
+            a.rate_rps.unwrap_or(f64::NAN),
+            crate::format::thousands(w.requests),
+            crate::format::thousands(w.closed_loop_turns),
+            clipped_note(w)
+        )
+    } else {
+        format!(
+            "poisson {} req/s: {} requests{}",
+            a.rate_rps.unwrap_or(f64::NAN),
+            crate::format::thousands(w.requests),
+            clipped_note(w)
+        )
+    };
+    let slo = &s.simulated.slo;
+    let from = |f: &str| match f {
+        "workload" => "the workload's".to_string(),
+        other => other.to_string(),
+    };
+    if slo.ttft_from == slo.tpot_from {
+        let plural = match slo.ttft_from {
+            "default" => "defaults".to_string(),
+            other => from(other),
+        };
+        let _ = write!(
+            line,
+            "; SLO TTFT {} s, TPOT {} s ({plural})",
+            slo.ttft_s, slo.tpot_s
+        );
+    } else {
+        let _ = write!(
+            line,
+            "; SLO TTFT {} s ({}), TPOT {} s ({})",
+            slo.ttft_s,
+            from(slo.ttft_from),
+            slo.tpot_s,
+            from(slo.tpot_from)
+        );
+    }
+    line
+}
+
+/// The overload warning of a run, without its `warning: ` (`None`: not overloaded):
+/// `overloaded: offered 3.40 req/s > capacity 2.33 req/s (prefill bound); queues grew by 150
+/// requests over the last quarter of arrivals`.
+pub fn overload_warning(s: &Summary) -> Option<String> {
+    let x = &s.overload;
+    if !x.overloaded {
+        return None;
+    }
+    let bound = match (x.capacity_rps, &x.bottleneck) {
+        (Some(c), Some(b)) => Some((fixed(c, 2), b.as_str())),
+        _ => None,
+    };
+    let offered = fixed(x.offered_rps, 2);
+    let over = match &bound {
+        Some((c, b)) if x.offered_rps > x.capacity_rps.unwrap_or(f64::INFINITY) => Some(format!(
+            "offered {offered} req/s > capacity {c} req/s ({b} bound)"
+        )),
+        _ => None,
+    };
+    let growth = x.queues_growing.then(|| {
+        format!(
+            "queues grew by {} requests over the last quarter of arrivals",
+            fixed(x.queue_growth.unwrap_or(f64::NAN), 0)
+        )
+    });
+    Some(match (over, growth) {
+        (Some(o), Some(g)) => format!("overloaded: {o}; {g}"),
+        (Some(o), None) => format!("overloaded: {o}"),
+        (None, g) => {
+            let cap = match &bound {
+                Some((c, b)) => {
+                    format!("offered {offered} req/s <= capacity {c} req/s ({b} bound)")
+                }
+                None => format!("offered {offered} req/s"),
+            };
+            format!("overloaded: {}; {cap}", g.unwrap_or_default())
+        }
+    })
+}
+
+/// The header of several runs (`compare`): each header line once when every run has the same,
+/// else one per run named `[NAME]`; then one `warning:` line per overloaded run.
+pub fn runs_header(names: &[&str], runs: &[&Summary]) -> String {
+    let mut o = String::new();
+    for label in ["simulated", "workload"] {
+        let lines: Vec<String> = runs
+            .iter()
+            .map(|s| match label {
+                "simulated" => simulated_phrase(s),
+                _ => workload_phrase(s),
+            })
+            .collect();
+        if lines.windows(2).all(|w| w[0] == w[1]) {
+            if let Some(l) = lines.first() {
+                let _ = writeln!(o, "{label:<12} {l}");
+            }
+        } else {
+            for (n, l) in names.iter().zip(&lines) {
+                let _ = writeln!(o, "{label:<12} [{n}] {l}");
+            }
+        }
+    }
+    o.push_str(&overload_warnings(names, runs));
+    o
+}
+
+/// One `warning: NAME overloaded: ...` line per overloaded run.
+pub fn overload_warnings(names: &[&str], runs: &[&Summary]) -> String {
+    let mut o = String::new();
+    for (n, s) in names.iter().zip(runs) {
+        if let Some(w) = overload_warning(s) {
+            let _ = writeln!(o, "warning: {n} {w}");
+        }
+    }
+    o
+}
+
 fn pct_sign(x: f64) -> String {
     if x.is_nan() {
         "n/a".into()

@@ -357,6 +357,7 @@ pub fn compare(a: CompareArgs, cat: &Catalogue, warnings: &mut Warnings) -> CmdR
     }
     let sums: Vec<&Summary> = sums.iter().collect();
     if a.sweep_rate.is_none() {
+        out!("{}", report::runs_header(&["colocated", "disagg"], &sums));
         out!("{}", report::side_by_side(&["colocated", "disagg"], &sums));
         out!("{}", report::calibration_of_runs(sums.iter().copied()));
         return Ok(());
@@ -394,6 +395,13 @@ pub fn compare(a: CompareArgs, cat: &Catalogue, warnings: &mut Warnings) -> CmdR
             s.hotspot.resource
         );
     }
+    // One `warning:` line per overloaded run (docs/serving-model.md#overload).
+    let names: Vec<String> = rows
+        .iter()
+        .map(|(r, m, _)| format!("{m} @ {r} req/s"))
+        .collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    out!("{}", report::overload_warnings(&names, &sums));
     out!("{}", report::calibration_of_runs(sums.iter().copied()));
     Ok(())
 }
@@ -422,6 +430,7 @@ fn compare_variants(
     } else {
         let names: Vec<&str> = cmp.columns.iter().map(|c| c.name.as_str()).collect();
         let refs: Vec<&Summary> = sums.iter().collect();
+        out!("{}", report::runs_header(&names, &refs));
         out!("{}", report::variants_table(&names, &refs));
         out!("{}", report::calibration_of_runs(refs.iter().copied()));
     }

@@ -17,6 +17,7 @@
 
 pub use disagg_model::pymath;
 pub mod budget;
+pub mod capacity;
 pub mod document;
 pub mod engine;
 pub mod input;

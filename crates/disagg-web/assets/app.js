@@ -1164,7 +1164,40 @@
     $('#sim-status').textContent = parts.join(' · ');
   }
 
+  // What was simulated, said once (summary.simulated, docs/serving-model.md#simulated).
+  function simulatedText(x) {
+    const pools = x.pools.map((p) => `${p.role} ${p.instances} × ${p.devices_per_instance} ${p.device}`
+      + (p.layout ? ` (TP${p.layout.replace('x', '×PP')})` : '')).join(', ');
+    let t = `${x.model}${x.formats ? ` ${x.formats}` : ''}: ${pools}`;
+    if (x.link) {
+      t += `; link ${x.link.name}`;
+      if (x.link.channels !== 1) t += `, ${x.link.channels} channels`;
+      if (x.link.topology !== 'shared') t += `, ${x.link.topology} links`;
+    }
+    return t;
+  }
+  function workloadText(x) {
+    const a = x.arrivals;
+    const src = a.source === 'trace' ? `trace ${a.trace_file}, time scale ${a.time_scale}`
+      : `${a.source}${a.workload ? ` '${a.workload}'` : ''} ${a.rate_rps} req/s`;
+    const from = (f) => (f === 'workload' ? "the workload's" : f);
+    const slo = x.slo.ttft_from === x.slo.tpot_from
+      ? `TTFT ${x.slo.ttft_s} s, TPOT ${x.slo.tpot_s} s (${x.slo.ttft_from === 'default' ? 'defaults' : from(x.slo.ttft_from)})`
+      : `TTFT ${x.slo.ttft_s} s (${from(x.slo.ttft_from)}), TPOT ${x.slo.tpot_s} s (${from(x.slo.tpot_from)})`;
+    return `${src}: ${thousands(x.requests)} requests; SLO ${slo}`;
+  }
+  // The offered rate against the per-pool ceiling (summary.overload, docs/serving-model.md#overload).
+  function overloadText(o) {
+    const r2 = (x) => (x == null ? 'n/a' : `${fixed(x, 2)} req/s`);
+    const cap = o.capacity_rps == null ? 'no bound' : `capacity ${r2(o.capacity_rps)} (${o.bottleneck} bound)`;
+    const t = `offered ${r2(o.offered_rps)} · ${cap}`;
+    return (o.overloaded ? 'overloaded: ' : '') + t + (o.queues_growing ? ' · queues growing' : '');
+  }
+
   const ROWS = [
+    ['simulated', 'Simulated', (s) => simulatedText(s.simulated)],
+    ['workload', 'Workload', (s) => workloadText(s.simulated)],
+    ['overload', 'Load', (s) => overloadText(s.overload), (s) => s.overload.overloaded, true],
     ['ttft_p50', 'TTFT p50', (s) => lat(s.ttft_s.p50)],
     ['ttft_p99', 'TTFT p99', (s) => lat(s.ttft_s.p99), (s, sc) => s.ttft_s.p99 > sc.ttft_slo],
     ['tpot_p50', 'TPOT p50', (s) => lat(s.tpot_s.p50)],
@@ -1196,7 +1229,7 @@
         } else if (c.err) {
           v = 'error';
         }
-        if (key === 'hotspot') klass += ' wrap';
+        if (['hotspot', 'simulated', 'workload', 'overload'].includes(key)) klass += ' wrap';
         return `<td class="${klass} col-${id}" id="r-${id}-${key}">${esc(v)}</td>`;
       });
       return `<tr><th scope="row">${esc(label)}</th>${cells.join('')}</tr>`;

@@ -14,22 +14,11 @@ use super::objective::{self, Objective};
 use super::*;
 use crate::format::fixed;
 
-/// Analytic per-pool ceilings of a disaggregated configuration, each pool with its own cost
-/// model (the reference's formulas of `docs/serving-model.md#capacity`, per pool, from the same functions as
-/// [`disagg_sim::analytic_capacity`]), and the KV link on the compressed wire bytes
-/// (`kv_link_wire_rps` of the analytic bounds, not the reference's uncompressed `kv_link_rps`).
+/// The analytic per-pool ceiling of a configuration ([`disagg_sim::capacity::ceiling`]: each
+/// pool with its own cost model, the KV link on the compressed wire bytes;
+/// `docs/serving-model.md#per-pool-capacity`).
 pub fn ceiling_rps(cfg: &SimConfig) -> Option<f64> {
-    let p = cfg.workload.prompt.mean;
-    let o = cfg.workload.output.mean;
-    if !(p >= 1.0 && o >= 1.0) {
-        return None;
-    }
-    let (pp, dp) = (cfg.prefill_pool()?, cfg.decode_pool()?);
-    let pr = pp.instances as f64 * disagg_sim::prefill_instance_rps(cfg, &pp.cost, p);
-    let dr = dp.instances as f64
-        * disagg_sim::decode_instance_rps(cfg, &dp.cost, dp.kv_capacity_tokens, p, o);
-    let kr = disagg_sim::kv_link_wire_rps(cfg, p);
-    Some(pr.min(dr).min(kr))
+    disagg_sim::capacity::ceiling(cfg).map(|c| c.rps)
 }
 
 /// A layout cell of the table: the layout, `-` for none, nothing when layouts are not an axis.

@@ -10,6 +10,7 @@ mod cli_handoff;
 mod cli_handoff_levers;
 mod cli_levers;
 mod cli_max_rate;
+mod cli_overload;
 mod cli_plan;
 mod cli_plan_axes;
 mod cli_plan_objectives;

@@ -15,7 +15,7 @@ use serde::Serialize;
 
 use crate::engine::RunResult;
 use crate::scenario::{FirstToken, HandoffOptions, Mode};
-use crate::search::{analytic_capacity, Analytic};
+use crate::search::Analytic;
 use crate::stats::{Dist, P50P99};
 use ctx::{done_order, Ctx};
 use requests::{measured_latencies, meets_slo};
@@ -27,8 +27,10 @@ pub mod instances;
 mod latency;
 pub mod layout;
 pub mod link;
+pub mod overload;
 pub mod requests;
 mod scheduler;
+pub mod simulated;
 pub mod stages;
 
 pub use calibration::{calibration_of, CalibrationSummary};
@@ -36,7 +38,9 @@ pub use energy::Energy;
 pub use instances::{InstanceSummary, OpticalSummary};
 pub use layout::{FormatsSummary, ParallelSummary, Pools};
 pub use link::{LinkLoad, LinkSummary, MemWaitSummary};
+pub use overload::Overload;
 pub use requests::{MeasuredLatencies, RequestCounts};
+pub use simulated::Simulated;
 pub use stages::{Hotspot, LittlesLaw, Stages, STAGES};
 
 /// Version of the [`Summary`] layout.
@@ -124,8 +128,8 @@ pub struct Summary {
     /// cap); left out when empty.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
-    /// Analytic capacity bounds (`docs/serving-model.md#capacity`; `None` if the model does not fit on the base
-    /// device).
+    /// Analytic capacity bounds, each pool with its own cost model
+    /// (`docs/serving-model.md#per-pool-capacity`; `None` if the mean lengths are below one token).
     pub analytic: Option<Analytic>,
     /// The scheduling levers' figures (`docs/levers.md#lever-metrics`; only when they are on).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -151,6 +155,13 @@ pub struct Summary {
     /// one is).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub calibration: Option<Vec<CalibrationSummary>>,
+    // The last two, so that a sweep's CSV keeps its earlier columns where they were.
+    /// The offered rate against the per-pool ceiling, and whether the queues still grew at the
+    /// end (`docs/serving-model.md#overload`).
+    pub overload: Overload,
+    /// What was simulated: model, pools, link, arrivals, requests, SLOs
+    /// (`docs/serving-model.md#simulated`).
+    pub simulated: Simulated,
 }
 
 impl RunResult {
@@ -278,7 +289,7 @@ fn summarise(res: &RunResult) -> Summary {
         kv_share_of_e2e: stage_share[2] + stage_share[3],
         hotspot,
         littles_law: stages::littles_law(&c),
-        analytic: analytic_capacity(cfg),
+        analytic: crate::capacity::per_pool(cfg),
         scheduler: scheduler::scheduler(&c),
         parallel: layout::parallel_summary(res),
         formats: layout::formats_summary(cfg),
@@ -286,6 +297,8 @@ fn summarise(res: &RunResult) -> Summary {
         optical: c.engines().then_some(optical),
         ppa,
         calibration: calibration_of(cfg),
+        overload: overload::overload(&c),
+        simulated: simulated::simulated(&c),
     }
 }
 

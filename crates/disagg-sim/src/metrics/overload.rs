@@ -1,0 +1,165 @@
+//! `summary.overload` (`docs/serving-model.md#overload`): the offered rate against the per-pool
+//! analytic ceiling ([`crate::capacity::ceiling`]), and whether the queues were still growing
+//! when the last request arrived.
+
+use serde::Serialize;
+
+use super::ctx::Ctx;
+use crate::workload::Source;
+
+/// Whether the run was offered more than it can serve.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Overload {
+    /// The workload's offered rate, requests/s: the Poisson rate; for a trace, its requests over
+    /// its arrival span after `--time-scale`; for sessions with closed-loop turns or system
+    /// prompts, the run's arrivals over their span (`null` when the span is 0).
+    pub offered_rps: f64,
+    /// The per-pool analytic ceiling, requests/s (`null`: no bound, e.g. mean lengths below one
+    /// token).
+    pub capacity_rps: Option<f64>,
+    /// The stage that sets the ceiling: `prefill`, `decode`, `kv-link` or `colocated`.
+    pub bottleneck: Option<String>,
+    /// `offered_rps > capacity_rps`, or `queues_growing`.
+    pub overloaded: bool,
+    /// The number in the system grew over the last quarter of arrivals by more than
+    /// `max(m / 10, 3 sqrt(m))` for `m` arrivals in that quarter ([`growth_threshold`]).
+    pub queues_growing: bool,
+    /// That growth, requests: the least-squares slope of the number in the system, sampled at
+    /// each of the last quarter of arrivals, times their time span (`null` with fewer than
+    /// [`MIN_WINDOW`] arrivals in the window).
+    pub queue_growth: Option<f64>,
+}
+
+/// Fewest arrivals in the last-quarter window for a growth figure.
+pub const MIN_WINDOW: usize = 8;
+/// The growth above which the queues are growing, for `m` arrivals in the window: a tenth of
+/// them (a rate 11% above what is served), and at least three times `sqrt(m)`, the scale of the
+/// chance difference between `m` Poisson arrivals and as many departures, so that a short run
+/// of a stable system is not called overloaded.
+pub fn growth_threshold(m: usize) -> f64 {
+    let m = m as f64;
+    (0.1 * m).max(3.0 * m.sqrt())
+}
+
+pub(super) fn overload(c: &Ctx<'_>) -> Overload {
+    let cfg = c.cfg;
+    let arrivals = arrival_times(c);
+    let offered_rps = match &cfg.source {
+        Source::Sessions { shape, .. } if !shape.is_plain() => {
+            let n = arrivals.len() as f64;
+            match (arrivals.first(), arrivals.last()) {
+                (Some(a), Some(b)) if b > a => n / (b - a),
+                _ => f64::NAN,
+            }
+        }
+        _ => cfg.workload.rate,
+    };
+    let ceiling = crate::capacity::ceiling(cfg);
+    let growth = queue_growth(c, &arrivals);
+    let window = arrivals.len() - arrivals.len() * 3 / 4;
+    let queues_growing = growth.is_some_and(|g| g > growth_threshold(window));
+    let over = ceiling.as_ref().is_some_and(|x| offered_rps > x.rps);
+    Overload {
+        offered_rps,
+        capacity_rps: ceiling.as_ref().map(|x| x.rps),
+        bottleneck: ceiling.map(|x| x.bottleneck.to_string()),
+        overloaded: over || queues_growing,
+        queues_growing,
+        queue_growth: growth,
+    }
+}
+
+/// Every request's arrival (those that arrived: a closed-loop turn after a rejected one never
+/// does), sorted.
+fn arrival_times(c: &Ctx<'_>) -> Vec<f64> {
+    let mut a: Vec<f64> = c
+        .reqs
+        .iter()
+        .map(|r| r.arrival)
+        .filter(|t| t.is_finite())
+        .collect();
+    a.sort_by(f64::total_cmp);
+    a
+}
+
+/// The growth of the number in the system (arrived, not finished; a rejected request never
+/// enters) over the last quarter of `arrivals`: the ordinary least-squares slope of that number,
+/// sampled just after each arrival of the window, against the arrival time, times the window's
+/// time span (the difference of the last and first samples when the span is 0).
+pub fn queue_growth_of(arrivals: &[f64], finishes: &[f64], rejected_at: &[f64]) -> Option<f64> {
+    let n = arrivals.len();
+    let start = n * 3 / 4;
+    if n - start < MIN_WINDOW {
+        return None;
+    }
+    // Number in the system just after arrival k: k + 1 arrived, minus those finished or
+    // rejected by then (both lists sorted).
+    let (mut f, mut r) = (0usize, 0usize);
+    let mut pts: Vec<(f64, f64)> = Vec::with_capacity(n - start);
+    for (k, &t) in arrivals.iter().enumerate() {
+        while f < finishes.len() && finishes[f] <= t {
+            f += 1;
+        }
+        while r < rejected_at.len() && rejected_at[r] <= t {
+            r += 1;
+        }
+        if k >= start {
+            pts.push((t, (k + 1) as f64 - f as f64 - r as f64));
+        }
+    }
+    let (t0, t1) = (pts[0].0, pts[pts.len() - 1].0);
+    if t1 <= t0 {
+        return Some(pts[pts.len() - 1].1 - pts[0].1);
+    }
+    let m = pts.len() as f64;
+    let mt = pts.iter().map(|p| p.0).sum::<f64>() / m;
+    let mn = pts.iter().map(|p| p.1).sum::<f64>() / m;
+    let sxy: f64 = pts.iter().map(|p| (p.0 - mt) * (p.1 - mn)).sum();
+    let sxx: f64 = pts.iter().map(|p| (p.0 - mt) * (p.0 - mt)).sum();
+    Some(sxy / sxx * (t1 - t0))
+}
+
+fn queue_growth(c: &Ctx<'_>, arrivals: &[f64]) -> Option<f64> {
+    let mut finishes: Vec<f64> = c
+        .reqs
+        .iter()
+        .map(|r| r.finish)
+        .filter(|t| !t.is_nan())
+        .collect();
+    finishes.sort_by(f64::total_cmp);
+    let mut rejected: Vec<f64> = c
+        .reqs
+        .iter()
+        .filter(|r| r.finish.is_nan() && r.arrival.is_finite())
+        .map(|r| r.arrival)
+        .collect();
+    rejected.sort_by(f64::total_cmp);
+    queue_growth_of(arrivals, &finishes, &rejected)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Arrivals every second, each staying 0.5 s: the system holds 1 after every arrival; no
+    /// growth.
+    #[test]
+    fn a_steady_system_does_not_grow() {
+        let a: Vec<f64> = (0..40).map(f64::from).collect();
+        let f: Vec<f64> = a.iter().map(|t| t + 0.5).collect();
+        assert_eq!(queue_growth_of(&a, &f, &[]), Some(0.0));
+    }
+
+    /// Nothing finishes before the end: the number in the system rises by one per arrival, 10
+    /// over the last 10 arrivals' 9 s (slope 1/s x 9 s).
+    #[test]
+    fn a_stalled_system_grows_by_its_arrivals() {
+        let a: Vec<f64> = (0..40).map(f64::from).collect();
+        let f: Vec<f64> = vec![100.0; 40];
+        assert_eq!(queue_growth_of(&a, &f, &[]), Some(9.0));
+        // Rejected requests never enter.
+        assert_eq!(queue_growth_of(&a, &[], &a), Some(0.0));
+        // Too few arrivals for a window.
+        assert_eq!(queue_growth_of(&a[..20], &f, &[]), None);
+    }
+}
