@@ -43,7 +43,8 @@ pub struct Estimate {
     pub low: f64,
     /// Upper end of the 95% confidence interval (clipped to [0, 1]).
     pub high: f64,
-    /// Half-width of the interval before clipping (`t * s / sqrt(k)`).
+    /// Half-width: the larger distance from the mean to an end of the interval (the t
+    /// interval `t * s / sqrt(k)`, or the Wilson floor where wider; `docs/planning.md#floor`).
     pub half_width: f64,
     /// `replications` (a generated workload) or `batch-means` (a trace replay).
     pub method: String,
@@ -117,6 +118,32 @@ pub fn mean_ci(xs: &[f64]) -> (f64, f64) {
     let ss: f64 = xs.iter().map(|x| (x - mean) * (x - mean)).sum();
     let s = (ss / (k - 1) as f64).sqrt();
     (mean, t975(k as u64 - 1) * s / (k as f64).sqrt())
+}
+
+/// The 95% Wilson score interval of `met` successes in `n` trials (`docs/planning.md#floor`):
+/// centre `(p + z²/2n) / (1 + z²/n)`, half-width `z / (1 + z²/n) * sqrt(p(1-p)/n + z²/4n²)`, z =
+/// 1.959964. `(0, 1)` when `n` is 0.
+pub fn wilson(met: f64, n: u64) -> (f64, f64) {
+    if n == 0 {
+        return (0.0, 1.0);
+    }
+    let (z, n) = (1.959964_f64, n as f64);
+    let p = met / n;
+    let z2n = z * z / n;
+    let centre = (p + z2n / 2.0) / (1.0 + z2n);
+    let half = z / (1.0 + z2n) * (p * (1.0 - p) / n + z * z / (4.0 * n * n)).sqrt();
+    ((centre - half).max(0.0), (centre + half).min(1.0))
+}
+
+/// The interval of an estimate (`docs/planning.md#floor`): the t interval `mean ± hw`, widened
+/// to the Wilson interval of the `met` of `n` pooled requests where that is wider (a few
+/// replications that agree by chance, e.g. all at 100%, give a t interval of width 0).
+/// Returns `(low, high, half_width)`, the half-width the larger distance from the mean.
+pub fn interval(mean: f64, hw: f64, met: f64, n: u64) -> (f64, f64, f64) {
+    let (wl, wh) = wilson(met, n);
+    let low = (mean - hw).min(wl).clamp(0.0, 1.0);
+    let high = (mean + hw).max(wh).clamp(0.0, 1.0);
+    (low, high, hw.max(mean - wl).max(wh - mean))
 }
 
 /// What MSER-5 found on a series (`docs/planning.md#mser-5`).
@@ -315,23 +342,24 @@ pub fn attainment_ci_from(
                 .collect();
             mean_ci(&means)
         };
-        let requests = if b == 0 {
-            m.met.len()
+        let used = if b == 0 {
+            &m.met[..]
         } else {
-            b * TRACE_BATCHES
+            &m.met[m.met.len() - b * TRACE_BATCHES..]
         };
+        let ci = interval(mean, hw, used.iter().sum(), used.len() as u64);
         return Ok(estimate(
             "batch-means",
             mean,
-            hw,
+            ci,
             1,
-            requests as u64,
+            used.len() as u64,
             m.cut as u64,
             m.unsteady,
-            hw > o.half_width,
+            ci.2 > o.half_width,
         ));
     }
-    let (mut p, mut requests, mut cut) = (Vec::new(), 0u64, 0u64);
+    let (mut p, mut requests, mut cut, mut met) = (Vec::new(), 0u64, 0u64, 0.0);
     let mut k = 0u32;
     loop {
         let m = if k == 0 {
@@ -341,6 +369,7 @@ pub fn attainment_ci_from(
         };
         k += 1;
         requests += m.met.len() as u64;
+        met += m.met.iter().sum::<f64>();
         cut = cut.max(m.cut as u64);
         let n = m.met.len();
         p.push(if n == 0 {
@@ -349,6 +378,7 @@ pub fn attainment_ci_from(
             m.met.iter().sum::<f64>() / n as f64
         });
         let (mean, hw) = mean_ci(&p);
+        let hw = interval(mean, hw, met, requests);
         if m.unsteady.is_some() {
             return Ok(estimate(
                 "replications",
@@ -361,7 +391,7 @@ pub fn attainment_ci_from(
                 false,
             ));
         }
-        if k >= 2 && hw <= o.half_width {
+        if k >= 2 && hw.2 <= o.half_width {
             return Ok(estimate(
                 "replications",
                 mean,
@@ -392,7 +422,7 @@ pub fn attainment_ci_from(
 fn estimate(
     method: &str,
     mean: f64,
-    half_width: f64,
+    (low, high, half_width): (f64, f64, f64),
     replications: u32,
     requests: u64,
     warmup_cut: u64,
@@ -401,8 +431,8 @@ fn estimate(
 ) -> Estimate {
     Estimate {
         mean,
-        low: (mean - half_width).clamp(0.0, 1.0),
-        high: (mean + half_width).clamp(0.0, 1.0),
+        low,
+        high,
         half_width,
         method: method.to_string(),
         replications,
@@ -460,11 +490,25 @@ mod tests {
         assert_eq!(mean_ci(&[1.0; 7]), (1.0, 0.0));
         // One value: unbounded.
         assert_eq!(mean_ci(&[0.5]).1, f64::INFINITY);
-        let e = estimate("replications", 0.75, hw, 20, 100, 0, None, false);
-        assert_eq!((e.low, e.high), (0.75 - hw, 0.75 + hw));
-        let e = estimate("replications", 1.0, 0.0, 2, 100, 0, None, false);
-        assert_eq!((e.low, e.high), (1.0, 1.0));
-        assert!(e.meets(0.99) && !e.misses(1.0));
+        // The t interval is wider than Wilson's for 75 of 100: it stands.
+        let ci = interval(0.75, hw, 75.0, 100);
+        assert!(wilson(75.0, 100).0 > 0.75 - hw && wilson(75.0, 100).1 < 0.75 + hw);
+        let e = estimate("replications", 0.75, ci, 20, 100, 0, None, false);
+        assert_eq!((e.low, e.high, e.half_width), (0.75 - hw, 0.75 + hw, hw));
+        // Two replications at 100% give a t interval of width 0: Wilson's floor for 100 of 100
+        // requests, [n / (n + z²), 1], holds it open.
+        let ci = interval(1.0, 0.0, 100.0, 100);
+        let e = estimate("replications", 1.0, ci, 2, 100, 0, None, false);
+        let z2 = 1.959964_f64 * 1.959964;
+        assert_eq!((e.low, e.high), (wilson(100.0, 100).0, 1.0));
+        assert!((e.low - 100.0 / (100.0 + z2)).abs() < 1e-15, "{}", e.low);
+        assert_eq!(e.half_width, 1.0 - e.low);
+        assert!(e.meets(0.96) && !e.meets(0.97) && !e.misses(1.0));
+        // None of 100: [0, z² / (n + z²)].
+        let (lo, hi) = wilson(0.0, 100);
+        assert_eq!(lo, 0.0);
+        assert!((hi - z2 / (100.0 + z2)).abs() < 1e-15, "{hi}");
+        assert_eq!(wilson(0.0, 0), (0.0, 1.0));
     }
 
     #[test]
@@ -531,8 +575,10 @@ mod tests {
         assert_ne!(a, r1.requests().collect::<Vec<_>>());
     }
 
-    /// An idle system where every request meets its SLOs: [1, 1] after the minimum of 2
-    /// replications, steady, not capped.
+    /// An idle system where every request meets its SLOs: every replication at 100%, so the
+    /// interval is Wilson's floor `[n / (n + z²), 1]`, replicated until that is within 1 pp:
+    /// n >= 99 z² = 380.3 pooled requests, 8 replications of 54 measured (432), steady, not
+    /// capped.
     #[test]
     fn an_idle_system_is_one_to_one() {
         let c = cfg(&[
@@ -546,16 +592,19 @@ mod tests {
             "10",
         ]);
         let e = attainment_ci(&c, &CiOptions::default()).unwrap();
-        assert_eq!((e.mean, e.low, e.high, e.half_width), (1.0, 1.0, 1.0, 0.0));
-        assert_eq!((e.replications, e.steady, e.capped), (2, true, false));
+        assert_eq!((e.replications, e.steady, e.capped), (8, true, false));
         assert_eq!(e.method, "replications");
         // Every request is alone in the system: MSER-5 cuts nothing, the reference's 10% rules.
         assert_eq!(e.warmup_cut, 6);
-        assert_eq!(e.requests, 2 * 54);
-        // SLOs nobody meets: [0, 0].
+        assert_eq!(e.requests, 8 * 54);
+        assert_eq!((e.mean, e.low, e.high), (1.0, wilson(432.0, 432).0, 1.0));
+        assert_eq!(e.half_width, 1.0 - e.low);
+        assert!(e.half_width <= 0.01 && 1.0 - wilson(378.0, 378).0 > 0.01);
+        // SLOs nobody meets: [0, Wilson's upper end], replicated as long.
         let c = cfg(&["--requests", "60", "--rate", "0.05", "--ttft-slo", "1e-6"]);
         let e = attainment_ci(&c, &CiOptions::default()).unwrap();
-        assert_eq!((e.mean, e.low, e.high), (0.0, 0.0, 0.0));
+        assert_eq!((e.mean, e.low), (0.0, 0.0));
+        assert_eq!(e.high, wilson(0.0, e.requests).1);
         assert!(e.misses(0.5) && !e.meets(0.0001));
     }
 
