@@ -458,7 +458,10 @@ pub(super) fn prepare<'a>(
     let mut shorten = format!("--prefill-counts, --decode-counts, {lists}");
     if colocated == Colocated::Yes {
         // The count includes the colocated candidates planned beside the disaggregated ones.
-        let _ = write!(shorten, ", drop the {n_col} colocated ones (--colocated no)");
+        let _ = write!(
+            shorten,
+            ", drop the {n_col} colocated ones (--colocated no)"
+        );
     }
     check_count("plan", count, "candidates", &shorten, o.yes)?;
     // The one memory budget: every candidate holds the scenario's requests; the workers run
