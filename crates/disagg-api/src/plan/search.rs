@@ -444,7 +444,14 @@ pub(super) fn prepare<'a>(
         (false, true) => "the device, link, compression or format lists",
         (true, true) => "the device, layout, link, compression or format lists",
     };
-    let shorten = format!("--prefill-counts, --decode-counts, {lists}");
+    let mut shorten = format!("--prefill-counts, --decode-counts, {lists}");
+    if colocated == Colocated::Yes {
+        // The count includes the colocated candidates planned beside the disaggregated ones.
+        let _ = write!(
+            shorten,
+            ", drop the {n_col} colocated ones (--colocated no)"
+        );
+    }
     check_count("plan", count, "candidates", &shorten, o.yes)?;
     // The one memory budget: every candidate holds the scenario's requests; the workers run
     // as many candidates at once.
@@ -525,9 +532,16 @@ fn grid<const N: usize>(mut index: usize, dims: [usize; N]) -> [usize; N] {
 }
 
 impl Search<'_> {
-    /// The note on standard error before a search: `plan: N candidates at R req/s`.
+    /// The note on standard error before a search: `plan: N candidates at R req/s`, with
+    /// `(C colocated)` after N when colocated candidates are planned (as the report's first line).
     pub fn note(&self) -> String {
-        format!("plan: {} candidates at {} req/s", self.count, self.rate)
+        let colocated = self.count - self.n_disagg;
+        let of = if colocated > 0 {
+            format!(" ({colocated} colocated)")
+        } else {
+            String::new()
+        };
+        format!("plan: {} candidates{of} at {} req/s", self.count, self.rate)
     }
 
     /// The offered rate every candidate is simulated at, requests/s.

@@ -395,6 +395,8 @@ fn compare_sweep_and_plan_name_the_fitted_devices() {
             "h100",
             "--price",
             "h100-fit=2.5",
+            "--colocated",
+            "no",
         ];
         if json {
             a.push("--json");

@@ -330,6 +330,8 @@ fn plan_evaluates_its_candidates_with_the_levers() {
         let mut args = vec!["plan", "--quiet", "--json", "--target-rate", "2"];
         args.extend(base);
         args.extend(["--prefill-counts", "1", "--decode-counts", "1,2"]);
+        // The disaggregated candidates (the run below is built from their fields).
+        args.extend(["--colocated", "no"]);
         if levers {
             args.extend(MAX_FLOOR);
         }

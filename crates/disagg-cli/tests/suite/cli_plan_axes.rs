@@ -69,7 +69,10 @@ fn check_against_runs(
             String::from_utf8_lossy(&o.stderr)
         );
         let s = serde_json::from_slice::<Value>(&o.stdout).unwrap()["summary"].clone();
-        let feasible = s["slo_attainment"].as_f64().unwrap() >= 0.9;
+        let feasible = match c["status"].as_str().unwrap() {
+            "pruned" => s["slo_attainment"].as_f64().unwrap() >= 0.9,
+            _ => plan_feasible(plan, c, s["slo_attainment"].as_f64().unwrap()),
+        };
         let n = |x: &str| x.parse::<f64>().unwrap();
         let (pn, dn) = devices(c);
         // GPUs: instances x devices per instance x price per GPU; one link port per instance.
@@ -109,6 +112,8 @@ fn layout_axis_matches_runs_and_changes_the_ranking() {
         "1,2",
         "--decode-counts",
         "1",
+        "--colocated",
+        "no",
         "--quiet",
         "--json",
     ];
@@ -207,6 +212,8 @@ fn one_pool_layout_axis_leaves_the_other_pool_as_given() {
             "h100",
             "--decode-devices",
             "h100",
+            "--colocated",
+            "no",
             "--quiet",
             "--json",
         ];
@@ -275,6 +282,8 @@ fn format_axis_marks_a100_fp8_compute_invalid() {
         "1",
         "--decode-counts",
         "1",
+        "--colocated",
+        "no",
         "--quiet",
         "--json",
     ]);
@@ -390,6 +399,8 @@ fn columns_appear_only_with_their_axes() {
             "h100",
             "--decode-devices",
             "h100",
+            "--colocated",
+            "no",
             "--quiet",
         ];
         a.extend(extra);
@@ -398,12 +409,12 @@ fn columns_appear_only_with_their_axes() {
     let header = |t: &str| t.lines().nth(2).unwrap().to_string();
     assert_eq!(
         header(&run(&[])),
-        "rank   P   D prefill   decode    link         compression     SLO %  e2e p99 ms    $/hour    $/Mtok   pareto"
+        "rank   P   D prefill   decode    link         compression     SLO %  e2e p99 ms    $/hour    $/Mtok   pareto  SLO 95% CI"
     );
     let t = run(&["--decode-layouts", "1x1"]);
     assert_eq!(
         header(&t),
-        "rank   P   D prefill   decode    P layout D layout link         compression     SLO %  e2e p99 ms    $/hour    $/Mtok   pareto"
+        "rank   P   D prefill   decode    P layout D layout link         compression     SLO %  e2e p99 ms    $/hour    $/Mtok   pareto  SLO 95% CI"
     );
     let row = t.lines().nth(3).unwrap();
     assert!(
@@ -418,7 +429,7 @@ fn columns_appear_only_with_their_axes() {
     let t = run(&["--formats", "int4/fp8/bf16"]);
     assert_eq!(
         header(&t),
-        "rank   P   D prefill   decode    link         compression  formats           SLO %  e2e p99 ms    $/hour    $/Mtok   pareto"
+        "rank   P   D prefill   decode    link         compression  formats           SLO %  e2e p99 ms    $/hour    $/Mtok   pareto  SLO 95% CI"
     );
     let row = t.lines().nth(3).unwrap();
     assert!(
@@ -439,7 +450,15 @@ fn the_count_guard_includes_the_new_axes() {
     // The default grid: 4 prefill x 4 decode counts x 2 x 2 devices = 64; 13 layouts in each
     // pool: 64 x 13 x 13 = 10816 > 10000.
     bad(
-        &["plan", "--target-rate", "2", "--layouts", thirteen],
+        &[
+            "plan",
+            "--target-rate",
+            "2",
+            "--colocated",
+            "no",
+            "--layouts",
+            thirteen,
+        ],
         &[
             "10816 candidates",
             "the device, layout, link or compression lists",
@@ -452,6 +471,8 @@ fn the_count_guard_includes_the_new_axes() {
             "plan",
             "--target-rate",
             "2",
+            "--colocated",
+            "no",
             "--prefill-layouts",
             thirteen,
             "--decode-layouts",
@@ -465,6 +486,8 @@ fn the_count_guard_includes_the_new_axes() {
             "plan",
             "--target-rate",
             "2",
+            "--colocated",
+            "no",
             "--formats",
             "bf16,fp8,int8,int4,fp4",
             "--layouts",
@@ -481,6 +504,8 @@ fn the_count_guard_includes_the_new_axes() {
             "plan",
             "--target-rate",
             "2",
+            "--colocated",
+            "no",
             "--prefill-counts",
             "1-64",
             "--decode-counts",
@@ -493,12 +518,24 @@ fn the_count_guard_includes_the_new_axes() {
             "the device, link, compression or format lists",
         ],
     );
+    // Colocated candidates (the default) are counted and named: 64 x 13 x 13 disaggregated
+    // and 2 devices x 7 totals P + D (2..8) x 13 layouts = 182 colocated.
+    bad(
+        &["plan", "--target-rate", "2", "--layouts", thirteen],
+        &[
+            "10998 candidates",
+            "the device, layout, link or compression lists, drop the 182 colocated ones \
+             (--colocated no), or add --yes",
+        ],
+    );
     // Without the new axes, the message is as before.
     bad(
         &[
             "plan",
             "--target-rate",
             "2",
+            "--colocated",
+            "no",
             "--prefill-counts",
             "1-64",
             "--decode-counts",
@@ -577,6 +614,7 @@ fn bad_layout_and_format_items() {
             "fp8",
             "--quiet",
         ],
-        &["every one of the 16 candidates is invalid", "no fp8 units"],
+        // 16 disaggregated and 7 colocated (a100 x 2..8 instances) candidates.
+        &["every one of the 23 candidates is invalid", "no fp8 units"],
     );
 }

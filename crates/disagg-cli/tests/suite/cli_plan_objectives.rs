@@ -133,9 +133,18 @@ fn the_text_gains_the_objective_columns_and_the_margin_line() {
                 || l.starts_with("the winner is colocated (")),
         "{t}"
     );
-    // Without the new flags: no GPUs column, no objective line.
+    // Colocated candidates are planned by default: the same candidates and margin line.
     let mut a: Vec<&str> = SMALL.to_vec();
-    a.push("--quiet");
+    a.extend(["--quiet", "--objective", "goodput-per-gpu"]);
+    let d = ok_text(&a);
+    assert!(
+        d.starts_with("7 candidates (3 colocated) at 4 req/s:"),
+        "{d}"
+    );
+    assert_eq!(d, t);
+    // Without them (--colocated no) and the objective: no GPUs column, no objective line.
+    let mut a: Vec<&str> = SMALL.to_vec();
+    a.extend(["--quiet", "--colocated", "no"]);
     let t = ok_text(&a);
     assert!(t.starts_with("4 candidates at 4 req/s:"), "{t}");
     assert!(
@@ -148,7 +157,8 @@ fn the_text_gains_the_objective_columns_and_the_margin_line() {
 fn a_budget_skips_larger_candidates_and_names_the_smallest_when_none_fits() {
     let doc = plan(&["--gpus", "3"]);
     assert_eq!(doc["gpu_budget"], 3);
-    assert_eq!(doc["over_budget"], 1);
+    // 2P + 2D and 4 colocated instances (the default plans them) need 4 GPUs.
+    assert_eq!(doc["over_budget"], 2);
     for c in doc["candidates"].as_array().unwrap() {
         if c["gpus"].as_u64().unwrap() > 3 {
             assert_eq!(c["status"], "over-budget");
@@ -164,7 +174,7 @@ fn a_budget_skips_larger_candidates_and_names_the_smallest_when_none_fits() {
         .lines()
         .next()
         .unwrap()
-        .ends_with(", 0 invalid, 1 over the budget of 3 GPUs"));
+        .ends_with(", 0 invalid, 2 over the budget of 3 GPUs"));
     let mut a: Vec<&str> = SMALL.to_vec();
     a.extend(["--gpus", "1"]);
     bad(
@@ -202,7 +212,10 @@ fn an_instance_must_fit_a_node_or_span_whole_nodes() {
         ],
     );
     let cands = doc["candidates"].as_array().unwrap();
-    assert_eq!(cands.len(), 4);
+    // 2 x 2 disaggregated layouts, then 2 colocated instances of 12 or 16 devices: the rule
+    // holds for both.
+    assert_eq!(cands.len(), 6);
+    assert_eq!(cands[5]["mode"], "colocated");
     for c in cands {
         let l = (c["prefill_layout"].as_str(), c["decode_layout"].as_str());
         if l.0 == Some("12") || l.1 == Some("12") {
@@ -293,7 +306,8 @@ fn layer_kind_models_vary_devices_per_instance() {
         .iter()
         .map(|c| c["gpus"].as_u64().unwrap())
         .collect();
-    assert_eq!(gpus, vec![16, 24, 24, 32]);
+    // 1P + 1D of 8 or 16 devices each, then 2 colocated instances of 8 or 16.
+    assert_eq!(gpus, vec![16, 24, 24, 32, 16, 32]);
     assert_eq!(doc["candidates"][1]["decode_layout"], "16");
     let mut a = base.to_vec();
     a.extend(["--layouts", "8,4x2"]);

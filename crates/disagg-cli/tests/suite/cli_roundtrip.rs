@@ -151,7 +151,8 @@ fn llama8b(
 
 #[test]
 fn llama3_8b_plain_round_trips() {
-    let dir = round_trip("plain", &llama8b("2", "1-2", &[]));
+    // Disaggregated candidates only: the edit below is the prefill pool's.
+    let dir = round_trip("plain", &llama8b("2", "1-2", &["--colocated", "no"]));
     // A file edited by hand reads as edited: 2 prefill replicas -> 3.
     for f in ["dynamo.yaml", "llm-d-values.yaml"] {
         let text = std::fs::read_to_string(dir.join(f)).unwrap();
@@ -253,6 +254,9 @@ fn chunked_prefill_prefix_caching_and_kv_compression_round_trip() {
                 "4",
                 "--compressions",
                 "fp8",
+                // A disaggregated winner, whose KV hand-off is compressed.
+                "--colocated",
+                "no",
             ],
         ),
     );

@@ -450,7 +450,14 @@ fn a_huge_plan_is_refused_at_once_and_the_count_stated() {
             "--compressions",
             "none,fp8",
         ],
-        &["524288 candidates", "10000", "--yes"],
+        // 64 x 64 counts x 4 x 4 devices x 4 links x 2 compressions = 524288 disaggregated,
+        // and 4 devices x 127 totals P + D (2..128) = 508 colocated beside them.
+        &[
+            "524796 candidates",
+            "10000",
+            "drop the 508 colocated ones (--colocated no)",
+            "--yes",
+        ],
     );
     assert!(t0.elapsed() < Duration::from_secs(20));
     let o = disagg(&[
@@ -466,7 +473,8 @@ fn a_huge_plan_is_refused_at_once_and_the_count_stated() {
     ]);
     assert!(o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(err, "plan: 8 candidates at 2 req/s\n");
+    // 2 x 1 counts x 2 x 2 devices, and 2 devices x totals 2, 3 colocated.
+    assert_eq!(err, "plan: 12 candidates (4 colocated) at 2 req/s\n");
 }
 
 #[test]

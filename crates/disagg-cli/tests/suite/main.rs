@@ -13,6 +13,7 @@ mod cli_max_rate;
 mod cli_overload;
 mod cli_plan;
 mod cli_plan_axes;
+mod cli_plan_ci;
 mod cli_plan_objectives;
 mod cli_plots;
 mod cli_ranks;

@@ -186,3 +186,34 @@ pub fn synthetic(truth: &disagg_calib::Params) -> String {
     }
     out
 }
+
+/// Whether a simulated candidate of a `plan --target-rate --json` document `plan` should be
+/// feasible, given the SLO attainment `run_attainment` of `disagg run` of its configuration
+/// (asserted equal to the candidate's own, bit for bit). `--search bisect`: the run decides.
+/// `--search ci` (`docs/planning.md#screen`): a run within 5 percentage points of the target has
+/// a 95% interval and is feasible when steady with its lower bound at the target; a run further
+/// below has none and is infeasible.
+pub fn plan_feasible(plan: &Value, c: &Value, run_attainment: f64) -> bool {
+    let target = plan["slo_target"].as_f64().unwrap();
+    assert_eq!(c["slo_attainment"].as_f64(), Some(run_attainment), "{c}");
+    let ci = c.get("slo_attainment_ci");
+    match plan["search"].as_str() {
+        Some("bisect") => {
+            assert!(ci.is_none(), "{c}");
+            run_attainment >= target
+        }
+        Some("ci") => match ci {
+            Some(e) => {
+                assert!(run_attainment >= target - 0.05, "{c}");
+                let (low, high) = (e["low"].as_f64().unwrap(), e["high"].as_f64().unwrap());
+                assert!(low <= e["mean"].as_f64().unwrap() && e["mean"].as_f64().unwrap() <= high);
+                e["steady"] == true && low >= target
+            }
+            None => {
+                assert!(run_attainment < target - 0.05, "{c}");
+                false
+            }
+        },
+        other => panic!("search {other:?} in the plan"),
+    }
+}
