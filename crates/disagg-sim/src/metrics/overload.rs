@@ -107,16 +107,23 @@ pub fn queue_growth_of(arrivals: &[f64], finishes: &[f64], rejected_at: &[f64]) 
             pts.push((t, (k + 1) as f64 - f as f64 - r as f64));
         }
     }
+    Some(trend(&pts))
+}
+
+/// The growth of a number in system over a window of `(time, number)` points (at least one):
+/// the least-squares slope times the window's span, or the last minus the first number when the
+/// window spans no time (`docs/serving-model.md#overload`).
+pub fn trend(pts: &[(f64, f64)]) -> f64 {
     let (t0, t1) = (pts[0].0, pts[pts.len() - 1].0);
     if t1 <= t0 {
-        return Some(pts[pts.len() - 1].1 - pts[0].1);
+        return pts[pts.len() - 1].1 - pts[0].1;
     }
     let m = pts.len() as f64;
     let mt = pts.iter().map(|p| p.0).sum::<f64>() / m;
     let mn = pts.iter().map(|p| p.1).sum::<f64>() / m;
     let sxy: f64 = pts.iter().map(|p| (p.0 - mt) * (p.1 - mn)).sum();
     let sxx: f64 = pts.iter().map(|p| (p.0 - mt) * (p.0 - mt)).sum();
-    Some(sxy / sxx * (t1 - t0))
+    sxy / sxx * (t1 - t0)
 }
 
 fn queue_growth(c: &Ctx<'_>, arrivals: &[f64]) -> Option<f64> {
