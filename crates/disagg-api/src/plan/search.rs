@@ -532,6 +532,17 @@ fn grid<const N: usize>(mut index: usize, dims: [usize; N]) -> [usize; N] {
 }
 
 impl Search<'_> {
+    /// The `rate` of a candidate's scenario: the target rate, or with a trace the scenario's own
+    /// (a trace brings its arrivals; the target is reached by `--time-scale`, and `disagg run`
+    /// refuses `--rate` beside `--trace-file`, so an emitted `# disagg run` line must not carry it).
+    fn scenario_rate(&self) -> f64 {
+        if self.base.trace_file.is_some() {
+            self.base.rate
+        } else {
+            self.rate
+        }
+    }
+
     /// The note on standard error before a search: `plan: N candidates at R req/s`, with
     /// `(C colocated)` after N when colocated candidates are planned (as the report's first line).
     pub fn note(&self) -> String {
@@ -598,7 +609,7 @@ impl Search<'_> {
                 decode_tp: None,
                 decode_pp: None,
                 kv_compress: None,
-                rate: self.rate,
+                rate: self.scenario_rate(),
                 ..base.clone()
             };
             match shape {
@@ -643,7 +654,7 @@ impl Search<'_> {
             decode_device: Some(dd.clone()),
             link: l.clone(),
             kv_compress: if c == "none" { None } else { Some(c.clone()) },
-            rate: self.rate,
+            rate: self.scenario_rate(),
             ..base.clone()
         };
         match pl {

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 /// Writes an Azure-format trace of `n` requests, about 2 req/s (gaps 0.1 to 0.9 s), prompts of
 /// 100 to 1,099 tokens and 10 to 209 output tokens, from a fixed linear congruential generator.
-fn synthetic_trace(dir: &std::path::Path, n: usize) -> std::path::PathBuf {
+pub(crate) fn synthetic_trace(dir: &std::path::Path, n: usize) -> std::path::PathBuf {
     let mut x: u64 = 12345;
     let mut next = |m: u64| {
         x = x

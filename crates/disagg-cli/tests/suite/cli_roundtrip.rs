@@ -314,3 +314,31 @@ fn instances_span_the_plans_gpus_per_node() {
     assert!(text.contains("nodeCount: 2"), "{text}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A plan on a trace: the winner is the trace time-scaled to the target, and the emitted lines
+/// carry `--trace-file` and `--time-scale` (never `--rate`, which `run` refuses beside a trace);
+/// both lines give the plan's figures for the winner, bit for bit.
+#[test]
+fn a_trace_winner_round_trips_at_its_time_scale() {
+    let tdir = tmp_dir("rt-trace-src");
+    let trace = crate::cli_plan_ci::synthetic_trace(&tdir, 300);
+    let trace = trace.to_str().unwrap().to_string();
+    let trace: &'static str = Box::leak(trace.into_boxed_str());
+    let mut v = vec![
+        "plan",
+        "--target-rate",
+        "4",
+        "--latency",
+        "ttft",
+        "--trace-file",
+        trace,
+        "--colocated",
+        "no",
+    ];
+    v.extend(&llama8b("1", "1-2", &[])[7..]);
+    let dir = round_trip("trace", &v);
+    let text = std::fs::read_to_string(dir.join("dynamo.yaml")).unwrap();
+    let line = header_line(&text, "# disagg run ");
+    assert!(line.contains(&"--time-scale".to_string()), "{line:?}");
+    assert!(!line.contains(&"--rate".to_string()), "{line:?}");
+}
