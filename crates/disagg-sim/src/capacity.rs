@@ -25,15 +25,7 @@ pub fn per_pool(cfg: &SimConfig) -> Option<Analytic> {
     if !(p >= 1.0 && o >= 1.0) {
         return None;
     }
-    let mut a = Analytic {
-        prefill_rps: None,
-        decode_rps: None,
-        kv_link_rps: None,
-        kv_link_wire_rps: None,
-        colocated_rps: None,
-        bottleneck: String::new(),
-        ceiling_rps: f64::NAN,
-    };
+    let mut a = Analytic::blank();
     let bounds: Vec<(&str, f64)> = match cfg.mode {
         Mode::Disagg => {
             let (pp, dp) = (cfg.prefill_pool()?, cfg.decode_pool()?);

@@ -32,6 +32,21 @@ pub struct Analytic {
     pub ceiling_rps: f64,
 }
 
+impl Analytic {
+    /// No bounds yet (filled in by [`analytic_capacity`] and `capacity::per_pool`).
+    pub fn blank() -> Analytic {
+        Analytic {
+            prefill_rps: None,
+            decode_rps: None,
+            kv_link_rps: None,
+            kv_link_wire_rps: None,
+            colocated_rps: None,
+            bottleneck: String::new(),
+            ceiling_rps: f64::NAN,
+        }
+    }
+}
+
 /// The KV-link bound, the one formula behind both figures of [`Analytic`]: hand-offs per second
 /// all of `cfg`'s links carry when each hand-off of `kv_bytes` uncompressed bytes (a
 /// `prompt_tokens`-token prompt) holds a channel for its idle-link transfer time through `transit`
@@ -120,15 +135,7 @@ pub fn analytic_capacity(cfg: &SimConfig) -> Option<Analytic> {
     let prefill_rate = prefill_instance_rps(cfg, cm, p);
     let decode_rate = decode_instance_rps(cfg, cm, cm.kv_capacity_tokens().ok()?, p, o);
     let mut bounds: Vec<(&str, f64)> = Vec::new();
-    let mut a = Analytic {
-        prefill_rps: None,
-        decode_rps: None,
-        kv_link_rps: None,
-        kv_link_wire_rps: None,
-        colocated_rps: None,
-        bottleneck: String::new(),
-        ceiling_rps: f64::NAN,
-    };
+    let mut a = Analytic::blank();
     match cfg.mode {
         Mode::Disagg => {
             let np = cfg.prefill_pool().map_or(0, |x| x.instances) as f64;

@@ -398,7 +398,10 @@ pub fn attainment_ci_from(
         });
         let (mean, hw) = mean_ci(&p);
         let hw = interval(mean, hw, met, requests);
-        if m.unsteady.is_some() {
+        // Stop: a replication not steady, the precision reached (after at least 2), or the cap.
+        let capped = k >= o.max_replications;
+        if m.unsteady.is_some() || (k >= 2 && hw.2 <= o.half_width) || capped {
+            let capped = capped && m.unsteady.is_none() && !(k >= 2 && hw.2 <= o.half_width);
             return Ok(estimate(
                 "replications",
                 mean,
@@ -407,31 +410,7 @@ pub fn attainment_ci_from(
                 requests,
                 cut,
                 m.unsteady,
-                false,
-            ));
-        }
-        if k >= 2 && hw.2 <= o.half_width {
-            return Ok(estimate(
-                "replications",
-                mean,
-                hw,
-                k,
-                requests,
-                cut,
-                None,
-                false,
-            ));
-        }
-        if k >= o.max_replications {
-            return Ok(estimate(
-                "replications",
-                mean,
-                hw,
-                k,
-                requests,
-                cut,
-                None,
-                true,
+                capped,
             ));
         }
     }

@@ -309,16 +309,16 @@ impl MaxRate {
     /// The text report of `disagg plan --max-rate`.
     pub fn text(&self) -> String {
         let mut s = String::new();
+        if let Some(an) = &self.analytic {
+            let _ = writeln!(
+                s,
+                "analytic ceiling {} req/s ({} bound)",
+                fixed(an.ceiling_rps, 2),
+                an.bottleneck
+            );
+        }
         let c = match &self.answer {
             Answer::Bisect(r) => {
-                if let Some(an) = &self.analytic {
-                    let _ = writeln!(
-                        s,
-                        "analytic ceiling {} req/s ({} bound)",
-                        fixed(an.ceiling_rps, 2),
-                        an.bottleneck
-                    );
-                }
                 let _ = writeln!(
                     s,
                     "highest rate meeting {}% SLO attainment: {} req/s (bracket {} to {}, {} simulations)",
@@ -336,14 +336,6 @@ impl MaxRate {
             Answer::Ci(c) => c,
         };
         let pct = |x: f64| fixed(100.0 * x, 1);
-        if let Some(an) = &self.analytic {
-            let _ = writeln!(
-                s,
-                "analytic ceiling {} req/s ({} bound)",
-                fixed(an.ceiling_rps, 2),
-                an.bottleneck
-            );
-        }
         let _ = writeln!(
             s,
             "search bounded by the per-pool ceiling {} req/s (it never goes above it)",
