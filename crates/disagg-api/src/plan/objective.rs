@@ -470,4 +470,66 @@ mod tests {
             json!({"best_colocated": 1, "objective": "cost", "margin": 0.25})
         );
     }
+
+    #[test]
+    fn the_load_ladder_is_exact() {
+        // Every multiple below the ceiling, then 0.95 x the ceiling.
+        assert_eq!(
+            ladder(4.0, Some(17.0)),
+            vec![5.0, 6.0, 8.0, 12.0, 16.0, 17.0 * 0.95]
+        );
+        // 0.95 x the ceiling below a multiple: ascending.
+        assert_eq!(ladder(4.0, Some(12.5)), vec![5.0, 6.0, 8.0, 12.5 * 0.95, 12.0]);
+        assert_eq!(ladder(10.0, Some(12.0)), vec![12.0 * 0.95]);
+        // No ceiling: every multiple; a ceiling at or below the rate: no rung.
+        assert_eq!(ladder(10.0, None), vec![12.5, 15.0, 20.0, 30.0, 40.0]);
+        assert_eq!(ladder(10.0, Some(10.0)), Vec::<f64>::new());
+    }
+
+    fn point(rate: f64, meets: bool, good: f64, tpg: f64, tpu: f64) -> LoadPoint {
+        LoadPoint {
+            rate_rps: rate,
+            slo_attainment: if meets { 1.0 } else { 0.5 },
+            steady: meets,
+            meets_slo: meets,
+            tokens_per_s_per_user: Some(tpu),
+            tokens_per_s_per_gpu: Some(tpg),
+            goodput_per_gpu: Some(good),
+        }
+    }
+
+    #[test]
+    fn a_candidate_is_settled_at_its_best_qualifying_point() {
+        let mut x = c(0, "disagg", 2, 1.0, 1.0, 1.0, 100.0, 50.0);
+        x.load_curve = Some(vec![
+            point(4.0, true, 1.0, 100.0, 50.0),
+            point(5.0, true, 1.5, 130.0, 45.0),
+            point(6.0, true, 1.4, 150.0, 38.0),
+            point(8.0, false, 3.0, 300.0, 30.0),
+        ]);
+        let mut g = x.clone();
+        settle(&mut g, Objective::GoodputPerGpu);
+        assert_eq!((g.goodput_per_gpu, g.at_rate_rps), (Some(1.5), Some(5.0)));
+        assert_eq!(g.tokens_per_s_per_gpu, Some(100.0));
+        let mut t = x.clone();
+        settle(&mut t, Objective::TokensPerGpu(40.0));
+        assert_eq!(
+            (t.tokens_per_s_per_gpu, t.tokens_per_s_per_user, t.at_rate_rps),
+            (Some(130.0), Some(45.0), Some(5.0))
+        );
+        let mut n = x.clone();
+        settle(&mut n, Objective::TokensPerGpu(60.0));
+        assert_eq!((n.tokens_per_s_per_gpu, n.at_rate_rps), (Some(100.0), None));
+        // Pareto over the points of two candidates: (150, 38), (130, 45) and (100, 50) of 0,
+        // (120, 60) of 1 beats (100, 50).
+        let mut y = c(1, "disagg", 2, 1.0, 1.0, 1.0, 120.0, 60.0);
+        y.load_curve = Some(vec![point(4.0, true, 1.0, 120.0, 60.0)]);
+        let mut v = vec![x, y];
+        let front = settle_pareto(&mut v);
+        let got: Vec<(usize, Option<f64>)> =
+            front.iter().map(|p| (p.candidate, p.rate_rps)).collect();
+        assert_eq!(got, vec![(0, Some(6.0)), (0, Some(5.0)), (1, Some(4.0))]);
+        assert_eq!(v[0].tokens_per_s_per_gpu, Some(150.0));
+        assert_eq!(rank(&v, Objective::Pareto), vec![0, 1]);
+    }
 }
