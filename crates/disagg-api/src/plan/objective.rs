@@ -479,7 +479,10 @@ mod tests {
             vec![5.0, 6.0, 8.0, 12.0, 16.0, 17.0 * 0.95]
         );
         // 0.95 x the ceiling below a multiple: ascending.
-        assert_eq!(ladder(4.0, Some(12.5)), vec![5.0, 6.0, 8.0, 12.5 * 0.95, 12.0]);
+        assert_eq!(
+            ladder(4.0, Some(12.5)),
+            vec![5.0, 6.0, 8.0, 12.5 * 0.95, 12.0]
+        );
         assert_eq!(ladder(10.0, Some(12.0)), vec![12.0 * 0.95]);
         // No ceiling: every multiple; a ceiling at or below the rate: no rung.
         assert_eq!(ladder(10.0, None), vec![12.5, 15.0, 20.0, 30.0, 40.0]);
@@ -514,7 +517,11 @@ mod tests {
         let mut t = x.clone();
         settle(&mut t, Objective::TokensPerGpu(40.0));
         assert_eq!(
-            (t.tokens_per_s_per_gpu, t.tokens_per_s_per_user, t.at_rate_rps),
+            (
+                t.tokens_per_s_per_gpu,
+                t.tokens_per_s_per_user,
+                t.at_rate_rps
+            ),
             (Some(130.0), Some(45.0), Some(5.0))
         );
         let mut n = x.clone();

@@ -8,8 +8,8 @@ use disagg_sim::{simulate_config, Role, Scenario, SimConfig, Summary};
 use rayon::prelude::*;
 use serde_json::{json, Value};
 
-pub use super::candidate::{Candidate, LoadPoint};
 use super::candidate::SCREEN_MARGIN;
+pub use super::candidate::{Candidate, LoadPoint};
 use super::objective::{self, Objective};
 use super::*;
 use crate::format::fixed;

@@ -397,14 +397,14 @@ fn each_objective_figure_is_the_best_qualifying_point_of_the_load_curve() {
             let p = q.iter().find(|p| f(p, "rate_rps") == at).unwrap();
             assert_eq!(f(p, measure), best);
             if floor.is_some() {
-                assert_eq!(
-                    f(c, "tokens_per_s_per_user"),
-                    f(p, "tokens_per_s_per_user")
-                );
+                assert_eq!(f(c, "tokens_per_s_per_user"), f(p, "tokens_per_s_per_user"));
             }
             climbed |= at > 4.0;
         }
-        assert!(climbed, "{obj}: some candidate does best above the target rate");
+        assert!(
+            climbed,
+            "{obj}: some candidate does best above the target rate"
+        );
     }
 }
 
@@ -413,7 +413,10 @@ fn a_load_curve_point_is_disagg_run_at_that_rate() {
     let doc = plan(&["--objective", "goodput-per-gpu"]);
     // Candidate 0: 1P + 1D h100 (2 GPUs); its rung at 2 x 4 req/s.
     let c = &doc["candidates"][0];
-    assert_eq!((c["prefill"].as_u64(), c["decode"].as_u64()), (Some(1), Some(1)));
+    assert_eq!(
+        (c["prefill"].as_u64(), c["decode"].as_u64()),
+        (Some(1), Some(1))
+    );
     let p = c["load_curve"]
         .as_array()
         .unwrap()
@@ -444,7 +447,10 @@ fn a_load_curve_point_is_disagg_run_at_that_rate() {
     let s = &run["summary"];
     assert_eq!(f(&p, "slo_attainment"), f(s, "slo_attainment"));
     assert_eq!(f(&p, "goodput_per_gpu"), f(s, "goodput_rps") / 2.0);
-    assert_eq!(f(&p, "tokens_per_s_per_gpu"), f(s, "throughput_tok_s") / 2.0);
+    assert_eq!(
+        f(&p, "tokens_per_s_per_gpu"),
+        f(s, "throughput_tok_s") / 2.0
+    );
     assert_eq!(
         f(&p, "tokens_per_s_per_user"),
         1.0 / f(&s["tpot_s"], "mean")
