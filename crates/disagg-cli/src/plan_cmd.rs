@@ -394,34 +394,42 @@ pub fn run(
 
 /// The Pareto chart of a plan: cost against p99 latency (the ranked candidates, numbered in rank
 /// order, and the cost/latency frontier), or for `--objective pareto` output tokens/s per GPU
-/// against tokens/s per user (every feasible candidate by tokens/s per GPU, and the ranked
-/// frontier). Points are labelled `2P+3D h100` in the key.
+/// against tokens/s per user (every load-curve point of every feasible candidate by tokens/s per
+/// GPU, and the frontier over them). Points are labelled `2P+3D h100` (`@R req/s`) in the key.
 fn pareto_chart(t: &Targets, latency: &str) -> plots::ParetoChart {
     let label = |c: &disagg_api::plan::Candidate| short_label(c);
     if t.objective == Objective::Pareto {
-        let mut feas: Vec<&disagg_api::plan::Candidate> =
-            t.cands.iter().filter(|c| c.status == "feasible").collect();
-        feas.sort_by(|x, y| {
+        // Every point of every feasible candidate's load curve (`docs/objectives.md#ladder`),
+        // by tokens/s per GPU, labelled with its candidate and rate; the frontier drawn.
+        let mut pts = disagg_api::plan::objective::curve_points(&t.cands);
+        pts.sort_by(|x, y| {
             y.tokens_per_s_per_gpu
-                .unwrap_or(f64::NAN)
-                .total_cmp(&x.tokens_per_s_per_gpu.unwrap_or(f64::NAN))
-                .then(x.index.cmp(&y.index))
+                .total_cmp(&x.tokens_per_s_per_gpu)
+                .then(x.candidate.cmp(&y.candidate))
         });
-        let pt = |c: &disagg_api::plan::Candidate| {
+        let pt = |p: &disagg_api::plan::objective::CurvePoint| {
+            let c = &t.cands[p.candidate];
             (
-                c.tokens_per_s_per_user.unwrap_or(f64::NAN),
-                c.tokens_per_s_per_gpu.unwrap_or(f64::NAN),
-                label(c),
+                p.tokens_per_s_per_user,
+                p.tokens_per_s_per_gpu,
+                match p.rate_rps {
+                    Some(r) => format!("{} @{} req/s", label(c), disagg_api::format::fixed(r, 2)),
+                    None => label(c),
+                },
             )
+        };
+        let front = match &t.front {
+            Some(f) => f.iter().map(pt).collect(),
+            None => Vec::new(),
         };
         return plots::ParetoChart {
             title: "Throughput per GPU against interactivity of the configurations that meet \
-                    the SLOs"
+                    the SLOs, along their load"
                 .into(),
             x_title: "Tokens/s per user (1 / mean TPOT)".into(),
             y_title: "Output tokens/s per GPU".into(),
-            points: feas.iter().map(|c| pt(c)).collect(),
-            front: t.ranked().iter().map(|c| pt(c)).collect(),
+            points: pts.iter().map(pt).collect(),
+            front,
         };
     }
     let pt = |c: &disagg_api::plan::Candidate| {

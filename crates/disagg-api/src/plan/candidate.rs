@@ -9,6 +9,22 @@ use serde::Serialize;
 /// (`docs/planning.md#screen`).
 pub const SCREEN_MARGIN: f64 = 0.05;
 
+/// One point of a candidate's load curve: one run (replication 0) at `rate_rps`
+/// (`docs/objectives.md#ladder`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LoadPoint {
+    pub rate_rps: f64,
+    pub slo_attainment: f64,
+    /// The run is steady by `disagg_sim::steady::measure` (`docs/planning.md#steady`).
+    pub steady: bool,
+    /// Whether the point counts for the objectives: at the target rate the candidate is
+    /// feasible (the plan's rule); on a rung `slo_attainment >= --slo-target` and `steady`.
+    pub meets_slo: bool,
+    pub tokens_per_s_per_user: Option<f64>,
+    pub tokens_per_s_per_gpu: Option<f64>,
+    pub goodput_per_gpu: Option<f64>,
+}
+
 /// One candidate configuration and what became of it.
 #[derive(Clone, Debug, Serialize)]
 pub struct Candidate {
@@ -62,6 +78,15 @@ pub struct Candidate {
     /// Tokens/s per user: 1 / mean TPOT (`docs/objectives.md#objectives`).
     pub tokens_per_s_per_user: Option<f64>,
     pub pareto: bool,
+    /// With `--objective goodput-per-gpu`, `tokens-per-gpu@U` or `pareto`: the candidate's
+    /// points along its load ladder, the target rate first (`docs/objectives.md#ladder`); the
+    /// objective's figures above are taken at the best qualifying point.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub load_curve: Option<Vec<LoadPoint>>,
+    /// The rate of the load-curve point the objective's figures come from (None: no point
+    /// qualifies, the figures are the target rate's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub at_rate_rps: Option<f64>,
     /// The run's summary (simulated candidates; not in the JSON).
     #[serde(skip)]
     pub summary: Option<Summary>,
@@ -97,6 +122,8 @@ impl Candidate {
             tokens_per_s_per_gpu: None,
             tokens_per_s_per_user: None,
             pareto: false,
+            load_curve: None,
+            at_rate_rps: None,
             summary: None,
         }
     }

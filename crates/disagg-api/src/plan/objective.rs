@@ -5,7 +5,7 @@
 
 use serde_json::{json, Value};
 
-use super::candidate::Candidate;
+use super::candidate::{Candidate, LoadPoint};
 use crate::UsageError;
 
 /// The names `--objective` takes (`tokens-per-gpu@R` with a number R).
@@ -81,6 +81,15 @@ impl Objective {
         }
     }
 
+    /// Whether the objective measures each candidate along its load ladder
+    /// (`docs/objectives.md#ladder`): `goodput-per-gpu`, `tokens-per-gpu@U` and `pareto`.
+    pub fn uses_ladder(&self) -> bool {
+        matches!(
+            self,
+            Objective::GoodputPerGpu | Objective::TokensPerGpu(_) | Objective::Pareto
+        )
+    }
+
     /// The candidate's value of the measure (None: not simulated) and whether higher is better.
     pub fn value(&self, c: &Candidate) -> (Option<f64>, bool) {
         match self {
@@ -90,6 +99,160 @@ impl Objective {
             Objective::MinGpus => (Some(c.gpus as f64), false),
         }
     }
+}
+
+/// The multiples of the target rate on a load ladder (`docs/objectives.md#ladder`).
+pub const LADDER_MULTIPLES: [f64; 5] = [1.25, 1.5, 2.0, 3.0, 4.0];
+
+/// The top rung of a load ladder, as a fraction of the analytic ceiling.
+pub const CEILING_RUNG: f64 = 0.95;
+
+/// The rates a candidate feasible at `rate` is also simulated at (`docs/objectives.md#ladder`):
+/// `rate x m` for each of [`LADDER_MULTIPLES`] below the analytic ceiling `ceiling` (every
+/// multiple without a ceiling), and `ceiling x` [`CEILING_RUNG`] when above `rate`; ascending,
+/// equal rates once.
+pub fn ladder(rate: f64, ceiling: Option<f64>) -> Vec<f64> {
+    let mut v: Vec<f64> = LADDER_MULTIPLES
+        .iter()
+        .map(|m| rate * m)
+        .filter(|&r| ceiling.is_none_or(|c| r < c))
+        .collect();
+    if let Some(top) = ceiling.map(|c| c * CEILING_RUNG).filter(|&t| t > rate) {
+        v.push(top);
+    }
+    v.sort_by(f64::total_cmp);
+    v.dedup();
+    v
+}
+
+/// Whether a load-curve point counts for `obj`: it meets the SLOs, and for `tokens-per-gpu@U`
+/// its tokens/s per user is at least U.
+pub fn qualifies(p: &LoadPoint, obj: Objective) -> bool {
+    p.meets_slo
+        && match obj {
+            Objective::TokensPerGpu(u) => p.tokens_per_s_per_user.is_some_and(|x| x >= u),
+            _ => true,
+        }
+}
+
+/// Takes a candidate's figures for `obj` at the best qualifying point of its load curve
+/// (`goodput-per-gpu`: the highest goodput per GPU; `tokens-per-gpu@U` and `pareto`: the highest
+/// output tokens/s per GPU, with that point's tokens/s per user; the lowest rate of equals) and
+/// sets `at_rate_rps`. A candidate without a curve or a qualifying point keeps its figures.
+pub fn settle(c: &mut Candidate, obj: Objective) {
+    let Some(curve) = &c.load_curve else { return };
+    let measure = |p: &LoadPoint| match obj {
+        Objective::GoodputPerGpu => p.goodput_per_gpu,
+        _ => p.tokens_per_s_per_gpu,
+    };
+    let mut best: Option<&LoadPoint> = None;
+    for p in curve.iter().filter(|p| qualifies(p, obj)) {
+        if best.is_none_or(|b| key(measure(p), true) > key(measure(b), true)) {
+            best = Some(p);
+        }
+    }
+    let Some(p) = best.cloned() else { return };
+    set_at(c, &p, obj);
+}
+
+fn set_at(c: &mut Candidate, p: &LoadPoint, obj: Objective) {
+    match obj {
+        Objective::GoodputPerGpu => c.goodput_per_gpu = p.goodput_per_gpu,
+        _ => {
+            c.tokens_per_s_per_gpu = p.tokens_per_s_per_gpu;
+            c.tokens_per_s_per_user = p.tokens_per_s_per_user;
+        }
+    }
+    c.at_rate_rps = Some(p.rate_rps);
+}
+
+/// A point of the throughput frontier: candidate `candidate` at `rate_rps` (None: a candidate
+/// without a load curve, at its own figures).
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct CurvePoint {
+    pub candidate: usize,
+    pub rate_rps: Option<f64>,
+    pub tokens_per_s_per_gpu: f64,
+    pub tokens_per_s_per_user: f64,
+}
+
+/// Every point of the feasible candidates that meets the SLOs (each load-curve point, or the
+/// candidate's own figures without a curve), in candidate then rate order.
+pub fn curve_points(cands: &[Candidate]) -> Vec<CurvePoint> {
+    let mut v = Vec::new();
+    for c in cands.iter().filter(|c| c.status == "feasible") {
+        let mut add = |rate, g: Option<f64>, u: Option<f64>| {
+            v.push(CurvePoint {
+                candidate: c.index,
+                rate_rps: rate,
+                tokens_per_s_per_gpu: key(g, true),
+                tokens_per_s_per_user: key(u, true),
+            })
+        };
+        match &c.load_curve {
+            Some(curve) => {
+                for p in curve.iter().filter(|p| p.meets_slo) {
+                    add(
+                        Some(p.rate_rps),
+                        p.tokens_per_s_per_gpu,
+                        p.tokens_per_s_per_user,
+                    );
+                }
+            }
+            None => add(None, c.tokens_per_s_per_gpu, c.tokens_per_s_per_user),
+        }
+    }
+    v
+}
+
+/// The frontier of `points` (tokens/s per GPU against tokens/s per user, both maximised: the
+/// points no other beats in one and matches or beats in the other), from the highest tokens/s
+/// per GPU to the highest tokens/s per user (ties: candidate, then rate).
+pub fn point_frontier(points: &[CurvePoint]) -> Vec<CurvePoint> {
+    let mut front: Vec<CurvePoint> = points
+        .iter()
+        .enumerate()
+        .filter(|&(i, p)| {
+            let (g, u) = (p.tokens_per_s_per_gpu, p.tokens_per_s_per_user);
+            g.is_finite()
+                && u.is_finite()
+                && !points.iter().enumerate().any(|(j, q)| {
+                    let (gj, uj) = (q.tokens_per_s_per_gpu, q.tokens_per_s_per_user);
+                    j != i && gj >= g && uj >= u && (gj > g || uj > u)
+                })
+        })
+        .map(|(_, p)| p.clone())
+        .collect();
+    front.sort_by(|x, y| {
+        y.tokens_per_s_per_gpu
+            .total_cmp(&x.tokens_per_s_per_gpu)
+            .then(x.tokens_per_s_per_user.total_cmp(&y.tokens_per_s_per_user))
+            .then(x.candidate.cmp(&y.candidate))
+            .then(key(x.rate_rps, false).total_cmp(&key(y.rate_rps, false)))
+    });
+    front
+}
+
+/// For `pareto`: the frontier over every point of every feasible candidate; each candidate's
+/// figures are set at its first frontier point (its highest tokens/s per GPU on the frontier),
+/// or, off the frontier, at its best qualifying point ([`settle`]).
+pub fn settle_pareto(cands: &mut [Candidate]) -> Vec<CurvePoint> {
+    let front = point_frontier(&curve_points(cands));
+    for c in cands.iter_mut() {
+        let first = front.iter().find(|p| p.candidate == c.index);
+        let at = first.and_then(|f| {
+            c.load_curve
+                .as_ref()?
+                .iter()
+                .find(|p| Some(p.rate_rps) == f.rate_rps)
+                .cloned()
+        });
+        match at {
+            Some(p) => set_at(c, &p, Objective::Pareto),
+            None => settle(c, Objective::Pareto),
+        }
+    }
+    front
 }
 
 /// `x` with NaN and None as the worst value of a direction.
@@ -133,28 +296,6 @@ pub fn order(cands: &[Candidate], obj: Objective) -> Vec<usize> {
     v.iter().map(|c| c.index).collect()
 }
 
-/// The indices of `cands` (by position) on the frontier of tokens/s per GPU against tokens/s
-/// per user, both maximised: those no other candidate beats in one and matches in the other.
-pub fn throughput_frontier(cands: &[&Candidate]) -> Vec<usize> {
-    let pt = |c: &Candidate| {
-        (
-            key(c.tokens_per_s_per_gpu, true),
-            key(c.tokens_per_s_per_user, true),
-        )
-    };
-    (0..cands.len())
-        .filter(|&i| {
-            let (gi, ui) = pt(cands[i]);
-            gi.is_finite()
-                && ui.is_finite()
-                && !cands.iter().enumerate().any(|(j, c)| {
-                    let (gj, uj) = pt(c);
-                    j != i && gj >= gi && uj >= ui && (gj > gi || uj > ui)
-                })
-        })
-        .collect()
-}
-
 /// The ranking of a plan: [`order`], and for `pareto` only its frontier (in the same order:
 /// from the highest tokens/s per GPU to the highest tokens/s per user).
 pub fn rank(cands: &[Candidate], obj: Objective) -> Vec<usize> {
@@ -162,9 +303,17 @@ pub fn rank(cands: &[Candidate], obj: Objective) -> Vec<usize> {
     if obj != Objective::Pareto {
         return ordered;
     }
-    let refs: Vec<&Candidate> = ordered.iter().map(|&i| &cands[i]).collect();
-    let front = throughput_frontier(&refs);
-    front.into_iter().map(|k| ordered[k]).collect()
+    // The frontier's candidates, each once, in the frontier's order (candidates with a load
+    // curve: over all their points; `docs/objectives.md#ladder`).
+    let mut out: Vec<usize> = Vec::new();
+    for p in point_frontier(&curve_points(cands)) {
+        if !out.contains(&p.candidate) {
+            out.push(p.candidate);
+        }
+    }
+    // `order`'s admission (feasible) holds for every curve point's candidate.
+    out.retain(|i| ordered.contains(i));
+    out
 }
 
 /// The winner's margin over the best colocated candidate (the first colocated one in the
@@ -320,5 +469,74 @@ mod tests {
             margin_json(Some((1, 0.25)), Objective::Cost),
             json!({"best_colocated": 1, "objective": "cost", "margin": 0.25})
         );
+    }
+
+    #[test]
+    fn the_load_ladder_is_exact() {
+        // Every multiple below the ceiling, then 0.95 x the ceiling.
+        assert_eq!(
+            ladder(4.0, Some(17.0)),
+            vec![5.0, 6.0, 8.0, 12.0, 16.0, 17.0 * 0.95]
+        );
+        // 0.95 x the ceiling below a multiple: ascending.
+        assert_eq!(
+            ladder(4.0, Some(12.5)),
+            vec![5.0, 6.0, 8.0, 12.5 * 0.95, 12.0]
+        );
+        assert_eq!(ladder(10.0, Some(12.0)), vec![12.0 * 0.95]);
+        // No ceiling: every multiple; a ceiling at or below the rate: no rung.
+        assert_eq!(ladder(10.0, None), vec![12.5, 15.0, 20.0, 30.0, 40.0]);
+        assert_eq!(ladder(10.0, Some(10.0)), Vec::<f64>::new());
+    }
+
+    fn point(rate: f64, meets: bool, good: f64, tpg: f64, tpu: f64) -> LoadPoint {
+        LoadPoint {
+            rate_rps: rate,
+            slo_attainment: if meets { 1.0 } else { 0.5 },
+            steady: meets,
+            meets_slo: meets,
+            tokens_per_s_per_user: Some(tpu),
+            tokens_per_s_per_gpu: Some(tpg),
+            goodput_per_gpu: Some(good),
+        }
+    }
+
+    #[test]
+    fn a_candidate_is_settled_at_its_best_qualifying_point() {
+        let mut x = c(0, "disagg", 2, 1.0, 1.0, 1.0, 100.0, 50.0);
+        x.load_curve = Some(vec![
+            point(4.0, true, 1.0, 100.0, 50.0),
+            point(5.0, true, 1.5, 130.0, 45.0),
+            point(6.0, true, 1.4, 150.0, 38.0),
+            point(8.0, false, 3.0, 300.0, 30.0),
+        ]);
+        let mut g = x.clone();
+        settle(&mut g, Objective::GoodputPerGpu);
+        assert_eq!((g.goodput_per_gpu, g.at_rate_rps), (Some(1.5), Some(5.0)));
+        assert_eq!(g.tokens_per_s_per_gpu, Some(100.0));
+        let mut t = x.clone();
+        settle(&mut t, Objective::TokensPerGpu(40.0));
+        assert_eq!(
+            (
+                t.tokens_per_s_per_gpu,
+                t.tokens_per_s_per_user,
+                t.at_rate_rps
+            ),
+            (Some(130.0), Some(45.0), Some(5.0))
+        );
+        let mut n = x.clone();
+        settle(&mut n, Objective::TokensPerGpu(60.0));
+        assert_eq!((n.tokens_per_s_per_gpu, n.at_rate_rps), (Some(100.0), None));
+        // Pareto over the points of two candidates: (150, 38), (130, 45) and (100, 50) of 0,
+        // (120, 60) of 1 beats (100, 50).
+        let mut y = c(1, "disagg", 2, 1.0, 1.0, 1.0, 120.0, 60.0);
+        y.load_curve = Some(vec![point(4.0, true, 1.0, 120.0, 60.0)]);
+        let mut v = vec![x, y];
+        let front = settle_pareto(&mut v);
+        let got: Vec<(usize, Option<f64>)> =
+            front.iter().map(|p| (p.candidate, p.rate_rps)).collect();
+        assert_eq!(got, vec![(0, Some(6.0)), (0, Some(5.0)), (1, Some(4.0))]);
+        assert_eq!(v[0].tokens_per_s_per_gpu, Some(150.0));
+        assert_eq!(rank(&v, Objective::Pareto), vec![0, 1]);
     }
 }

@@ -8,8 +8,8 @@ use disagg_sim::{simulate_config, Role, Scenario, SimConfig, Summary};
 use rayon::prelude::*;
 use serde_json::{json, Value};
 
-pub use super::candidate::Candidate;
 use super::candidate::SCREEN_MARGIN;
+pub use super::candidate::{Candidate, LoadPoint};
 use super::objective::{self, Objective};
 use super::*;
 use crate::format::fixed;
@@ -283,6 +283,9 @@ pub struct Search<'a> {
     n_disagg: u64,
     /// The interval's precision (`--search ci`), or None (`--search bisect`: one run decides).
     ci: Option<disagg_sim::steady::CiOptions>,
+    /// The scenario's own `--time-scale` (before a trace is scaled to the target rate): the
+    /// load ladder scales from it (`docs/objectives.md#ladder`).
+    raw_time_scale: f64,
     /// How many candidates.
     pub count: u64,
 }
@@ -302,6 +305,7 @@ pub(super) fn prepare<'a>(
     // own rate (as before issue 26).
     let ci = super::max_rate::check_options(o)?;
     let ci = (o.search != "bisect").then_some(ci);
+    let raw_time_scale = base.time_scale;
     let base = match (&ci, &base.trace_file) {
         (Some(_), Some(_)) => super::at_rate(&base, rate, cat)?,
         _ => base,
@@ -495,6 +499,7 @@ pub(super) fn prepare<'a>(
         col_shapes,
         n_disagg,
         ci,
+        raw_time_scale,
         count,
     };
     if let Some(b) = search.budget {
@@ -516,6 +521,9 @@ pub struct Targets {
     pub colocated_margin: Option<Option<(usize, f64)>>,
     /// A trace replayed time-scaled to the target rate (`--search ci`): the `--time-scale`.
     pub time_scale: Option<f64>,
+    /// With `--objective pareto`: the frontier over every load-curve point of every feasible
+    /// candidate, from the highest tokens/s per GPU (`docs/objectives.md#ladder`).
+    pub front: Option<Vec<objective::CurvePoint>>,
     rate: f64,
     o: PlanOptions,
     prices: Vec<(String, f64)>,
@@ -531,6 +539,29 @@ fn grid<const N: usize>(mut index: usize, dims: [usize; N]) -> [usize; N] {
     pick
 }
 
+/// A load-curve point of a run of a candidate with `gpus` GPUs at `rate`
+/// (`docs/objectives.md#ladder`).
+fn load_point(rate: f64, s: &Summary, steady: bool, meets_slo: bool, gpus: u64) -> LoadPoint {
+    let g = gpus as f64;
+    LoadPoint {
+        rate_rps: rate,
+        slo_attainment: s.slo_attainment,
+        steady,
+        meets_slo,
+        tokens_per_s_per_user: (s.tpot_s.mean > 0.0).then(|| 1.0 / s.tpot_s.mean),
+        tokens_per_s_per_gpu: (g > 0.0).then(|| s.throughput_tok_s / g),
+        goodput_per_gpu: (g > 0.0).then(|| s.goodput_rps / g),
+    }
+}
+
+/// Whether a run is steady (`docs/planning.md#steady`).
+fn is_steady(run: &disagg_sim::RunResult, cfg: &SimConfig) -> bool {
+    let series = disagg_sim::steady::run_series(run);
+    disagg_sim::steady::measure(&series, cfg.warmup_frac)
+        .unsteady
+        .is_none()
+}
+
 impl Search<'_> {
     /// The `rate` of a candidate's scenario: the target rate, or with a trace the scenario's own
     /// (a trace brings its arrivals; the target is reached by `--time-scale`, and `disagg run`
@@ -541,6 +572,24 @@ impl Search<'_> {
         } else {
             self.rate
         }
+    }
+
+    /// One rung of candidate `index`'s load ladder: its run (replication 0) at `rate`, a trace
+    /// time-scaled to it ([`super::at_rate`]); meets the SLOs when its attainment is at least
+    /// `--slo-target` and it is steady (`docs/objectives.md#ladder`).
+    fn rung(&self, index: usize, gpus: u64, rate: f64) -> Result<LoadPoint, String> {
+        let (sc, _) = self.spec(index);
+        let sc = Scenario {
+            time_scale: self.raw_time_scale,
+            ..sc
+        };
+        let sc = super::at_rate(&sc, rate, self.cat).map_err(|e| e.0)?;
+        let cfg = sc.build(self.cat).map_err(|e| e.to_string())?;
+        let run = simulate_config(&cfg).map_err(|e| e.to_string())?;
+        let s = run.summary();
+        let steady = is_steady(&run, &cfg);
+        let meets = steady && s.slo_attainment >= self.o.slo_target;
+        Ok(load_point(rate, &s, steady, meets, gpus))
     }
 
     /// The note on standard error before a search: `plan: N candidates at R req/s`, with
@@ -819,6 +868,12 @@ impl Search<'_> {
                             None => s.slo_attainment >= o.slo_target,
                         };
                         cand.status = if meets { "feasible" } else { "infeasible" }.into();
+                        if self.objective.uses_ladder() {
+                            // The load curve's first point: the target rate's run.
+                            let steady = is_steady(&run, &cfg);
+                            cand.load_curve =
+                                Some(vec![load_point(rate, &s, steady, meets, cand.gpus)]);
+                        }
                         cand.summary = Some(s);
                     }
                     Err(e) => {
@@ -839,6 +894,40 @@ impl Search<'_> {
                 "every one of the {} candidates is invalid; the first: {first}",
                 tried.len()
             )));
+        }
+        // `docs/objectives.md#ladder`: the feasible candidates along their load ladders, every
+        // rung of every candidate in parallel, collected in (candidate, rate) order.
+        let mut front = None;
+        if self.objective.uses_ladder() {
+            // `--search bisect` on a trace replays it at its own rate, not at R: no ladder
+            // scaled from R then, the curve is the one point.
+            let climb = self.ci.is_some() || self.base.trace_file.is_none();
+            let jobs: Vec<(usize, u64, f64)> = cands
+                .iter()
+                .filter(|c| climb && c.status == "feasible" && c.load_curve.is_some())
+                .flat_map(|c| {
+                    objective::ladder(rate, c.ceiling_rps)
+                        .into_iter()
+                        .map(|r| (c.index, c.gpus, r))
+                })
+                .collect();
+            let points: Vec<(usize, Result<LoadPoint, String>)> = jobs
+                .into_par_iter()
+                .map(|(i, g, r)| (i, self.rung(i, g, r)))
+                .collect();
+            // A rung that fails to build or simulate is left out of the curve.
+            for (i, p) in points {
+                if let (Ok(p), Some(curve)) = (p, cands[i].load_curve.as_mut()) {
+                    curve.push(p);
+                }
+            }
+            if self.objective == Objective::Pareto {
+                front = Some(objective::settle_pareto(&mut cands));
+            } else {
+                for c in cands.iter_mut() {
+                    objective::settle(c, self.objective);
+                }
+            }
         }
         // Pareto frontier of (cost, latency) among feasible candidates.
         let feas: Vec<usize> = cands
@@ -870,6 +959,7 @@ impl Search<'_> {
             colocated_margin,
             time_scale: (self.ci.is_some() && self.base.trace_file.is_some())
                 .then_some(self.base.time_scale),
+            front,
             rate,
             o: o.clone(),
             prices: prices.clone(),
@@ -928,6 +1018,9 @@ impl Targets {
         }
         if let Some(m) = self.colocated_margin {
             doc["colocated_margin"] = objective::margin_json(m, self.objective);
+        }
+        if let Some(front) = &self.front {
+            doc["pareto_points"] = json!(front);
         }
         let mut calibration = Vec::new();
         for s in cands.iter().filter_map(|c| c.summary.as_ref()) {
@@ -1096,14 +1189,31 @@ impl Targets {
                 s,
                 "Pareto frontier (output tokens/s per GPU against tokens/s per user):"
             );
-            for c in &ranked {
-                let _ = writeln!(
-                    s,
-                    "  {:>10} tok/s/GPU  {:>9} tok/s/user   {}",
-                    fixed(c.tokens_per_s_per_gpu.unwrap_or(f64::NAN), 1),
-                    fixed(c.tokens_per_s_per_user.unwrap_or(f64::NAN), 1),
-                    describe(c)
-                );
+            match &self.front {
+                // Every frontier point, with the rate it was reached at.
+                Some(front) => {
+                    for p in front {
+                        let _ = writeln!(
+                            s,
+                            "  {:>10} tok/s/GPU  {:>9} tok/s/user  at {:>8} req/s   {}",
+                            fixed(p.tokens_per_s_per_gpu, 1),
+                            fixed(p.tokens_per_s_per_user, 1),
+                            fixed(p.rate_rps.unwrap_or(f64::NAN), 2),
+                            describe(&cands[p.candidate])
+                        );
+                    }
+                }
+                None => {
+                    for c in &ranked {
+                        let _ = writeln!(
+                            s,
+                            "  {:>10} tok/s/GPU  {:>9} tok/s/user   {}",
+                            fixed(c.tokens_per_s_per_gpu.unwrap_or(f64::NAN), 1),
+                            fixed(c.tokens_per_s_per_user.unwrap_or(f64::NAN), 1),
+                            describe(c)
+                        );
+                    }
+                }
             }
         } else {
             let _ = writeln!(s, "Pareto frontier (cost against {} p99):", a.latency);
@@ -1159,6 +1269,17 @@ impl Targets {
                 };
             }
             Objective::Cost | Objective::MinGpus => {}
+        }
+        // The rate of the load-curve point the figures come from (`docs/objectives.md#ladder`).
+        if self.objective.uses_ladder() {
+            let _ = match c {
+                None => write!(s, " {:>9}", "at req/s"),
+                Some(c) => write!(
+                    s,
+                    " {:>9}",
+                    c.at_rate_rps.map_or("-".into(), |r| fixed(r, 2))
+                ),
+            };
         }
         s
     }

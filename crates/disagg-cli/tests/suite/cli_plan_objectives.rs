@@ -125,7 +125,7 @@ fn the_text_gains_the_objective_columns_and_the_margin_line() {
         "{t}"
     );
     assert!(t.contains("objective: goodput-per-gpu\n"), "{t}");
-    assert!(t.contains(" GPUs goodput/GPU\n"), "{t}");
+    assert!(t.contains(" GPUs goodput/GPU  at req/s\n"), "{t}");
     assert!(
         t.lines()
             .any(|l| l.starts_with("beats the best colocated plan (")
@@ -340,7 +340,201 @@ fn the_pareto_chart_is_numbered_with_a_key() {
     assert!(svg.contains("Tokens/s per user (1 / mean TPOT)"), "x axis");
     assert!(svg.contains("<g class=\"key\">"));
     assert!(svg.contains(">1. "), "numbered key");
-    assert!(svg.contains("x h100</text>"), "a colocated label");
+    assert!(svg.contains("x h100 @"), "a colocated label, at a rate");
     assert!(svg.contains("data-series=\"Pareto frontier\""));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The load-curve points of candidate `c` that qualify for an objective (`floor`: the
+/// tokens/s per user of `tokens-per-gpu@U`).
+fn qualifying(c: &Value, floor: Option<f64>) -> Vec<Value> {
+    c["load_curve"]
+        .as_array()
+        .unwrap_or_else(|| panic!("load_curve in {c}"))
+        .iter()
+        .filter(|p| p["meets_slo"] == true)
+        .filter(|p| floor.is_none_or(|u| p["tokens_per_s_per_user"].as_f64().unwrap() >= u))
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn each_objective_figure_is_the_best_qualifying_point_of_the_load_curve() {
+    let target = 0.9; // the default --slo-target
+    for (obj, measure, floor) in [
+        ("goodput-per-gpu", "goodput_per_gpu", None),
+        ("tokens-per-gpu@100", "tokens_per_s_per_gpu", Some(100.0)),
+    ] {
+        let doc = plan(&["--objective", obj]);
+        let mut climbed = false;
+        for c in doc["candidates"].as_array().unwrap() {
+            if c["status"] != "feasible" {
+                assert!(c.get("load_curve").is_none(), "{c}");
+                continue;
+            }
+            let curve = c["load_curve"].as_array().unwrap();
+            // The target rate first, then the ladder, ascending.
+            assert_eq!(f(&curve[0], "rate_rps"), 4.0);
+            assert_eq!(curve[0]["meets_slo"], true);
+            for w in curve.windows(2) {
+                assert!(f(&w[0], "rate_rps") < f(&w[1], "rate_rps"), "{c}");
+            }
+            for p in &curve[1..] {
+                let meets = p["steady"] == true && f(p, "slo_attainment") >= target;
+                assert_eq!(p["meets_slo"], meets, "{p}");
+            }
+            let q = qualifying(c, floor);
+            let best = q
+                .iter()
+                .map(|p| f(p, measure))
+                .fold(f64::NEG_INFINITY, f64::max);
+            if q.is_empty() {
+                assert!(c.get("at_rate_rps").is_none(), "{c}");
+                continue;
+            }
+            assert_eq!(f(c, measure), best, "{obj}: {c}");
+            let at = f(c, "at_rate_rps");
+            let p = q.iter().find(|p| f(p, "rate_rps") == at).unwrap();
+            assert_eq!(f(p, measure), best);
+            if floor.is_some() {
+                assert_eq!(f(c, "tokens_per_s_per_user"), f(p, "tokens_per_s_per_user"));
+            }
+            climbed |= at > 4.0;
+        }
+        assert!(
+            climbed,
+            "{obj}: some candidate does best above the target rate"
+        );
+    }
+}
+
+#[test]
+fn a_load_curve_point_is_disagg_run_at_that_rate() {
+    let doc = plan(&["--objective", "goodput-per-gpu"]);
+    // Candidate 0: 1P + 1D h100 (2 GPUs); its rung at 2 x 4 req/s.
+    let c = &doc["candidates"][0];
+    assert_eq!(
+        (c["prefill"].as_u64(), c["decode"].as_u64()),
+        (Some(1), Some(1))
+    );
+    let p = c["load_curve"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| f(p, "rate_rps") == 8.0)
+        .unwrap()
+        .clone();
+    let run = ok_json(&[
+        "run",
+        "--model",
+        "llama3-8b",
+        "--devices-per-instance",
+        "1",
+        "--requests",
+        "60",
+        "--rate",
+        "8",
+        "--prefill",
+        "1",
+        "--decode",
+        "1",
+        "--prefill-device",
+        "h100",
+        "--decode-device",
+        "h100",
+        "--json",
+    ]);
+    let s = &run["summary"];
+    assert_eq!(f(&p, "slo_attainment"), f(s, "slo_attainment"));
+    assert_eq!(f(&p, "goodput_per_gpu"), f(s, "goodput_rps") / 2.0);
+    assert_eq!(
+        f(&p, "tokens_per_s_per_gpu"),
+        f(s, "throughput_tok_s") / 2.0
+    );
+    assert_eq!(
+        f(&p, "tokens_per_s_per_user"),
+        1.0 / f(&s["tpot_s"], "mean")
+    );
+}
+
+#[test]
+fn cost_and_min_gpus_have_no_load_curve() {
+    for obj in ["cost", "min-gpus"] {
+        let doc = plan(&["--objective", obj]);
+        assert!(doc.get("pareto_points").is_none());
+        for c in doc["candidates"].as_array().unwrap() {
+            assert!(c.get("load_curve").is_none() && c.get("at_rate_rps").is_none());
+        }
+    }
+}
+
+#[test]
+fn the_pareto_frontier_is_over_every_point_and_non_dominated() {
+    let doc = plan(&["--objective", "pareto"]);
+    let cands = doc["candidates"].as_array().unwrap();
+    let all: Vec<(usize, f64, f64, f64)> = cands
+        .iter()
+        .filter(|c| c["status"] == "feasible")
+        .flat_map(|c| {
+            let i = c["index"].as_u64().unwrap() as usize;
+            qualifying(c, None).into_iter().map(move |p| {
+                (
+                    i,
+                    f(&p, "rate_rps"),
+                    f(&p, "tokens_per_s_per_gpu"),
+                    f(&p, "tokens_per_s_per_user"),
+                )
+            })
+        })
+        .collect();
+    let front: Vec<(usize, f64, f64, f64)> = doc["pareto_points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["candidate"].as_u64().unwrap() as usize,
+                f(p, "rate_rps"),
+                f(p, "tokens_per_s_per_gpu"),
+                f(p, "tokens_per_s_per_user"),
+            )
+        })
+        .collect();
+    assert!(front.len() >= 2, "{front:?}");
+    let dominated = |&(_, _, g, u): &(usize, f64, f64, f64)| {
+        all.iter()
+            .any(|&(_, _, g2, u2)| g2 >= g && u2 >= u && (g2 > g || u2 > u))
+    };
+    // Every frontier point is a qualifying point that nothing beats, and every qualifying point
+    // that nothing beats is on the frontier.
+    for p in &front {
+        assert!(all.contains(p), "{p:?}");
+        assert!(!dominated(p), "{p:?}");
+    }
+    for p in &all {
+        assert_eq!(front.contains(p), !dominated(p), "{p:?}");
+    }
+    // From the highest tokens/s per GPU; the ranked candidates are the frontier's, in order,
+    // each at its first frontier point.
+    for w in front.windows(2) {
+        assert!(w[0].2 >= w[1].2);
+    }
+    let mut want: Vec<usize> = Vec::new();
+    for p in &front {
+        if !want.contains(&p.0) {
+            want.push(p.0);
+        }
+    }
+    let ranked: Vec<usize> = doc["ranked"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap() as usize)
+        .collect();
+    assert_eq!(ranked, want);
+    for &i in &ranked {
+        let p = front.iter().find(|p| p.0 == i).unwrap();
+        assert_eq!(f(&cands[i], "at_rate_rps"), p.1);
+        assert_eq!(f(&cands[i], "tokens_per_s_per_gpu"), p.2);
+    }
 }
