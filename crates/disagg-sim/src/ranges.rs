@@ -197,6 +197,9 @@ ranges! {
     "--top", None, &["plan"], int(1, 1_000_000), "rows", "rows of the ranked table";
     "--ci-half-width", None, &["plan"], closed(1e-4, 0.5), "", "max-rate: 95% interval half-width of the SLO attainment to reach";
     "--max-replications", None, &["plan"], int(2, 10_000), "replications", "max-rate: most replications per rate";
+    "--gpus", None, &["plan"], int(1, 1_000_000), "GPUs", "GPU budget: the most GPUs a candidate may use";
+    "--gpus-per-node", None, &["plan"], int(1, 1024), "GPUs", "GPUs per node: an instance fits a node or spans whole nodes";
+    "--emit-top", None, &["plan"], int(1, 1000), "plans", "write the K best plans (--emit)";
     // handoff
     "--prompt-tokens", None, HANDOFF, int(1, u32::MAX as u64), "tokens", "prompt tokens whose KV cache is handed off";
     "--kv-keep", None, HANDOFF, closed(1e-4, 1.0), "", "fraction of coefficients freq-keep-k keeps";

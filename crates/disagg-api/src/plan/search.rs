@@ -325,15 +325,15 @@ pub(super) fn prepare<'a>(
         (disagg_sim::Mode::Colocated, _) => Colocated::Only,
         (_, c) => c,
     };
-    if o.gpus == Some(0) {
-        return Err(UsageError(
-            "--gpus 0: the budget must be at least 1 GPU".into(),
-        ));
-    }
-    if o.gpus_per_node == 0 {
-        return Err(UsageError(
-            "--gpus-per-node 0: a node has at least 1 GPU".into(),
-        ));
+    let gpus = o.gpus.map(|g| ("--gpus", g));
+    for (flag, v) in gpus
+        .into_iter()
+        .chain([("--gpus-per-node", o.gpus_per_node as u64)])
+    {
+        let r = disagg_sim::ranges::for_command("plan", flag).expect("in the table");
+        if r.parse(&v.to_string()).is_err() {
+            return Err(UsageError(format!("{flag} {v}: must be {}", r.expected())));
+        }
     }
     // A model described by layer kinds takes device counts, not TPxPP layouts.
     let layered = cat

@@ -188,7 +188,10 @@ fn a_budget_skips_larger_candidates_and_names_the_smallest_when_none_fits() {
     );
     let mut a: Vec<&str> = SMALL.to_vec();
     a.extend(["--gpus", "0"]);
-    bad(&a, &["--gpus 0: the budget must be at least 1 GPU"]);
+    bad(
+        &a,
+        &["--gpus <N>': must be a whole number from 1 to 1000000 GPUs"],
+    );
 }
 
 #[test]
