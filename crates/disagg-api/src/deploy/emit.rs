@@ -112,6 +112,7 @@ pub fn target_plans(
         let mut h = Header::of_run(&sc, &d, cat, c.summary.as_ref())?;
         h.rank = Some((k + 1, n));
         h.usd_per_hour = c.usd_per_hour;
+        h.slo_attainment_ci = c.slo_attainment_ci.as_ref().map(|e| (e.low, e.high));
         h.image.clone_from(&e.image);
         h.namespace = Some(e.namespace.clone());
         out.push((d, h));
@@ -142,6 +143,14 @@ pub fn max_rate_plan(
     let d = Deployment::from_scenario(&sc, cat, e.engine, e.gpus_per_node)?;
     let mut h = Header::of_run(&sc, &d, cat, None)?;
     h.rate_rps = rate;
+    // The answer's estimate (`--search ci`): its mean and 95% interval.
+    let a = &doc["attainment"];
+    if let (Some(m), Some(lo), Some(hi)) =
+        (a["mean"].as_f64(), a["low"].as_f64(), a["high"].as_f64())
+    {
+        h.slo_attainment = Some(m);
+        h.slo_attainment_ci = Some((lo, hi));
+    }
     h.image.clone_from(&e.image);
     h.namespace = Some(e.namespace.clone());
     Ok((d, h))
