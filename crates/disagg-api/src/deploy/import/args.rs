@@ -1,4 +1,4 @@
-//! [`Deployment::to_args`]: a deployment as scenario flags (`docs/issue26/import.md#flags`).
+//! [`Deployment::to_args`]: a deployment as scenario flags (`docs/deployment.md#mapping`).
 
 use disagg_model::Catalogue;
 

@@ -1,6 +1,6 @@
 //! A worker's engine command line (vLLM, SGLang, Dynamo's wrappers of both) read into the fields
 //! disagg simulates; every flag it does not map and that matters is kept as a `not_mapped` line
-//! (`docs/issue26/import.md`).
+//! (`docs/deployment.md#mapping`).
 
 use super::super::shell::command_words;
 use super::super::Engine;

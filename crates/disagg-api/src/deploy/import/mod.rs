@@ -1,5 +1,5 @@
 //! `disagg run --deployment FILE`: a serving stack's file read into a [`Deployment`]
-//! (`docs/issue26/import.md`).
+//! (`docs/deployment.md#mapping`).
 //!
 //! [`read_with`] detects the format (a Dynamo `DynamoGraphDeployment`, `nvidia.com/v1beta1` or
 //! `v1alpha1`, in [`dynamo`]; llm-d modelservice values in [`llmd`]), reads each worker role's
