@@ -488,3 +488,15 @@ fn linear_state_bytes_default_to_bf16() {
         other => panic!("not linear: {other:?}"),
     }
 }
+
+/// `cycles` may be left out of a layer description: the period then stands once.
+#[test]
+fn cycles_default_to_one() {
+    let a = arch(vec![run(2, sliding(4), dense())], 3, vec![]);
+    let mut v = serde_json::to_value(&a).unwrap();
+    assert_eq!(v["cycles"], 3, "{v}");
+    v.as_object_mut().unwrap().remove("cycles");
+    let back: Arch = serde_json::from_value(v).unwrap();
+    assert_eq!(back.cycles, 1);
+    assert_eq!(back.cycle, a.cycle);
+}

@@ -272,6 +272,8 @@ fn main_fixture_latencies_and_slos() {
     );
     assert_eq!(s.decode_mem_wait_s, None);
     assert_eq!(s.slo_met, 6);
+    // `met_slos` per request: the same 6 of the measured requests.
+    assert_eq!(m_rids_met(&r), 6);
     assert_eq!(s.slo_attainment, 6.0 / 9.0);
     assert_eq!(r.slo_attainment(), 6.0 / 9.0);
     // Offered: 6 / (9 measured + 3 rejected).
@@ -986,6 +988,78 @@ fn scheduled_itls_and_normalised_latency_follow_the_request_records() {
     let (lo, hi) = (k.floor() as usize, k.ceil() as usize);
     let p50 = itls[lo] + (itls[hi] - itls[lo]) * (k - lo as f64);
     assert_eq!(s.itl_s.p50, p50);
+}
+
+/// How many measured requests `met_slos` says met both SLOs.
+fn m_rids_met(r: &RunResult) -> usize {
+    r.measured_latencies()
+        .rids
+        .iter()
+        .filter(|&&rid| r.met_slos(rid as usize))
+        .count()
+}
+
+#[test]
+fn the_scheduling_delay_median_is_the_records_median() {
+    // `scheduler.sched_delay_p50_s`: the median of prefill start - arrival over the steady set,
+    // recomputed from the request records (statistics.median: the mean of the middle two).
+    let c = cfg(&[
+        "--model",
+        "llama3-8b",
+        "--devices-per-instance",
+        "1",
+        "--rate",
+        "14",
+        "--requests",
+        "120",
+        "--batch-policy",
+        "chunked",
+    ]);
+    let run = crate::simulate_config(&c).unwrap();
+    let s = run.summary();
+    let mut done: Vec<_> = run.requests().filter(|r| r.finish_s.is_some()).collect();
+    done.sort_by(|a, b| a.arrival_s.total_cmp(&b.arrival_s).then(a.rid.cmp(&b.rid)));
+    let steady = &done[done.len() / 10..];
+    let mut d: Vec<f64> = steady
+        .iter()
+        .map(|r| r.prefill_start_s.unwrap() - r.arrival_s)
+        .collect();
+    d.sort_by(f64::total_cmp);
+    let n = d.len();
+    let want = if n % 2 == 1 {
+        d[n / 2]
+    } else {
+        (d[n / 2 - 1] + d[n / 2]) / 2.0
+    };
+    let got = s.scheduler.as_ref().unwrap().sched_delay_p50_s.unwrap();
+    assert!(want > 0.0, "{want}");
+    assert!((got - want).abs() <= 1e-12 * want, "{got} vs {want}");
+    // `met_slos` agrees with the summary's count on a real run.
+    assert_eq!(m_rids_met(&run) as u64, s.slo_met);
+}
+
+#[test]
+fn a_session_workload_offers_its_measured_arrivals_over_their_span() {
+    // Closed-loop sessions: the offered rate is the arrivals over their span, not `--rate`.
+    let c = cfg(&[
+        "--model",
+        "llama3-8b",
+        "--devices-per-instance",
+        "1",
+        "--workload",
+        "chat",
+        "--rate",
+        "1",
+        "--requests",
+        "60",
+    ]);
+    let run = crate::simulate_config(&c).unwrap();
+    let s = run.summary();
+    let mut a: Vec<f64> = run.requests().map(|r| r.arrival_s).collect();
+    a.sort_by(f64::total_cmp);
+    let want = a.len() as f64 / (a[a.len() - 1] - a[0]);
+    assert_eq!(s.overload.offered_rps, want);
+    assert!(want != 1.0);
 }
 
 #[test]
