@@ -44,29 +44,54 @@ pub fn growth_threshold(m: usize) -> f64 {
 pub(super) fn overload(c: &Ctx<'_>) -> Overload {
     let cfg = c.cfg;
     let arrivals = arrival_times(c);
-    let offered_rps = match &cfg.source {
-        Source::Sessions { shape, .. } if !shape.is_plain() => {
-            let n = arrivals.len() as f64;
-            match (arrivals.first(), arrivals.last()) {
-                (Some(a), Some(b)) if b > a => n / (b - a),
-                _ => f64::NAN,
-            }
-        }
-        _ => cfg.workload.rate,
-    };
+    let measured = matches!(&cfg.source, Source::Sessions { shape, .. } if !shape.is_plain());
+    let offered_rps = offered_of(cfg.workload.rate, measured, &arrivals);
     let ceiling = crate::capacity::ceiling(cfg);
     let growth = queue_growth(c, &arrivals);
-    let window = arrivals.len() - arrivals.len() * 3 / 4;
-    let queues_growing = growth.is_some_and(|g| g > growth_threshold(window));
-    let over = ceiling.as_ref().is_some_and(|x| offered_rps > x.rps);
+    let (overloaded, queues_growing) = verdict(
+        offered_rps,
+        ceiling.as_ref().map(|x| x.rps),
+        growth,
+        window_of(arrivals.len()),
+    );
     Overload {
         offered_rps,
         capacity_rps: ceiling.as_ref().map(|x| x.rps),
         bottleneck: ceiling.map(|x| x.bottleneck.to_string()),
-        overloaded: over || queues_growing,
+        overloaded,
         queues_growing,
         queue_growth: growth,
     }
+}
+
+/// The offered rate: the workload's `rate`, or (`measured`: sessions with closed-loop turns or
+/// system prompts) the arrivals over their span, NaN when they span no time.
+fn offered_of(rate: f64, measured: bool, arrivals: &[f64]) -> f64 {
+    if !measured {
+        return rate;
+    }
+    match (arrivals.first(), arrivals.last()) {
+        (Some(a), Some(b)) if b > a => arrivals.len() as f64 / (b - a),
+        _ => f64::NAN,
+    }
+}
+
+/// Arrivals in the last-quarter window of `n` arrivals: `n - floor(3n / 4)`.
+fn window_of(n: usize) -> usize {
+    n - n * 3 / 4
+}
+
+/// `(overloaded, queues_growing)`: growing when the growth is above [`growth_threshold`] of the
+/// window's arrivals; overloaded when the offered rate is above the capacity, or growing.
+fn verdict(
+    offered: f64,
+    capacity: Option<f64>,
+    growth: Option<f64>,
+    window: usize,
+) -> (bool, bool) {
+    let growing = growth.is_some_and(|g| g > growth_threshold(window));
+    let over = capacity.is_some_and(|x| offered > x);
+    (over || growing, growing)
 }
 
 /// Every request's arrival (those that arrived: a closed-loop turn after a rejected one never
@@ -168,5 +193,49 @@ mod tests {
         assert_eq!(queue_growth_of(&a, &[], &a), Some(0.0));
         // Too few arrivals for a window.
         assert_eq!(queue_growth_of(&a[..20], &f, &[]), None);
+    }
+
+    #[test]
+    fn the_threshold_is_a_tenth_or_three_square_roots() {
+        // max(m / 10, 3 sqrt(m)): 3 sqrt(m) up to m = 900, a tenth above.
+        assert_eq!(growth_threshold(16), 12.0);
+        assert_eq!(growth_threshold(100), 30.0);
+        assert_eq!(growth_threshold(900), 90.0);
+        assert_eq!(growth_threshold(10_000), 1000.0);
+        assert_eq!(window_of(40), 10);
+        assert_eq!(window_of(41), 11);
+        assert_eq!(window_of(3), 1);
+    }
+
+    #[test]
+    fn overloaded_is_above_capacity_or_growing() {
+        // Above capacity alone, growing alone, both, neither; equal is not above.
+        assert_eq!(verdict(5.0, Some(4.0), Some(0.0), 100), (true, false));
+        assert_eq!(verdict(3.0, Some(4.0), Some(31.0), 100), (true, true));
+        assert_eq!(verdict(5.0, Some(4.0), Some(31.0), 100), (true, true));
+        assert_eq!(verdict(3.0, Some(4.0), Some(30.0), 100), (false, false));
+        assert_eq!(verdict(4.0, Some(4.0), None, 100), (false, false));
+        assert_eq!(verdict(5.0, None, Some(-50.0), 100), (false, false));
+    }
+
+    #[test]
+    fn measured_sessions_offer_their_arrivals_over_their_span() {
+        let a = [1.0, 2.0, 3.0, 5.0];
+        assert_eq!(offered_of(7.0, false, &a), 7.0);
+        assert_eq!(offered_of(7.0, true, &a), 4.0 / 4.0);
+        assert!(offered_of(7.0, true, &[2.0, 2.0]).is_nan());
+        assert!(offered_of(7.0, true, &[]).is_nan());
+    }
+
+    #[test]
+    fn the_window_needs_eight_arrivals() {
+        // 29 arrivals: a window of 8 (the minimum); 28: 7, too few.
+        let a: Vec<f64> = (0..40).map(f64::from).collect();
+        let f: Vec<f64> = vec![100.0; 40];
+        assert_eq!(window_of(29), 8);
+        assert!(queue_growth_of(&a[..29], &f, &[]).is_some());
+        assert_eq!(queue_growth_of(&a[..28], &f, &[]), None);
+        // A window at one instant: the last minus the first number.
+        assert_eq!(trend(&[(1.0, 2.0), (1.0, 5.0)]), 3.0);
     }
 }

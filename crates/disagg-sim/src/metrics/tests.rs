@@ -1034,6 +1034,8 @@ fn the_scheduling_delay_median_is_the_records_median() {
     let got = s.scheduler.as_ref().unwrap().sched_delay_p50_s.unwrap();
     assert!(want > 0.0, "{want}");
     assert!((got - want).abs() <= 1e-12 * want, "{got} vs {want}");
+    // A Poisson workload offers its rate.
+    assert_eq!(s.overload.offered_rps, 14.0);
     // `met_slos` agrees with the summary's count on a real run.
     assert_eq!(m_rids_met(&run) as u64, s.slo_met);
 }
