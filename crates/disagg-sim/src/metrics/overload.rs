@@ -238,4 +238,14 @@ mod tests {
         // A window at one instant: the last minus the first number.
         assert_eq!(trend(&[(1.0, 2.0), (1.0, 5.0)]), 3.0);
     }
+
+    #[test]
+    fn the_trend_is_the_least_squares_slope_times_the_span() {
+        // (1, 2), (2, 2), (3, 5): means 2 and 3; sxy = 1 + 0 + 2 = 3, sxx = 2; slope 1.5 over 2 s.
+        assert_eq!(trend(&[(1.0, 2.0), (2.0, 2.0), (3.0, 5.0)]), 3.0);
+        // (10, 1), (12, 7), (13, 4): means 35/3 and 4; sxy = (-5/3)(-3) + (1/3)(3) + (4/3)(0) = 6,
+        // sxx = 25/9 + 1/9 + 16/9 = 42/9; slope 6 x 9 / 42 over 3 s.
+        let t = trend(&[(10.0, 1.0), (12.0, 7.0), (13.0, 4.0)]);
+        assert!((t - 6.0 * 9.0 / 42.0 * 3.0).abs() < 1e-12, "{t}");
+    }
 }

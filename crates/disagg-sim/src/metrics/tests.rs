@@ -1041,6 +1041,38 @@ fn the_scheduling_delay_median_is_the_records_median() {
 }
 
 #[test]
+fn an_overloaded_run_grows_by_the_records_count() {
+    // 40 req/s on one H100 pair: far above capacity; the growth is `queue_growth_of` the
+    // records' arrivals, finishes and rejections (every request here finishes).
+    let c = cfg(&[
+        "--model",
+        "llama3-8b",
+        "--devices-per-instance",
+        "1",
+        "--rate",
+        "40",
+        "--requests",
+        "200",
+    ]);
+    let run = crate::simulate_config(&c).unwrap();
+    let s = run.summary();
+    let mut a: Vec<f64> = run.requests().map(|r| r.arrival_s).collect();
+    a.sort_by(f64::total_cmp);
+    let mut f: Vec<f64> = run.requests().filter_map(|r| r.finish_s).collect();
+    f.sort_by(f64::total_cmp);
+    let mut rej: Vec<f64> = run
+        .requests()
+        .filter(|r| r.finish_s.is_none())
+        .map(|r| r.arrival_s)
+        .collect();
+    rej.sort_by(f64::total_cmp);
+    let want = overload::queue_growth_of(&a, &f, &rej).unwrap();
+    assert!(want > 10.0, "{want}");
+    assert_eq!(s.overload.queue_growth, Some(want));
+    assert!(s.overload.queues_growing && s.overload.overloaded);
+}
+
+#[test]
 fn a_session_workload_offers_its_measured_arrivals_over_their_span() {
     // Closed-loop sessions: the offered rate is the arrivals over their span, not `--rate`.
     let c = cfg(&[
