@@ -947,24 +947,9 @@ fn scheduled_itls_and_normalised_latency_follow_the_request_records() {
     // A chunked-prefill run (the scheduled instances): the summary's ITL distribution comes
     // from the step-end difference arrays and the normalised latency from the steady set;
     // both are recomputed here from the per-request records, a different path.
-    let c = cfg(&[
-        "--model",
-        "llama3-8b",
-        "--devices-per-instance",
-        "1",
-        "--rate",
-        "12",
-        "--requests",
-        "120",
-        "--batch-policy",
-        "chunked",
-    ]);
-    let run = crate::simulate_config(&c).unwrap();
+    let run = chunked_run("12");
     let s = run.summary();
-    // The steady set: finished requests by (arrival, rid), the first 10% dropped.
-    let mut done: Vec<_> = run.requests().filter(|r| r.finish_s.is_some()).collect();
-    done.sort_by(|a, b| a.arrival_s.total_cmp(&b.arrival_s).then(a.rid.cmp(&b.rid)));
-    let steady = &done[done.len() / 10..];
+    let steady = &steady_records(&run)[..];
     let norm: Vec<f64> = steady
         .iter()
         .map(|r| (r.finish_s.unwrap() - r.arrival_s) / r.output_len as f64)
@@ -990,6 +975,32 @@ fn scheduled_itls_and_normalised_latency_follow_the_request_records() {
     assert_eq!(s.itl_s.p50, p50);
 }
 
+/// A chunked-prefill run (the scheduled instances) of Llama 3 8B on single H100s, 120 requests
+/// at `rate` req/s.
+fn chunked_run(rate: &str) -> RunResult {
+    let c = cfg(&[
+        "--model",
+        "llama3-8b",
+        "--devices-per-instance",
+        "1",
+        "--rate",
+        rate,
+        "--requests",
+        "120",
+        "--batch-policy",
+        "chunked",
+    ]);
+    crate::simulate_config(&c).unwrap()
+}
+
+/// The steady set of a run, from its records: finished requests by (arrival, rid), the first 10%
+/// dropped.
+fn steady_records(run: &RunResult) -> Vec<crate::engine::result::RequestRecord> {
+    let mut done: Vec<_> = run.requests().filter(|r| r.finish_s.is_some()).collect();
+    done.sort_by(|a, b| a.arrival_s.total_cmp(&b.arrival_s).then(a.rid.cmp(&b.rid)));
+    done.split_off(done.len() / 10)
+}
+
 /// How many measured requests `met_slos` says met both SLOs.
 fn m_rids_met(r: &RunResult) -> usize {
     r.measured_latencies()
@@ -1003,23 +1014,9 @@ fn m_rids_met(r: &RunResult) -> usize {
 fn the_scheduling_delay_median_is_the_records_median() {
     // `scheduler.sched_delay_p50_s`: the median of prefill start - arrival over the steady set,
     // recomputed from the request records (statistics.median: the mean of the middle two).
-    let c = cfg(&[
-        "--model",
-        "llama3-8b",
-        "--devices-per-instance",
-        "1",
-        "--rate",
-        "14",
-        "--requests",
-        "120",
-        "--batch-policy",
-        "chunked",
-    ]);
-    let run = crate::simulate_config(&c).unwrap();
+    let run = chunked_run("14");
     let s = run.summary();
-    let mut done: Vec<_> = run.requests().filter(|r| r.finish_s.is_some()).collect();
-    done.sort_by(|a, b| a.arrival_s.total_cmp(&b.arrival_s).then(a.rid.cmp(&b.rid)));
-    let steady = &done[done.len() / 10..];
+    let steady = &steady_records(&run)[..];
     let mut d: Vec<f64> = steady
         .iter()
         .map(|r| r.prefill_start_s.unwrap() - r.arrival_s)
